@@ -1,0 +1,135 @@
+package conn
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/policy"
+)
+
+// Defaults for the zero values of [Config]'s durations.
+const (
+	// DefaultConnectTimeout bounds one attempt: opening the transport,
+	// initializing the session and listing the tools.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultCallTimeout is the longest a tool call may take; a caller's
+	// earlier deadline wins.
+	DefaultCallTimeout = 5 * time.Minute
+	// DefaultCloseTimeout bounds the close barrier: how long a retired
+	// generation gets to confirm its server process exited.
+	DefaultCloseTimeout = 5 * time.Second
+	// DefaultProtocolVersion is the MCP protocol version a Supervisor asks
+	// for unless Config.ProtocolVersion says otherwise. It is the newest
+	// version negotiated by the classic initialize handshake, which every
+	// server of every SDK answers; the newer server/discover probe makes
+	// some older stdio servers exit.
+	DefaultProtocolVersion = "2025-11-25"
+)
+
+// Config configures a [Supervisor]. Only Name, Transport and Registry are
+// required; every zero value has a documented default.
+type Config struct {
+	// Name identifies the server: in public tool names, logs and errors.
+	// It must be 1 to 64 characters of [A-Za-z0-9_-] without "__".
+	Name string
+	// Transport opens a fresh transport for every generation.
+	Transport Transport
+	// Registry receives the server's tools.
+	Registry Registry
+	// Reconnect is the reconnect policy. Nil means policy.Default():
+	// forgetting it never disables reconnecting. To disable, pass a policy
+	// with Enabled false.
+	Reconnect *policy.Policy
+	// FailOnStartupError makes Start wait for the first attempt and return
+	// its error, leaving nothing running, instead of retrying in the
+	// background.
+	FailOnStartupError bool
+	// ConnectTimeout bounds one attempt. Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds every tool call. Zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// CloseTimeout bounds the close barrier. Zero means DefaultCloseTimeout.
+	CloseTimeout time.Duration
+	// ProtocolVersion is the MCP protocol version to request. Empty means
+	// DefaultProtocolVersion.
+	ProtocolVersion string
+	// Clock is the time source for timeouts and backoff. Nil means the
+	// real clock.
+	Clock clock.Clock
+	// Logger receives the supervisor's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnTransition, if set, is called for every transition of the
+	// connection machine, in order, exactly once each, never concurrently.
+	// It runs on the supervisor's event loop: it must not block or call
+	// Close.
+	OnTransition func(Transition)
+}
+
+// resolved is a validated Config with every default applied.
+type resolved struct {
+	Config
+	policy policy.Policy
+}
+
+func (c Config) resolve() (resolved, error) {
+	r := resolved{Config: c}
+	if err := checkName(c.Name); err != nil {
+		return r, err
+	}
+	if c.Transport == nil {
+		return r, &ConfigError{Field: "Transport", Rule: "is nil: use conn.Command for a stdio server or conn.TransportFunc for anything else"}
+	}
+	if c.Registry == nil {
+		return r, &ConfigError{Field: "Registry", Rule: "is nil: pass conn.NewRegistry() or your own Registry"}
+	}
+	r.policy = policy.Default()
+	if c.Reconnect != nil {
+		r.policy = *c.Reconnect
+	}
+	if err := r.policy.Validate(); err != nil {
+		return r, &ConfigError{Field: "Reconnect", Rule: "is invalid", Err: err}
+	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"ConnectTimeout", &r.ConnectTimeout, DefaultConnectTimeout},
+		{"CallTimeout", &r.CallTimeout, DefaultCallTimeout},
+		{"CloseTimeout", &r.CloseTimeout, DefaultCloseTimeout},
+	} {
+		if *d.v < 0 {
+			return r, &ConfigError{Field: d.field, Rule: fmt.Sprintf("is %v: use a positive duration, or zero for the default %v", *d.v, d.def)}
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if r.ProtocolVersion == "" {
+		r.ProtocolVersion = DefaultProtocolVersion
+	}
+	if r.Clock == nil {
+		r.Clock = clock.New()
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	return r, nil
+}
+
+func checkName(name string) error {
+	rule := "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\""
+	if name == "" || len(name) > 64 {
+		return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it %s", name, rule)}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+		if !ok || (c == '_' && i > 0 && name[i-1] == '_') {
+			return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it %s", name, rule)}
+		}
+	}
+	return nil
+}

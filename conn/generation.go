@@ -1,0 +1,224 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxTools is the most tools one server may list. A longer list is an
+// invalid list: a hostile or broken server cannot exhaust the host's memory.
+const MaxTools = 50_000
+
+// generation is one incarnation of the server: one transport, one
+// mcp.Client, one session. Generations are never reused; the supervisor's
+// fence (its pending and current pointers) decides which one may still
+// change anything.
+type generation struct {
+	id      uint64
+	attempt int // 0 for the initial attempt, n for the n-th reconnect
+	sup     *Supervisor
+	ctx     context.Context // cancelled when the generation is shut down
+	cancel  context.CancelFunc
+
+	down    atomic.Bool // the session ended or is being shut down: calls fail fast
+	changed atomic.Bool // a list_changed arrived and is not yet handled
+
+	mu        sync.Mutex
+	closed    bool // shutdown started: nothing new may be attached
+	transport mcp.Transport
+	sess      *mcp.ClientSession
+
+	shutdownOnce sync.Once
+	released     chan struct{} // closed once the session is closed and the transport released
+
+	// Owned by the supervisor's loop.
+	syncing, dirty bool
+}
+
+func (s *Supervisor) newGeneration(attempt int) *generation {
+	s.genSeq++
+	ctx, cancel := context.WithCancel(context.Background())
+	return &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel, released: make(chan struct{})}
+}
+
+// run is the generation's goroutine: the attempt, then watching the
+// session until it ends. Sending the attempt's result before watching, on
+// one goroutine, guarantees the loop hears "up" before "lost".
+func (g *generation) run() {
+	s := g.sup
+	defer s.workers.Done()
+	tools, err := g.connect()
+	if err != nil {
+		g.down.Store(true)
+		s.send(attemptResult{g: g, err: err, released: g.shutdownAndWait()})
+		return
+	}
+	s.send(attemptResult{g: g, tools: tools, released: true})
+	werr := g.sess.Wait()
+	g.down.Store(true)
+	s.send(lostMsg{g: g, err: werr, released: g.shutdownAndWait()})
+}
+
+// connect opens the transport, initializes the session and fetches the
+// tool list, all within ConnectTimeout.
+func (g *generation) connect() ([]Tool, error) {
+	s := g.sup
+	ctx, cancel := s.clk.WithTimeout(g.ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	tools, err := g.connectCtx(ctx)
+	if err != nil && g.ctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within ConnectTimeout (%v): %w", s.cfg.ConnectTimeout, err)
+	}
+	return tools, err
+}
+
+func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
+	s := g.sup
+	t, err := s.cfg.Transport.Open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open transport: %w", err)
+	}
+	if !g.attach(func() { g.transport = t }) {
+		if term, ok := t.(Terminator); ok {
+			<-term.Terminate()
+		}
+		return nil, ErrClosed
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpfsm", Version: "v1"}, &mcp.ClientOptions{
+		// The handler only signals: it runs on the SDK's connection
+		// goroutine, where blocking stalls the session and Close deadlocks.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.signalChanged() },
+	})
+	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	if !g.attach(func() { g.sess = sess }) {
+		_ = sess.Close()
+		return nil, ErrClosed
+	}
+	return g.listTools(ctx)
+}
+
+// attach runs set under the generation's lock unless shutdown started.
+func (g *generation) attach(set func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	set()
+	return true
+}
+
+func (g *generation) signalChanged() {
+	g.changed.Store(true)
+	select {
+	case g.sup.kick <- struct{}{}:
+	default: // a wake-up is already pending; the flag carries the news
+	}
+}
+
+// listTools is phase one of a tool sync: fetch every page and build the
+// whole next set of tools, or fail and change nothing.
+func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
+	s := g.sup
+	var out []Tool
+	seen := map[string]bool{}
+	for raw, err := range g.sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		if seen[raw.Name] {
+			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrInvalidToolList, raw.Name)
+		}
+		if len(out) == MaxTools {
+			return nil, fmt.Errorf("%w: more than %d tools", ErrInvalidToolList, MaxTools)
+		}
+		seen[raw.Name] = true
+		out = append(out, Tool{Name: PublicToolName(s.cfg.Name, raw.Name), Server: s.cfg.Name, Raw: raw, gen: g})
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(out); i++ {
+		if out[i].Name == out[i-1].Name {
+			return nil, fmt.Errorf("%w: tools %q and %q share the public name %q",
+				ErrInvalidToolList, out[i-1].Raw.Name, out[i].Raw.Name, out[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// shutdown starts closing the generation: cancel its context (which retires
+// in-flight calls, so the SDK's graceful Close cannot wait on them), close
+// the session, then terminate the transport. It returns the released
+// channel at once; it is idempotent.
+func (g *generation) shutdown() <-chan struct{} {
+	g.shutdownOnce.Do(func() {
+		g.down.Store(true)
+		g.cancel()
+		g.mu.Lock()
+		g.closed = true
+		sess, t := g.sess, g.transport
+		g.mu.Unlock()
+		go func() {
+			if sess != nil {
+				_ = sess.Close()
+			}
+			if term, ok := t.(Terminator); ok {
+				<-term.Terminate()
+			}
+			close(g.released)
+		}()
+	})
+	return g.released
+}
+
+// shutdownAndWait is the close barrier: shut down and wait for the release,
+// at most CloseTimeout on the supervisor's clock. It reports whether the
+// generation was released in time.
+func (g *generation) shutdownAndWait() bool {
+	s := g.sup
+	// Arm the timer before shutting down, so that a test which observes the
+	// shutdown can advance a fake clock past it.
+	timer := s.clk.Timer(s.cfg.CloseTimeout)
+	defer timer.Stop()
+	released := g.shutdown()
+	select {
+	case <-released:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// call is Tool.Call on this generation.
+func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
+	if g.down.Load() {
+		return nil, g.unavailable(public, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.sup.cfg.CallTimeout)
+	defer cancel()
+	// Shutting the generation down retires the call at once.
+	stop := context.AfterFunc(g.ctx, cancel)
+	defer stop()
+	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
+	if err != nil && (g.down.Load() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
+		return nil, g.unavailable(public, err)
+	}
+	return res, err
+}
+
+func (g *generation) unavailable(tool string, cause error) error {
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: cause}
+}

@@ -1,0 +1,151 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Registry receives the tools a [Supervisor] publishes. Register adds one
+// tool under its public name and returns the function that removes it again;
+// it returns an error wrapping [ErrToolConflict] when the name is taken.
+//
+// A Supervisor calls Register and the unregister functions from one
+// goroutine at a time, but several supervisors may share a registry, so
+// implementations must be safe for concurrent use. Unregister functions
+// must be idempotent.
+type Registry interface {
+	Register(t Tool) (unregister func(), err error)
+}
+
+// ServerReserver is an optional interface of a [Registry]: Start reserves the
+// supervisor's Name with it and releases the name after Close, so two live
+// supervisors of one server name cannot share the registry. Reserve returns
+// an error wrapping [ErrDuplicateServer] when the name is taken.
+type ServerReserver interface {
+	Reserve(server string) (release func(), err error)
+}
+
+// Tool is one server tool as published to a [Registry].
+//
+// Tools of an unchanged server compare equal across reconnects (ignoring
+// unexported fields): the public name, server and raw definition are
+// rebuilt identically, so a model sees a stable tool list.
+type Tool struct {
+	// Name is the public name, from [PublicToolName].
+	Name string
+	// Server is the supervisor's Name.
+	Server string
+	// Raw is the definition as the server listed it; Raw.Name is what goes
+	// on the wire.
+	Raw *mcp.Tool
+
+	gen *generation // the generation that listed the tool; calls go there
+}
+
+// Call calls the tool on the server generation that registered it, with the
+// supervisor's CallTimeout as an upper bound on the deadline. During an
+// outage, after exhaustion and after Close it fails fast with an error
+// matching [ErrUnavailable] that names the server and its state.
+func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
+	if t.gen == nil || t.Raw == nil {
+		return nil, fmt.Errorf("conn: tool %q was not published by a supervisor", t.Name)
+	}
+	return t.gen.call(ctx, t.Name, t.Raw.Name, args)
+}
+
+// ToolRegistry is the ready-made [Registry] and [ServerReserver]: a
+// concurrency-safe map from public tool name to [Tool]. The zero value is
+// not usable; call [NewRegistry].
+type ToolRegistry struct {
+	mu      sync.RWMutex
+	tools   map[string]*registration
+	servers map[string]*struct{}
+}
+
+type registration struct{ tool Tool }
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *ToolRegistry {
+	return &ToolRegistry{tools: map[string]*registration{}, servers: map[string]*struct{}{}}
+}
+
+// Register adds t under t.Name. It fails with [ErrToolConflict] when the name
+// is taken. The returned function removes this registration (and only this
+// one) and may be called any number of times.
+func (r *ToolRegistry) Register(t Tool) (func(), error) {
+	if t.Name == "" {
+		return nil, fmt.Errorf("conn: register tool: empty public name (server %q)", t.Server)
+	}
+	reg := &registration{tool: t}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.tools[t.Name]; ok {
+		return nil, fmt.Errorf("%w: %q is registered by server %q; rename one server or drop one of them",
+			ErrToolConflict, t.Name, old.tool.Server)
+	}
+	r.tools[t.Name] = reg
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.tools[t.Name] == reg {
+			delete(r.tools, t.Name)
+		}
+	}, nil
+}
+
+// Reserve claims a server name for one supervisor. It fails with
+// [ErrDuplicateServer] while another supervisor holds the name.
+func (r *ToolRegistry) Reserve(server string) (func(), error) {
+	tok := new(struct{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.servers[server]; ok {
+		return nil, fmt.Errorf("%w: %q is already supervised with this registry; give each server a distinct Name",
+			ErrDuplicateServer, server)
+	}
+	r.servers[server] = tok
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.servers[server] == tok {
+			delete(r.servers, server)
+		}
+	}, nil
+}
+
+// Tools returns the registered tools sorted by public name.
+func (r *ToolRegistry) Tools() []Tool {
+	r.mu.RLock()
+	out := make([]Tool, 0, len(r.tools))
+	for _, reg := range r.tools {
+		out = append(out, reg.tool)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Lookup returns the tool registered under a public name.
+func (r *ToolRegistry) Lookup(publicName string) (Tool, bool) {
+	r.mu.RLock()
+	reg, ok := r.tools[publicName]
+	r.mu.RUnlock()
+	if !ok {
+		return Tool{}, false
+	}
+	return reg.tool, true
+}
+
+// Call calls the tool registered under publicName; see [Tool.Call].
+func (r *ToolRegistry) Call(ctx context.Context, publicName string, args any) (*mcp.CallToolResult, error) {
+	t, ok := r.Lookup(publicName)
+	if !ok {
+		return nil, fmt.Errorf("conn: no tool named %q is registered", publicName)
+	}
+	return t.Call(ctx, args)
+}

@@ -1,0 +1,50 @@
+package conn
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// MaxToolNameLen is the longest public tool name [PublicToolName] returns,
+// the limit model APIs place on function names.
+const MaxToolNameLen = 64
+
+const hashLen = 12
+
+// PublicToolName returns the name under which a server's tool is published:
+// "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
+// replaced by '_', at most [MaxToolNameLen] characters. When that
+// normalisation or truncation changed anything (or the server name itself
+// contains "__", which would make the split ambiguous), a '_' and the first
+// 12 hex digits of SHA-256("<server>\x00<raw>") are appended, so distinct
+// (server, raw) identities never share a public name. The raw name alone is
+// what goes on the wire.
+//
+// The result is a pure function of its inputs: a recovered server with an
+// unchanged tool list gets identical names.
+func PublicToolName(server, raw string) string {
+	want := "mcp__" + server + "__" + raw
+	var b strings.Builder
+	b.Grow(len(want))
+	changed := strings.Contains(server, "__")
+	for i := 0; i < len(want); i++ {
+		c := want[i]
+		if c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('_')
+		changed = true
+	}
+	name := b.String()
+	if !changed && len(name) <= MaxToolNameLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(server + "\x00" + raw))
+	suffix := "_" + hex.EncodeToString(sum[:])[:hashLen]
+	if keep := MaxToolNameLen - len(suffix); len(name) > keep {
+		name = name[:keep]
+	}
+	return name + suffix
+}

@@ -1,0 +1,37 @@
+package conn
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport opens a fresh MCP transport for every generation. An SDK
+// transport is single-use (it binds one connection for life), so a
+// Supervisor asks for a new one on each attempt.
+type Transport interface {
+	Open(ctx context.Context) (mcp.Transport, error)
+}
+
+// TransportFunc adapts a function to [Transport]. Use it for HTTP servers
+// (return a new *mcp.StreamableClientTransport each time) and for
+// in-process servers in tests (mcp.NewInMemoryTransports).
+type TransportFunc func(ctx context.Context) (mcp.Transport, error)
+
+// Open calls f.
+func (f TransportFunc) Open(ctx context.Context) (mcp.Transport, error) { return f(ctx) }
+
+// Terminator is an optional interface of an mcp.Transport returned by
+// [Transport.Open] that owns a server process. Terminate stops the process
+// if it still runs (gracefully first) and returns a channel that is closed
+// once the process, and everything it started, is gone. It must be
+// idempotent and must not block.
+//
+// A Supervisor waits for this channel, bounded by Config.CloseTimeout,
+// before it starts the next generation: this close barrier is what
+// guarantees that two processes of one server are never alive at once.
+// Transports without it are considered released when their session's
+// Close returns.
+type Terminator interface {
+	Terminate() <-chan struct{}
+}

@@ -1,0 +1,421 @@
+package fsm_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfsm/mcpfsm/fsm"
+)
+
+type step = fsm.Step[connState, connEvent]
+
+func TestTransitions(t *testing.T) {
+	tests := []struct {
+		name      string
+		events    []connEvent
+		wantSteps []step
+		wantState connState
+		wantErr   string // error of the last event; "" for none
+	}{
+		{
+			name:      "happy path",
+			events:    []connEvent{"dial", "established", "close"},
+			wantSteps: []step{{"idle", "connecting", "dial"}, {"connecting", "connected", "established"}, {"connected", "closed", "close"}},
+			wantState: "closed",
+		},
+		{
+			name:   "drop and retry",
+			events: []connEvent{"dial", "drop", "retry", "established", "drop", "give_up"},
+			wantSteps: []step{
+				{"idle", "connecting", "dial"}, {"connecting", "failed-retrying", "drop"}, {"failed-retrying", "connecting", "retry"},
+				{"connecting", "connected", "established"}, {"connected", "failed-retrying", "drop"}, {"failed-retrying", "closed", "give_up"},
+			},
+			wantState: "closed",
+		},
+		{
+			name:      "not permitted",
+			events:    []connEvent{"established"},
+			wantState: "idle",
+			wantErr:   `fsm "conn": event established is not permitted in state idle (permitted: close, dial)`,
+		},
+		{
+			name:      "nothing leaves terminal",
+			events:    []connEvent{"close", "dial"},
+			wantSteps: []step{{"idle", "closed", "close"}},
+			wantState: "closed",
+			wantErr:   `fsm "conn": event dial is not permitted in state closed (permitted: none)`,
+		},
+		{
+			name:      "undeclared event",
+			events:    []connEvent{"dial", "explode"},
+			wantSteps: []step{{"idle", "connecting", "dial"}},
+			wantState: "connecting",
+			wantErr:   `fsm "conn": event explode is not permitted in state connecting (permitted: drop, established)`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec recorder
+			m := mustNew(t, connSpec(), rec.options())
+			var err error
+			for i, ev := range tt.events {
+				err = m.Fire(t.Context(), ev)
+				if i < len(tt.events)-1 && err != nil {
+					t.Fatalf("Fire(%s): %v", ev, err)
+				}
+			}
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !errors.Is(err, fsm.ErrInvalidEvent) || !errors.Is(err, fsm.ErrNotPermitted) {
+					t.Errorf("error %v does not match ErrInvalidEvent", err)
+				}
+			}
+			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSteps, rec.steps); diff != "" {
+				t.Errorf("steps (-want +got):\n%s", diff)
+			}
+			if got := m.State(); got != tt.wantState {
+				t.Errorf("State() = %s, want %s", got, tt.wantState)
+			}
+		})
+	}
+}
+
+func TestEventErrorFields(t *testing.T) {
+	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{})
+	err := m.Fire(t.Context(), "ping")
+	var ee *fsm.EventError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Fire error %v is not an *EventError", err)
+	}
+	want := &fsm.EventError{Machine: "conn", Event: "ping", State: "idle", Permitted: []string{"close", "dial"}}
+	if diff := cmp.Diff(want, ee); diff != "" {
+		t.Errorf("EventError (-want +got):\n%s", diff)
+	}
+}
+
+func TestCanAndAvailable(t *testing.T) {
+	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{})
+	fire(t, m, "dial", "established")
+	if diff := cmp.Diff([]connEvent{"close", "drop", "ping"}, m.Available()); diff != "" {
+		t.Errorf("Available (-want +got):\n%s", diff)
+	}
+	for ev, want := range map[connEvent]bool{"close": true, "drop": true, "ping": true, "dial": false, "nope": false} {
+		if got := m.Can(ev); got != want {
+			t.Errorf("Can(%s) = %v, want %v", ev, got, want)
+		}
+	}
+	fire(t, m, "close")
+	if got := m.Available(); len(got) != 0 {
+		t.Errorf("Available in terminal state = %v, want none", got)
+	}
+}
+
+func fire(t *testing.T, m *fsm.Machine[connState, connEvent], evs ...connEvent) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := m.Fire(t.Context(), ev); err != nil {
+			t.Fatalf("Fire(%s): %v", ev, err)
+		}
+	}
+}
+
+func TestFireReentrant(t *testing.T) {
+	var (
+		rec    recorder
+		m      *fsm.Machine[connState, connEvent]
+		during []connState // State() as seen inside callbacks
+	)
+	opts := rec.options()
+	observe := opts.Observer
+	opts.Observer = func(st step) {
+		observe(st)
+		during = append(during, m.State())
+		if st.Event == "established" {
+			// Fired from the Observer: queued behind the OnEnter-fired events.
+			if err := m.Fire(context.Background(), "close"); err != nil {
+				t.Errorf("re-entrant Fire from Observer returned %v, want nil", err)
+			}
+		}
+	}
+	opts.OnEnter = map[connState]func(context.Context, step){
+		"connecting": func(ctx context.Context, _ step) {
+			// Fired from OnEnter: queued, runs after this step's Observer.
+			if err := m.Fire(ctx, "established"); err != nil {
+				t.Errorf("re-entrant Fire returned %v, want nil", err)
+			}
+			if !m.Can("established") || m.Can("dial") {
+				t.Error("Can from a callback answered for the wrong state")
+			}
+		},
+		"connected": func(ctx context.Context, st step) {
+			if st.Event != "established" {
+				return
+			}
+			if err := m.Fire(ctx, "ping"); err != nil {
+				t.Errorf("re-entrant Fire returned %v, want nil", err)
+			}
+			// Not permitted when its turn comes: must reach OnError.
+			if err := m.Fire(ctx, "retry"); err != nil {
+				t.Errorf("re-entrant Fire returned %v, want nil", err)
+			}
+		},
+	}
+	m = mustNew(t, connSpec(), opts)
+
+	if err := m.Fire(t.Context(), "dial"); err != nil {
+		t.Fatalf("Fire(dial): %v", err)
+	}
+	want := []step{
+		{"idle", "connecting", "dial"},
+		{"connecting", "connected", "established"},
+		{"connected", "connected", "ping"}, // queued by OnEnter(connected)
+		// retry, queued next by OnEnter(connected), was not permitted
+		{"connected", "closed", "close"}, // queued by Observer, after OnEnter returned
+	}
+	if diff := cmp.Diff(want, rec.steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]connState{"connecting", "connected", "connected", "closed"}, during); diff != "" {
+		t.Errorf("State() inside Observer (-want +got):\n%s", diff)
+	}
+	var ee *fsm.EventError
+	if len(rec.errs) != 1 || !errors.As(rec.errs[0], &ee) || ee.Event != "retry" || ee.State != "connected" {
+		t.Fatalf("OnError got %v, want retry not permitted in connected", rec.errs)
+	}
+	if m.State() != "closed" {
+		t.Errorf("State() = %s, want closed", m.State())
+	}
+}
+
+func TestFireCancelledContext(t *testing.T) {
+	// Regression test for looplab #115: an event fired with a cancelled
+	// context left the machine "in transition" forever.
+	var rec recorder
+	m := mustNew(t, connSpec(), rec.options())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := m.Fire(ctx, "dial")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fire with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if m.State() != "idle" || len(rec.steps) != 0 {
+		t.Fatalf("cancelled Fire changed state to %s / observed %v", m.State(), rec.steps)
+	}
+
+	cause := errors.New("operator gave up")
+	ctx, cancelCause := context.WithCancelCause(t.Context())
+	cancelCause(cause)
+	if err := m.Fire(ctx, "dial"); !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("Fire with cancelled-with-cause ctx = %v, want Canceled and the cause", err)
+	}
+
+	type key struct{}
+	live := context.WithValue(t.Context(), key{}, "v")
+	var gotValue any
+	m2 := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{
+		OnEnter: map[connState]func(context.Context, step){
+			"connecting": func(ctx context.Context, _ step) { gotValue = ctx.Value(key{}) },
+		},
+	})
+	for _, m := range []*fsm.Machine[connState, connEvent]{m, m2} {
+		if err := m.Fire(live, "dial"); err != nil {
+			t.Fatalf("Fire after a cancelled Fire: %v", err)
+		}
+		if m.State() != "connecting" {
+			t.Fatalf("State() = %s, want connecting", m.State())
+		}
+	}
+	if gotValue != "v" {
+		t.Errorf("OnEnter ctx value = %v, want the caller's", gotValue)
+	}
+}
+
+func TestQueuedCancelledContextGoesToOnError(t *testing.T) {
+	var rec recorder
+	var m *fsm.Machine[connState, connEvent]
+	opts := rec.options()
+	ctx, cancel := context.WithCancel(t.Context())
+	opts.OnEnter = map[connState]func(context.Context, step){
+		"connecting": func(context.Context, step) {
+			_ = m.Fire(ctx, "established") // queued with a live ctx...
+			cancel()                        // ...that ends before its turn
+		},
+	}
+	m = mustNew(t, connSpec(), opts)
+	fire(t, m, "dial")
+	if len(rec.errs) != 1 || !errors.Is(rec.errs[0], context.Canceled) {
+		t.Fatalf("OnError got %v, want one context.Canceled", rec.errs)
+	}
+	if m.State() != "connecting" {
+		t.Errorf("State() = %s, want connecting", m.State())
+	}
+}
+
+func TestSelfLoop(t *testing.T) {
+	var rec recorder
+	entered := 0
+	opts := rec.options()
+	opts.OnEnter = map[connState]func(context.Context, step){
+		"connected": func(context.Context, step) { entered++ },
+	}
+	m := mustNew(t, connSpec(), opts)
+	fire(t, m, "dial", "established", "ping", "ping")
+	if entered != 3 {
+		t.Errorf("OnEnter(connected) ran %d times, want 3 (enter + 2 self-loops)", entered)
+	}
+	want := []step{{"idle", "connecting", "dial"}, {"connecting", "connected", "established"},
+		{"connected", "connected", "ping"}, {"connected", "connected", "ping"}}
+	if diff := cmp.Diff(want, rec.steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	fire(t, m, "close") // the engine is not left mid-transition by the self-loops
+}
+
+func TestCallbackPanicDoesNotJam(t *testing.T) {
+	var rec recorder
+	var m *fsm.Machine[connState, connEvent]
+	panicked := false
+	opts := rec.options()
+	opts.OnEnter = map[connState]func(context.Context, step){
+		"connecting": func(ctx context.Context, _ step) {
+			if !panicked {
+				panicked = true
+				_ = m.Fire(ctx, "established") // queued behind the panic
+				panic("boom")
+			}
+		},
+	}
+	m = mustNew(t, connSpec(), opts)
+
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want boom", r)
+			}
+		}()
+		_ = m.Fire(t.Context(), "dial")
+		t.Fatal("Fire did not re-panic")
+	}()
+	if m.State() != "connecting" {
+		t.Fatalf("State() after panic = %s, want connecting (the transition happened)", m.State())
+	}
+	// The next Fire first runs the event queued before the panic, then its own.
+	if err := m.Fire(t.Context(), "ping"); err != nil {
+		t.Fatalf("Fire after panic: %v", err)
+	}
+	if diff := cmp.Diff([]step{{"connecting", "connected", "established"}, {"connected", "connected", "ping"}}, rec.steps); diff != "" {
+		t.Errorf("steps after panic (-want +got):\n%s", diff)
+	}
+	// The own event's error still comes back to the caller behind a backlog.
+	if err := m.Fire(t.Context(), "dial"); !errors.Is(err, fsm.ErrInvalidEvent) {
+		t.Errorf("Fire(dial) = %v, want ErrInvalidEvent", err)
+	}
+}
+
+func TestPanicWithOwnEventQueued(t *testing.T) {
+	// A drainer whose own event is still queued behind a backlog when a
+	// callback panics: that event loses its owner, so on the next drain its
+	// error goes to OnError instead of being mistaken for the new caller's.
+	var rec recorder
+	var m *fsm.Machine[connState, connEvent]
+	opts := rec.options()
+	entered := map[connState]int{}
+	opts.OnEnter = map[connState]func(context.Context, step){
+		"connecting": func(ctx context.Context, _ step) {
+			if entered["connecting"]++; entered["connecting"] == 1 {
+				_ = m.Fire(ctx, "established")
+				panic("boom1")
+			}
+		},
+		"connected": func(context.Context, step) {
+			if entered["connected"]++; entered["connected"] == 1 {
+				panic("boom2")
+			}
+		},
+	}
+	m = mustNew(t, connSpec(), opts)
+	mustPanic := func(ev connEvent, want string) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != want {
+				t.Errorf("Fire(%s) recovered %v, want %s", ev, r, want)
+			}
+		}()
+		_ = m.Fire(t.Context(), ev)
+	}
+	mustPanic("dial", "boom1")  // queue left: [established]
+	mustPanic("retry", "boom2") // established panics; queue left: [retry]
+	if err := m.Fire(t.Context(), "ping"); err != nil {
+		t.Fatalf("Fire(ping) = %v, want nil (retry's error is not ours)", err)
+	}
+	var ee *fsm.EventError
+	if len(rec.errs) != 1 || !errors.As(rec.errs[0], &ee) || ee.Event != "retry" || ee.State != "connected" {
+		t.Fatalf("OnError got %v, want retry not permitted in connected", rec.errs)
+	}
+	if m.State() != "connected" {
+		t.Errorf("State() = %s, want connected", m.State())
+	}
+}
+
+func TestConcurrentFire(t *testing.T) {
+	const goroutines, perG = 16, 200
+	spec := connSpec()
+	var (
+		rec      recorder
+		onErr    atomic.Int64
+		returned atomic.Int64
+	)
+	opts := rec.options()
+	opts.OnError = func(connEvent, error) { onErr.Add(1) }
+	m := mustNew(t, spec, opts)
+
+	cycle := []connEvent{"dial", "established", "ping", "drop", "retry", "established", "drop", "retry"}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				ev := cycle[(g+i)%len(cycle)]
+				err := m.Fire(context.Background(), ev)
+				switch {
+				case err == nil:
+				case errors.Is(err, fsm.ErrInvalidEvent):
+					returned.Add(1)
+				default:
+					t.Errorf("Fire(%s): unexpected error %v", ev, err)
+				}
+				_ = m.State()
+				_ = m.Can(ev)
+				_ = m.Available()
+			}
+		})
+	}
+	wg.Wait()
+
+	// Every Fire is accounted for exactly once: a step, a returned error or
+	// an OnError report.
+	total := int64(len(rec.steps)) + returned.Load() + onErr.Load()
+	if total != goroutines*perG {
+		t.Errorf("steps %d + returned errors %d + OnError %d = %d, want %d",
+			len(rec.steps), returned.Load(), onErr.Load(), total, goroutines*perG)
+	}
+	cur := spec.Initial
+	for i, st := range rec.steps {
+		to, ok := spec.Targets(cur)[st.Event]
+		if st.From != cur || !ok || st.To != to {
+			t.Fatalf("step %d %+v does not follow from state %s", i, st, cur)
+		}
+		cur = st.To
+	}
+	if m.State() != cur {
+		t.Errorf("State() = %s, want %s (end of observed path)", m.State(), cur)
+	}
+}

@@ -1,0 +1,226 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+)
+
+// State declares one state of a [Spec].
+type State[S ~string] struct {
+	Name     S
+	Doc      string // one line; used as diagram label/note
+	Terminal bool   // no transition may leave it
+	Failure  bool   // drawn in a distinct failure colour
+}
+
+// Event declares one event of a [Spec].
+type Event[E ~string] struct {
+	Name E
+	Doc  string
+}
+
+// Transition says that Event moves the machine from any of the From states
+// to To. A transition whose To is one of its From states is a self-loop; it
+// is a real transition (see [Machine.Fire]).
+type Transition[S ~string, E ~string] struct {
+	Event E
+	From  []S
+	To    S
+}
+
+// Spec is the declaration of a state machine: the single table that
+// [New], [Spec.DOT], [Spec.Mermaid] and tests all read.
+//
+// The order of declarations carries no meaning: machines and diagrams built
+// from two Specs that differ only in declaration order are identical.
+type Spec[S ~string, E ~string] struct {
+	Name        string
+	Initial     S
+	States      []State[S]
+	Events      []Event[E]
+	Transitions []Transition[S, E]
+}
+
+// Validate reports the first problem of the table as a [*SpecError] naming
+// the offending entry (it matches errors.Is(err, ErrInvalidSpec)), or nil.
+//
+// It rejects: an empty spec name; empty state or event names; duplicate
+// state or event declarations; a state used (Initial, From, To) but not
+// declared; an event used but not declared; a declared event never used;
+// a duplicate (from, event) pair; a state unreachable from Initial; a
+// transition out of a terminal state; a transition with no From.
+//
+// Checks run in a fixed order (name, states, events, initial, transitions
+// in declaration order, unused events, unreachable states), so the same
+// Spec always yields the same error.
+func (s Spec[S, E]) Validate() error {
+	fail := func(entry, format string, args ...any) error {
+		return &SpecError{Spec: s.Name, Entry: entry, Reason: fmt.Sprintf(format, args...)}
+	}
+	if s.Name == "" {
+		return fail("Name", "is empty; name the machine, it titles diagrams and errors")
+	}
+
+	states := make(map[S]int, len(s.States))
+	for i, st := range s.States {
+		if st.Name == "" {
+			return fail(fmt.Sprintf("States[%d]", i), "has an empty name")
+		}
+		if j, dup := states[st.Name]; dup {
+			return fail(fmt.Sprintf("States[%d] %q", i, st.Name), "duplicates States[%d]; declare each state once", j)
+		}
+		states[st.Name] = i
+	}
+	events := make(map[E]int, len(s.Events))
+	for i, ev := range s.Events {
+		if ev.Name == "" {
+			return fail(fmt.Sprintf("Events[%d]", i), "has an empty name")
+		}
+		if j, dup := events[ev.Name]; dup {
+			return fail(fmt.Sprintf("Events[%d] %q", i, ev.Name), "duplicates Events[%d]; declare each event once", j)
+		}
+		events[ev.Name] = i
+	}
+
+	if s.Initial == "" {
+		return fail("Initial", "is empty; name the state the machine starts in")
+	}
+	if _, ok := states[s.Initial]; !ok {
+		return fail(fmt.Sprintf("Initial %q", s.Initial), "is not a declared state; add it to States")
+	}
+
+	type pair struct {
+		from S
+		ev   E
+	}
+	seen := make(map[pair]int)
+	used := make(map[E]bool, len(s.Events))
+	for i, t := range s.Transitions {
+		entry := fmt.Sprintf("Transitions[%d] (event %q)", i, t.Event)
+		if t.Event == "" {
+			return fail(fmt.Sprintf("Transitions[%d]", i), "has an empty event name")
+		}
+		if _, ok := events[t.Event]; !ok {
+			return fail(entry, "event %q is not declared; add it to Events", t.Event)
+		}
+		used[t.Event] = true
+		if len(t.From) == 0 {
+			return fail(entry, "has no From state")
+		}
+		if _, ok := states[t.To]; !ok {
+			return fail(entry, "target state %q is not declared; add it to States", t.To)
+		}
+		for _, from := range t.From {
+			si, ok := states[from]
+			if !ok {
+				return fail(entry, "source state %q is not declared; add it to States", from)
+			}
+			if s.States[si].Terminal {
+				return fail(entry, "leaves terminal state %q; terminal states have no outgoing transitions", from)
+			}
+			p := pair{from, t.Event}
+			if j, dup := seen[p]; dup {
+				if j == i {
+					return fail(entry, "lists source state %q twice", from)
+				}
+				return fail(entry, "duplicates Transitions[%d] for (from %q, event %q); a (from, event) pair must have one target", j, from, t.Event)
+			}
+			seen[p] = i
+		}
+	}
+	for i, ev := range s.Events {
+		if !used[ev.Name] {
+			return fail(fmt.Sprintf("Events[%d] %q", i, ev.Name), "is never used by a transition; remove it or add a transition")
+		}
+	}
+
+	reach := s.reachable()
+	for i, st := range s.States {
+		if !reach[st.Name] {
+			return fail(fmt.Sprintf("States[%d] %q", i, st.Name), "is unreachable from initial state %q", s.Initial)
+		}
+	}
+	return nil
+}
+
+// reachable returns the states reachable from Initial (Initial included).
+func (s Spec[S, E]) reachable() map[S]bool {
+	reach := map[S]bool{s.Initial: true}
+	work := []S{s.Initial}
+	for len(work) > 0 {
+		cur := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, t := range s.Transitions {
+			if !reach[t.To] && slices.Contains(t.From, cur) {
+				reach[t.To] = true
+				work = append(work, t.To)
+			}
+		}
+	}
+	return reach
+}
+
+// State returns the declaration of the named state.
+func (s Spec[S, E]) State(name S) (State[S], bool) {
+	for _, st := range s.States {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return State[S]{}, false
+}
+
+// Event returns the declaration of the named event.
+func (s Spec[S, E]) Event(name E) (Event[E], bool) {
+	for _, ev := range s.Events {
+		if ev.Name == name {
+			return ev, true
+		}
+	}
+	return Event[E]{}, false
+}
+
+// Targets returns, for every event permitted in state from, the state it
+// leads to. It returns an empty, non-nil map for terminal or unknown states.
+// If the Spec is invalid and lists a (from, event) pair twice, the last
+// declaration wins, as it does in looplab.
+func (s Spec[S, E]) Targets(from S) map[E]S {
+	out := make(map[E]S)
+	for _, t := range s.Transitions {
+		if slices.Contains(t.From, from) {
+			out[t.Event] = t.To
+		}
+	}
+	return out
+}
+
+// Sources returns the states with a transition into to, sorted and
+// deduplicated. A self-loop makes to one of its own sources.
+func (s Spec[S, E]) Sources(to S) []S {
+	var out []S
+	for _, t := range s.Transitions {
+		if t.To == to {
+			out = append(out, t.From...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// clone returns a deep copy, so that a Machine cannot be changed through
+// slices its caller still holds, and callers of [Machine.Spec] cannot change
+// the Machine.
+func (s Spec[S, E]) clone() Spec[S, E] {
+	c := s
+	c.States = slices.Clone(s.States)
+	c.Events = slices.Clone(s.Events)
+	c.Transitions = make([]Transition[S, E], len(s.Transitions))
+	for i, t := range s.Transitions {
+		t.From = slices.Clone(t.From)
+		c.Transitions[i] = t
+	}
+	if s.Transitions == nil {
+		c.Transitions = nil
+	}
+	return c
+}

@@ -1,0 +1,248 @@
+package fsm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// waitLimit bounds every wait for an event. Tests never sleep: they wait
+// for the supervisor to report, and fail if it does not within this limit.
+const waitLimit = 10 * time.Second
+
+// behaviour is what the in-memory server does when a generation connects.
+type behaviour string
+
+const (
+	accept behaviour = "accept" // serve MCP
+	refuse behaviour = "refuse" // the transport cannot be opened
+	hang   behaviour = "hang"   // read requests, never answer
+)
+
+// logLine is one captured log record, reduced to what tests compare.
+type logLine struct {
+	Level slog.Level
+	Msg   string
+}
+
+type recorder struct {
+	mu    sync.Mutex
+	lines []logLine
+	attrs []map[string]string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler      { return r }
+func (r *recorder) WithGroup(string) slog.Handler           { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	attrs := map[string]string{}
+	rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, logLine{rec.Level, rec.Message})
+	r.attrs = append(r.attrs, attrs)
+	return nil
+}
+
+// linesAtLeast returns the captured lines at or above level.
+func (r *recorder) linesAtLeast(level slog.Level) []logLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []logLine
+	for _, l := range r.lines {
+		if l.Level >= level {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// harness runs one supervisor against an in-memory go-sdk server on a mock
+// clock.
+type harness struct {
+	t     *testing.T
+	clk   *clock.Mock
+	srv   *mcp.Server
+	reg   *conn.ToolRegistry
+	sup   *conn.Supervisor
+	trans chan conn.Transition
+	log   *recorder
+	seen  []conn.Transition
+
+	mu       sync.Mutex
+	plan     []behaviour // per opened generation; the last entry repeats
+	opens    int
+	sessions []*mcp.ServerSession
+	opened   chan int // generation numbers as the transport is opened
+}
+
+type option func(*conn.Config)
+
+func withPolicy(p policy.Policy) option { return func(c *conn.Config) { c.Reconnect = &p } }
+func strict() option                    { return func(c *conn.Config) { c.FailOnStartupError = true } }
+
+func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) *harness {
+	t.Helper()
+	h := &harness{
+		t:      t,
+		clk:    clock.NewMock(),
+		srv:    mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "v1"}, nil),
+		reg:    conn.NewRegistry(),
+		trans:  make(chan conn.Transition, 1000),
+		log:    &recorder{},
+		plan:   plan,
+		opened: make(chan int, 1000),
+	}
+	for _, name := range tools {
+		h.addTool(name)
+	}
+	cfg := conn.Config{
+		Name:         "fx",
+		Transport:    conn.TransportFunc(h.open),
+		Registry:     h.reg,
+		Clock:        h.clk,
+		Logger:       slog.New(h.log),
+		OnTransition: func(tr conn.Transition) { h.trans <- tr },
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sup, err := conn.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	h.sup = sup
+	t.Cleanup(func() { h.close() })
+	return h
+}
+
+func (h *harness) addTool(name string) {
+	h.srv.AddTool(&mcp.Tool{Name: name, Description: "echo " + name, InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil
+		})
+}
+
+// open is the supervisor's transport: each call is a new generation.
+func (h *harness) open(ctx context.Context) (mcp.Transport, error) {
+	h.mu.Lock()
+	b := h.plan[min(h.opens, len(h.plan)-1)]
+	h.opens++
+	n := h.opens
+	h.mu.Unlock()
+	h.opened <- n
+	switch b {
+	case refuse:
+		return nil, fmt.Errorf("generation %d refused", n)
+	case hang:
+		c1, c2 := net.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
+		return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := h.srv.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.sessions = append(h.sessions, ss)
+	h.mu.Unlock()
+	return ct, nil
+}
+
+// crash ends the newest server session, as a dying server would.
+func (h *harness) crash() {
+	h.mu.Lock()
+	ss := h.sessions[len(h.sessions)-1]
+	h.mu.Unlock()
+	_ = ss.Close()
+}
+
+// setPlan replaces the behaviour of generations opened from now on.
+func (h *harness) setPlan(plan ...behaviour) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.plan = append(h.plan[:h.opens:h.opens], plan...)
+}
+
+// next waits for the next transition.
+func (h *harness) next() conn.Transition {
+	h.t.Helper()
+	select {
+	case tr := <-h.trans:
+		h.seen = append(h.seen, tr)
+		return tr
+	case <-time.After(waitLimit):
+		h.t.Fatalf("no transition within %v; seen %v; state %s", waitLimit, path(h.seen), h.sup.State())
+		return conn.Transition{}
+	}
+}
+
+// expect waits for transitions into the given states, in order.
+func (h *harness) expect(states ...conn.State) []conn.Transition {
+	h.t.Helper()
+	var got []conn.Transition
+	for _, want := range states {
+		tr := h.next()
+		got = append(got, tr)
+		if tr.To != want {
+			h.t.Fatalf("transition %d: got %s -> %s (%s), want -> %s; seen %v", len(h.seen), tr.From, tr.To, tr.Event, want, path(h.seen))
+		}
+	}
+	return got
+}
+
+// advance moves the mock clock.
+func (h *harness) advance(d time.Duration) { h.clk.Add(d) }
+
+// waitOpened waits until the n-th generation's transport was opened.
+func (h *harness) waitOpened() int {
+	h.t.Helper()
+	select {
+	case n := <-h.opened:
+		return n
+	case <-time.After(waitLimit):
+		h.t.Fatalf("no transport opened within %v", waitLimit)
+		return 0
+	}
+}
+
+func (h *harness) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.sup.Close(ctx); err != nil && !errors.Is(err, conn.ErrIncompleteShutdown) {
+		h.t.Errorf("Close: %v", err)
+	}
+}
+
+// toolNames returns the registry's public tool names.
+func (h *harness) toolNames() []string {
+	var names []string
+	for _, t := range h.reg.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func path(trs []conn.Transition) string {
+	var b strings.Builder
+	for i, tr := range trs {
+		if i == 0 {
+			b.WriteString(string(tr.From))
+		}
+		b.WriteString(" -" + string(tr.Event) + "-> " + string(tr.To))
+	}
+	return b.String()
+}
