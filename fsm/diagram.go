@@ -261,4 +261,3 @@ func mermaidText(s string) string {
 }
 
 var mermaidEscaper = strings.NewReplacer(`"`, "#quot;", ";", "#59;", ":", "#58;")
-

@@ -97,7 +97,7 @@ func TestMermaidIDs(t *testing.T) {
 		States: []fsm.State[string]{
 			{Name: "a-b", Doc: `say "hi"; bye: now`}, {Name: "a_b"}, {Name: "a.b", Terminal: true}, {Name: "note"},
 		},
-		Events:  []fsm.Event[string]{{Name: "go"}, {Name: "hop"}},
+		Events: []fsm.Event[string]{{Name: "go"}, {Name: "hop"}},
 		Transitions: []fsm.Transition[string, string]{
 			{Event: "go", From: []string{"a-b"}, To: "a_b"},
 			{Event: "go", From: []string{"a_b"}, To: "a.b"},
@@ -144,5 +144,32 @@ func TestDOTEscaping(t *testing.T) {
 `
 	if diff := cmp.Diff(want, s.DOT()); diff != "" {
 		t.Errorf("DOT (-want +got):\n%s", diff)
+	}
+}
+
+func TestDOTMergesParallelEdges(t *testing.T) {
+	s := fsm.Spec[string, string]{
+		Name:    "merge",
+		Initial: "up",
+		States:  []fsm.State[string]{{Name: "up"}, {Name: "down", Terminal: true}},
+		Events:  []fsm.Event[string]{{Name: "crash"}, {Name: "abort"}, {Name: "stop"}},
+		Transitions: []fsm.Transition[string, string]{
+			{Event: "stop", From: []string{"up"}, To: "down"},
+			{Event: "crash", From: []string{"up"}, To: "down"},
+			{Event: "abort", From: []string{"up"}, To: "down"},
+		},
+	}
+	dot := s.DOT()
+	if want := `	"up" -> "down" [label="abort\ncrash\nstop"];` + "\n"; !strings.Contains(dot, want) {
+		t.Errorf("DOT lacks merged edge %q:\n%s", want, dot)
+	}
+	if n := strings.Count(dot, `"up" -> "down"`); n != 1 {
+		t.Errorf("DOT has %d up->down edges, want 1", n)
+	}
+	mmd := s.Mermaid()
+	for _, ev := range []string{"abort", "crash", "stop"} {
+		if !strings.Contains(mmd, "    up --> down : "+ev+"\n") {
+			t.Errorf("Mermaid lacks up --> down : %s:\n%s", ev, mmd)
+		}
 	}
 }

@@ -43,16 +43,16 @@ type Options[S ~string, E ~string] struct {
 type Machine[S ~string, E ~string] struct {
 	spec     Spec[S, E]
 	engine   *looplab.FSM // holds the current state; has no callbacks, so it never calls back into us
-	onEnter  map[S]func(context.Context, Step[S, E])
+	nodes    []node[S, E] // one per state, sorted by name
+	index    map[S]int    // state name -> nodes index
 	observer func(Step[S, E])
 	onError  func(E, error)
-	exits    map[S]exits[S, E]
 
-	// cur mirrors the engine's state for the draining goroutine, which is
-	// the only one that reads or writes it (the drain hand-over under mu
-	// orders one drainer's writes before the next one's reads). It saves
-	// taking the engine's lock on the hot path.
-	cur S
+	// cur is the nodes index of the engine's state, kept for the draining
+	// goroutine, the only one that reads or writes it (the drain hand-over
+	// under mu orders one drainer's writes before the next one's reads).
+	// It spares the hot path the engine's lock and any hashing.
+	cur int
 
 	// mu guards the run-to-completion queue. It is never held while the
 	// engine or a callback runs, which is why Fire cannot deadlock.
@@ -62,19 +62,13 @@ type Machine[S ~string, E ~string] struct {
 	head     int // queue[head:] are the events still to run
 }
 
-// exits lists the transitions out of one state, sorted by event, so that
-// Available needs no sorting and step finds a target by binary search.
-type exits[S ~string, E ~string] struct {
-	events  []E
-	targets []S
-}
-
-func (x exits[S, E]) target(ev E) (S, bool) {
-	if i, ok := slices.BinarySearch(x.events, ev); ok {
-		return x.targets[i], true
-	}
-	var zero S
-	return zero, false
+// node is one state with its exits sorted by event, so that Available
+// needs no sorting and step finds a target by binary search.
+type node[S ~string, E ~string] struct {
+	name    S
+	events  []E   // permitted events, sorted
+	targets []int // nodes index reached by events[i]
+	onEnter func(context.Context, Step[S, E])
 }
 
 // pending is a queued event. own marks the event of the goroutine that is
@@ -94,23 +88,31 @@ func New[S ~string, E ~string](spec Spec[S, E], opts Options[S, E]) (*Machine[S,
 		return nil, err
 	}
 	spec = spec.clone()
-	m := &Machine[S, E]{
-		spec:     spec,
-		onEnter:  make(map[S]func(context.Context, Step[S, E]), len(opts.OnEnter)),
-		observer: opts.Observer,
-		onError:  opts.OnError,
-		exits:    make(map[S]exits[S, E], len(spec.States)),
-		cur:      spec.Initial,
-	}
-	for state, fn := range opts.OnEnter {
+	for state := range opts.OnEnter {
 		if _, ok := spec.State(state); !ok {
 			return nil, &SpecError{Spec: spec.Name, Entry: fmt.Sprintf("Options.OnEnter[%q]", state),
 				Reason: "is not a declared state; a callback keyed by it would never run"}
 		}
-		if fn != nil {
-			m.onEnter[state] = fn
+	}
+	m := &Machine[S, E]{
+		spec:     spec,
+		index:    make(map[S]int, len(spec.States)),
+		observer: opts.Observer,
+		onError:  opts.OnError,
+	}
+	for i, st := range spec.sortedStates() {
+		m.nodes = append(m.nodes, node[S, E]{name: st.Name, onEnter: opts.OnEnter[st.Name]})
+		m.index[st.Name] = i
+	}
+	for i := range m.nodes {
+		n := &m.nodes[i]
+		targets := spec.Targets(n.name)
+		n.events = slices.Sorted(maps.Keys(targets))
+		for _, ev := range n.events {
+			n.targets = append(n.targets, m.index[targets[ev]])
 		}
 	}
+	m.cur = m.index[spec.Initial]
 
 	descs := make([]looplab.EventDesc, 0, len(spec.Transitions))
 	for _, t := range spec.Transitions {
@@ -119,14 +121,6 @@ func New[S ~string, E ~string](spec Spec[S, E], opts Options[S, E]) (*Machine[S,
 			src[i] = string(f)
 		}
 		descs = append(descs, looplab.EventDesc{Name: string(t.Event), Src: src, Dst: string(t.To)})
-	}
-	for _, st := range spec.States {
-		targets := spec.Targets(st.Name)
-		x := exits[S, E]{events: slices.Sorted(maps.Keys(targets))}
-		for _, ev := range x.events {
-			x.targets = append(x.targets, targets[ev])
-		}
-		m.exits[st.Name] = x
 	}
 	// No looplab callbacks, ever: every looplab trap (ignored keys,
 	// deadlocking or nesting re-entrant calls, cancelled contexts jamming
@@ -232,8 +226,8 @@ func (m *Machine[S, E]) step(ctx context.Context, ev E) error {
 	if ctx.Err() != nil {
 		return m.ctxError(ctx, ev)
 	}
-	from := m.cur
-	to, ok := m.exits[from].target(ev)
+	from := &m.nodes[m.cur]
+	i, ok := slices.BinarySearch(from.events, ev)
 	if !ok {
 		// The engine was built from the same validated table and would say
 		// the same, only after scanning all of its transitions.
@@ -247,12 +241,13 @@ func (m *Machine[S, E]) step(ctx context.Context, ev E) error {
 	case looplab.NoTransitionError:
 		// looplab's name for a self-loop; for us it is a transition.
 	default:
-		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.spec.Name, ev, from, err)
+		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.spec.Name, ev, from.name, err)
 	}
-	m.cur = to
-	st := Step[S, E]{From: from, To: to, Event: ev}
-	if fn := m.onEnter[st.To]; fn != nil {
-		fn(ctx, st)
+	m.cur = from.targets[i]
+	to := &m.nodes[m.cur]
+	st := Step[S, E]{From: from.name, To: to.name, Event: ev}
+	if to.onEnter != nil {
+		to.onEnter(ctx, st)
 	}
 	if m.observer != nil {
 		m.observer(st)
@@ -260,13 +255,12 @@ func (m *Machine[S, E]) step(ctx context.Context, ev E) error {
 	return nil
 }
 
-func (m *Machine[S, E]) notPermitted(from S, ev E) error {
-	avail := m.exits[from].events
-	permitted := make([]string, len(avail))
-	for i, e := range avail {
+func (m *Machine[S, E]) notPermitted(from *node[S, E], ev E) error {
+	permitted := make([]string, len(from.events))
+	for i, e := range from.events {
 		permitted[i] = string(e)
 	}
-	return &EventError{Machine: m.spec.Name, Event: string(ev), State: string(from), Permitted: permitted}
+	return &EventError{Machine: m.spec.Name, Event: string(ev), State: string(from.name), Permitted: permitted}
 }
 
 func (m *Machine[S, E]) ctxError(ctx context.Context, ev E) error {
@@ -298,7 +292,9 @@ func (m *Machine[S, E]) Can(ev E) bool { return m.engine.Can(string(ev)) }
 
 // Available returns the events permitted in the current state, sorted.
 // The caller owns the returned slice.
-func (m *Machine[S, E]) Available() []E { return slices.Clone(m.exits[m.State()].events) }
+func (m *Machine[S, E]) Available() []E {
+	return slices.Clone(m.nodes[m.index[m.State()]].events)
+}
 
 // Spec returns a deep copy of the Spec the Machine was built from.
 func (m *Machine[S, E]) Spec() Spec[S, E] { return m.spec.clone() }

@@ -29,7 +29,35 @@ const (
 	accept behaviour = "accept" // serve MCP
 	refuse behaviour = "refuse" // the transport cannot be opened
 	hang   behaviour = "hang"   // read requests, never answer
+	held   behaviour = "held"   // serve MCP; the transport is released only when the test says so
+	// heldRefuse fails to initialize; the transport is released only when the test says so.
+	heldRefuse behaviour = "held-refuse"
 )
+
+// heldTransport is a transport with a close signal the test controls, like a
+// server process that may or may not exit.
+type heldTransport struct {
+	mcp.Transport
+	release    chan struct{} // closed by the test: the "process" exited
+	terminated chan struct{} // closed when the supervisor asks it to stop
+	once       sync.Once
+}
+
+func newHeld(t mcp.Transport) *heldTransport {
+	return &heldTransport{Transport: t, release: make(chan struct{}), terminated: make(chan struct{})}
+}
+
+func (t *heldTransport) Terminate() <-chan struct{} {
+	t.once.Do(func() { close(t.terminated) })
+	return t.release
+}
+
+// failingTransport fails to connect.
+type failingTransport struct{}
+
+func (failingTransport) Connect(context.Context) (mcp.Connection, error) {
+	return nil, errors.New("initialize refused")
+}
 
 // logLine is one captured log record, reduced to what tests compare.
 type logLine struct {
@@ -86,6 +114,22 @@ type harness struct {
 	opens    int
 	sessions []*mcp.ServerSession
 	opened   chan int // generation numbers as the transport is opened
+	helds    chan *heldTransport
+	regs     chan string // public names as they are registered
+}
+
+// signalRegistry wraps a registry and reports every registration.
+type signalRegistry struct {
+	*conn.ToolRegistry
+	regs chan string
+}
+
+func (r signalRegistry) Register(t conn.Tool) (func(), error) {
+	un, err := r.ToolRegistry.Register(t)
+	if err == nil {
+		r.regs <- t.Name
+	}
+	return un, err
 }
 
 type option func(*conn.Config)
@@ -104,6 +148,8 @@ func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) 
 		log:    &recorder{},
 		plan:   plan,
 		opened: make(chan int, 1000),
+		helds:  make(chan *heldTransport, 100),
+		regs:   make(chan string, 100000),
 	}
 	for _, name := range tools {
 		h.addTool(name)
@@ -111,7 +157,7 @@ func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) 
 	cfg := conn.Config{
 		Name:         "fx",
 		Transport:    conn.TransportFunc(h.open),
-		Registry:     h.reg,
+		Registry:     signalRegistry{h.reg, h.regs},
 		Clock:        h.clk,
 		Logger:       slog.New(h.log),
 		OnTransition: func(tr conn.Transition) { h.trans <- tr },
@@ -126,6 +172,44 @@ func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) 
 	h.sup = sup
 	t.Cleanup(func() { h.close() })
 	return h
+}
+
+// nextHeld waits for the next held transport to be opened.
+func (h *harness) nextHeld() *heldTransport {
+	h.t.Helper()
+	select {
+	case ht := <-h.helds:
+		return ht
+	case <-time.After(waitLimit):
+		h.t.Fatalf("no held transport opened within %v", waitLimit)
+		return nil
+	}
+}
+
+// waitRegistered waits until a tool with the public name is registered.
+func (h *harness) waitRegistered(name string) {
+	h.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case got := <-h.regs:
+			if got == name {
+				return
+			}
+		case <-deadline:
+			h.t.Fatalf("tool %q not registered within %v; registered: %v", name, waitLimit, h.toolNames())
+		}
+	}
+}
+
+// noTransition fails if a transition is pending right now.
+func (h *harness) noTransition() {
+	h.t.Helper()
+	select {
+	case tr := <-h.trans:
+		h.t.Fatalf("unexpected transition %s -> %s (%s)", tr.From, tr.To, tr.Event)
+	default:
+	}
 }
 
 func (h *harness) addTool(name string) {
@@ -146,6 +230,10 @@ func (h *harness) open(ctx context.Context) (mcp.Transport, error) {
 	switch b {
 	case refuse:
 		return nil, fmt.Errorf("generation %d refused", n)
+	case heldRefuse:
+		ht := newHeld(failingTransport{})
+		h.helds <- ht
+		return ht, nil
 	case hang:
 		c1, c2 := net.Pipe()
 		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
@@ -159,6 +247,11 @@ func (h *harness) open(ctx context.Context) (mcp.Transport, error) {
 	h.mu.Lock()
 	h.sessions = append(h.sessions, ss)
 	h.mu.Unlock()
+	if b == held {
+		ht := newHeld(ct)
+		h.helds <- ht
+		return ht, nil
+	}
 	return ct, nil
 }
 
