@@ -1,0 +1,309 @@
+package fsm_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The default schedule: a server that never comes up is tried 1 +
+// MaxAttempts times over 151.5 s of delays, then exhausted.
+func TestNeverUpDefaultScheduleExhaustsAfter151_5s(t *testing.T) {
+	h := newHarness(t, []behaviour{refuse}, []string{"echo"}) // nil Reconnect: policy.Default()
+	start := h.clk.Now()
+	var delays []time.Duration
+	for {
+		tr := h.next()
+		if tr.To == conn.Exhausted {
+			break
+		}
+		if tr.To == conn.FailedRetrying {
+			delays = append(delays, tr.Delay)
+			h.advance(tr.Delay)
+		}
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if diff := cmp.Diff(want, delays); diff != "" {
+		t.Errorf("delays (-want +got):\n%s", diff)
+	}
+	if got := h.clk.Now().Sub(start); got != 151500*time.Millisecond {
+		t.Errorf("time to exhaustion = %v, want 151.5s", got)
+	}
+	h.mu.Lock()
+	opens := h.opens
+	h.mu.Unlock()
+	if opens != 1+policy.Default().MaxAttempts {
+		t.Errorf("attempts = %d, want 1 + MaxAttempts = %d", opens, 1+policy.Default().MaxAttempts)
+	}
+	st := h.sup.Status()
+	var ferr *conn.FailedError
+	if st.State != conn.Exhausted || !errors.As(st.LastErr, &ferr) {
+		t.Errorf("status = %+v, want exhausted with a *FailedError", st)
+	}
+}
+
+// A recovered, unchanged tool list yields identical definitions, and a tool
+// value kept from the old generation stays routed to it: inert.
+func TestUnchangedToolListIsIdenticalAndStaleToolsAreInert(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a", "b"}, withPolicy(small))
+	h.expect(conn.Established)
+	before := h.reg.Tools()
+	h.crash()
+	h.expect(conn.LostReconnecting)
+	// During the outage the last good tools stay registered and fail fast.
+	_, err := h.reg.Call(context.Background(), "mcp__fx__a", nil)
+	if !errors.Is(err, conn.ErrUnavailable) {
+		t.Fatalf("call during outage: err = %v, want ErrUnavailable", err)
+	}
+	h.advance(time.Second)
+	h.expect(conn.Connecting, conn.Established)
+	after := h.reg.Tools()
+	if diff := cmp.Diff(before, after, cmpopts.IgnoreUnexported(conn.Tool{})); diff != "" {
+		t.Errorf("tools changed across recovery (-before +after):\n%s", diff)
+	}
+	if _, err := before[0].Call(context.Background(), nil); !errors.Is(err, conn.ErrUnavailable) {
+		t.Errorf("stale generation's tool: err = %v, want ErrUnavailable", err)
+	}
+	if _, err := after[0].Call(context.Background(), nil); err != nil {
+		t.Errorf("current generation's tool: %v", err)
+	}
+}
+
+func TestListChangedResyncs(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
+	h.expect(conn.Established)
+	h.addTool("b")
+	h.waitRegistered("mcp__fx__b")
+	if diff := cmp.Diff([]string{"mcp__fx__a", "mcp__fx__b"}, h.toolNames()); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	h.srv.RemoveTools("a")
+	h.addTool("c")
+	h.waitRegistered("mcp__fx__c")
+	// A storm settles on the server's final list.
+	for _, n := range []string{"d", "e", "f", "g"} {
+		h.addTool(n)
+	}
+	h.waitRegistered("mcp__fx__g")
+	for h.toolNames()[len(h.toolNames())-1] != "mcp__fx__g" {
+		h.waitRegistered("mcp__fx__g")
+	}
+	h.noTransition()
+}
+
+// Strict startup: the first attempt's failure is Start's error, and nothing
+// is left running (goleak checks at the end of the package).
+func TestStrictStartupFailsAndLeavesNothingRunning(t *testing.T) {
+	reg := conn.NewRegistry()
+	_, err := conn.Start(context.Background(), conn.Config{
+		Name:               "fx",
+		Transport:          conn.TransportFunc(func(context.Context) (mcp.Transport, error) { return failingTransport{}, nil }),
+		Registry:           reg,
+		FailOnStartupError: true,
+		Clock:              clock.NewMock(),
+		Logger:             slog.New(&recorder{}),
+	})
+	var ferr *conn.FailedError
+	if !errors.As(err, &ferr) || ferr.Attempt != 0 {
+		t.Fatalf("Start err = %v, want a *FailedError of the initial attempt", err)
+	}
+	// The name is free again.
+	if _, err := reg.Reserve("fx"); err != nil {
+		t.Errorf("name still reserved after failed strict start: %v", err)
+	}
+}
+
+func TestStrictStartupSucceeds(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, strict())
+	// Start returned only after the first attempt: the tools are there.
+	if diff := cmp.Diff([]string{"mcp__fx__a"}, h.toolNames()); diff != "" {
+		t.Errorf("tools right after strict Start (-want +got):\n%s", diff)
+	}
+	h.expect(conn.Established)
+}
+
+func TestDuplicateServerNameRejected(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a"})
+	_, err := conn.Start(context.Background(), conn.Config{
+		Name: "fx", Transport: conn.TransportFunc(h.open), Registry: h.reg, Clock: h.clk,
+	})
+	if !errors.Is(err, conn.ErrDuplicateServer) {
+		t.Fatalf("second supervisor: err = %v, want ErrDuplicateServer", err)
+	}
+}
+
+// A registry conflict rolls the generation back: none of its tools stay,
+// the other server's tool is untouched, and the attempt counts as failed.
+func TestRegistryConflictRollsBack(t *testing.T) {
+	reg := conn.NewRegistry()
+	other := conn.Tool{Name: "mcp__fx__b", Server: "other"}
+	if _, err := reg.Register(other); err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture"}, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		srv.AddTool(&mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}}, nil)
+	}
+	trans := make(chan conn.Transition, 10)
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: "fx", Registry: reg, Clock: clock.NewMock(), Logger: slog.New(&recorder{}),
+		Reconnect:    &small,
+		OnTransition: func(tr conn.Transition) { trans <- tr },
+		Transport: conn.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background())
+	var tr conn.Transition
+	select {
+	case tr = <-trans:
+	case <-time.After(waitLimit):
+		t.Fatal("no transition")
+	}
+	if tr.To != conn.FailedRetrying || !errors.Is(tr.Err, conn.ErrToolConflict) {
+		t.Fatalf("got -> %s err %v, want failed-retrying with ErrToolConflict", tr.To, tr.Err)
+	}
+	got := reg.Tools()
+	if diff := cmp.Diff([]conn.Tool{other}, got, cmpopts.IgnoreUnexported(conn.Tool{})); diff != "" {
+		t.Errorf("registry (-want +got):\n%s", diff)
+	}
+}
+
+// No replacement before a failed generation reports closed; once it does,
+// the backoff starts.
+func TestNoReplacementBeforeFailedGenerationReportsClosed(t *testing.T) {
+	h := newHarness(t, []behaviour{heldRefuse, accept}, []string{"a"}, withPolicy(small))
+	ht := h.nextHeld()
+	<-ht.terminated
+	h.noTransition() // still connecting: the barrier holds
+	close(ht.release)
+	h.expect(conn.FailedRetrying)
+	h.advance(time.Second)
+	h.expect(conn.Connecting, conn.Established)
+}
+
+// Stop when the close signal never comes: halted, and nothing is ever
+// started again.
+func TestStopWhenCloseSignalNeverComes(t *testing.T) {
+	h := newHarness(t, []behaviour{heldRefuse, accept}, []string{"a"}, withPolicy(small))
+	ht := h.nextHeld()
+	<-ht.terminated
+	h.advance(conn.DefaultCloseTimeout)
+	tr := h.expect(conn.Halted)[0]
+	var ferr *conn.FailedError
+	if !errors.As(tr.Err, &ferr) {
+		t.Errorf("halted err = %v, want *FailedError", tr.Err)
+	}
+	h.advance(time.Hour)
+	h.mu.Lock()
+	opens := h.opens
+	h.mu.Unlock()
+	if opens != 1 {
+		t.Errorf("opened %d transports, want 1", opens)
+	}
+	lines := h.log.linesAtLeast(slog.LevelError)
+	if len(lines) != 1 || lines[0].Msg != "server process did not exit; reconnect halted: it did not exit within CloseTimeout (5s); not reconnecting, to avoid two server processes at once; fix the server, then reload its configuration or restart the host" {
+		t.Errorf("error logs = %v", lines)
+	}
+	close(ht.release) // let the stuck shutdown finish for the leak check
+}
+
+// Disposal is bounded when the close signal never comes, and says so.
+func TestDisposalBoundedWhenCloseNeverReported(t *testing.T) {
+	h := newHarness(t, []behaviour{held}, []string{"a"}, withPolicy(small))
+	h.expect(conn.Established)
+	ht := h.nextHeld()
+	errc := make(chan error, 1)
+	go func() { errc <- h.sup.Close(context.Background()) }()
+	<-ht.terminated
+	h.expect(conn.Disposing)
+	h.advance(conn.DefaultCloseTimeout)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, conn.ErrIncompleteShutdown) {
+			t.Errorf("Close = %v, want ErrIncompleteShutdown", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not return after CloseTimeout")
+	}
+	h.expect(conn.Disposed)
+	close(ht.release)
+}
+
+// Disposal owns a pending connect: no failure is reported for it, no retry.
+func TestDisposalDuringConnectIsSilent(t *testing.T) {
+	h := newHarness(t, []behaviour{hang}, []string{"a"}, withPolicy(small))
+	h.waitOpened()
+	h.close()
+	h.expect(conn.Disposing, conn.Disposed)
+	if lines := h.log.linesAtLeast(slog.LevelWarn); len(lines) != 0 {
+		t.Errorf("warn/error logs = %v, want none", lines)
+	}
+	if err := h.sup.Ready(context.Background()); !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Ready = %v, want ErrClosed", err)
+	}
+}
+
+// Close after dispose schedules nothing and Close is idempotent.
+func TestCloseAfterDisposeSchedulesNothing(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
+	h.expect(conn.Established)
+	h.close()
+	h.expect(conn.Disposing, conn.Disposed)
+	h.close()
+	h.advance(time.Hour)
+	h.noTransition()
+	if n := len(h.reg.Tools()); n != 0 {
+		t.Errorf("%d tools left registered after Close", n)
+	}
+	if _, err := h.reg.Reserve("fx"); err != nil {
+		t.Errorf("name still reserved after Close: %v", err)
+	}
+}
+
+func TestInvalidConfigNamesTheField(t *testing.T) {
+	tr := conn.TransportFunc(func(context.Context) (mcp.Transport, error) { return nil, errors.New("unused") })
+	bad := policy.Policy{Enabled: true, InitialDelay: 0, MaxDelay: time.Second, MaxAttempts: 1}
+	tests := []struct {
+		name  string
+		cfg   conn.Config
+		field string
+	}{
+		{"empty name", conn.Config{Transport: tr, Registry: conn.NewRegistry()}, "Name"},
+		{"bad name", conn.Config{Name: "a b", Transport: tr, Registry: conn.NewRegistry()}, "Name"},
+		{"double underscore", conn.Config{Name: "a__b", Transport: tr, Registry: conn.NewRegistry()}, "Name"},
+		{"no transport", conn.Config{Name: "a", Registry: conn.NewRegistry()}, "Transport"},
+		{"no registry", conn.Config{Name: "a", Transport: tr}, "Registry"},
+		{"bad policy", conn.Config{Name: "a", Transport: tr, Registry: conn.NewRegistry(), Reconnect: &bad}, "Reconnect"},
+		{"negative timeout", conn.Config{Name: "a", Transport: tr, Registry: conn.NewRegistry(), CallTimeout: -1}, "CallTimeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := conn.Start(context.Background(), tc.cfg)
+			var cerr *conn.ConfigError
+			if !errors.As(err, &cerr) || !errors.Is(err, conn.ErrInvalidConfig) {
+				t.Fatalf("err = %v, want a *ConfigError", err)
+			}
+			if cerr.Field != tc.field {
+				t.Errorf("field = %q, want %q (err: %v)", cerr.Field, tc.field, err)
+			}
+		})
+	}
+}
