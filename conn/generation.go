@@ -38,6 +38,7 @@ type generation struct {
 
 	shutdownOnce sync.Once
 	released     chan struct{} // closed once the session is closed and the transport released
+	expired      chan struct{} // closed CloseTimeout after shutdown started
 
 	// Owned by the supervisor's loop.
 	syncing, dirty bool
@@ -46,7 +47,8 @@ type generation struct {
 func (s *Supervisor) newGeneration(attempt int) *generation {
 	s.genSeq++
 	ctx, cancel := context.WithCancel(context.Background())
-	return &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel, released: make(chan struct{})}
+	return &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
+		released: make(chan struct{}), expired: make(chan struct{})}
 }
 
 // run is the generation's goroutine: the attempt, then watching the
@@ -71,10 +73,10 @@ func (g *generation) run() {
 // tool list, all within ConnectTimeout.
 func (g *generation) connect() ([]Tool, error) {
 	s := g.sup
-	ctx, cancel := s.clk.WithTimeout(g.ctx, s.cfg.ConnectTimeout)
+	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
 	defer cancel()
 	tools, err := g.connectCtx(ctx)
-	if err != nil && g.ctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if err != nil && g.ctx.Err() == nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within ConnectTimeout (%v): %w", s.cfg.ConnectTimeout, err)
 	}
 	return tools, err
@@ -99,13 +101,22 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 	})
 	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
 	if err != nil {
-		return nil, fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %w", causeOf(ctx, err))
 	}
 	if !g.attach(func() { g.sess = sess }) {
 		_ = sess.Close()
 		return nil, ErrClosed
 	}
 	return g.listTools(ctx)
+}
+
+// causeOf reports an expired clock deadline as context.DeadlineExceeded
+// rather than the cancellation the SDK saw.
+func causeOf(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, context.DeadlineExceeded) && errors.Is(err, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
 // attach runs set under the generation's lock unless shutdown started.
@@ -135,7 +146,7 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 	seen := map[string]bool{}
 	for raw, err := range g.sess.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("list tools: %w", err)
+			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
 		}
 		if raw == nil {
 			continue
@@ -165,6 +176,10 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 // channel at once; it is idempotent.
 func (g *generation) shutdown() <-chan struct{} {
 	g.shutdownOnce.Do(func() {
+		// One barrier deadline per generation, armed before anything is
+		// closed: every waiter shares it, and a test that sees the close
+		// begin can advance a fake clock past it.
+		g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() { close(g.expired) })
 		g.down.Store(true)
 		g.cancel()
 		g.mu.Lock()
@@ -188,17 +203,17 @@ func (g *generation) shutdown() <-chan struct{} {
 // at most CloseTimeout on the supervisor's clock. It reports whether the
 // generation was released in time.
 func (g *generation) shutdownAndWait() bool {
-	s := g.sup
-	// Arm the timer before shutting down, so that a test which observes the
-	// shutdown can advance a fake clock past it.
-	timer := s.clk.Timer(s.cfg.CloseTimeout)
-	defer timer.Stop()
-	released := g.shutdown()
 	select {
-	case <-released:
+	case <-g.shutdown():
 		return true
-	case <-timer.C:
-		return false
+	case <-g.expired:
+		// Released and expired may both be ready: released wins.
+		select {
+		case <-g.released:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

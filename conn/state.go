@@ -86,7 +86,7 @@ var stateInfos = map[State]stateInfo{
 	Established:      {"connected", slog.LevelInfo},
 	FailedRetrying:   {"connection failed; retrying", slog.LevelWarn},
 	LostReconnecting: {"connection lost; reconnecting", slog.LevelWarn},
-	Exhausted:        {"connection failed permanently; giving up", slog.LevelError},
+	Exhausted:        {"giving up", slog.LevelError},
 	FailedDisabled:   {"connection failed and reconnect is disabled", slog.LevelError},
 	LostDisabled:     {"connection lost and reconnect is disabled", slog.LevelError},
 	Halted:           {"server process did not exit; reconnect halted", slog.LevelError},

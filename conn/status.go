@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"fmt"
 
 	"time"
@@ -106,5 +107,5 @@ func (s *Supervisor) logTransition(t Transition) {
 	if t.Err != nil {
 		attrs = append(attrs, "err", t.Err)
 	}
-	s.cfg.Logger.Log(nil, t.To.Level(), msg, attrs...)
+	s.cfg.Logger.Log(context.Background(), t.To.Level(), msg, attrs...)
 }

@@ -49,7 +49,6 @@ type Supervisor struct {
 	published []published
 	timer     *clock.Timer
 	timerSeq  uint64
-	everUp    bool
 	readyDone bool
 	next      transitionInfo // what the transition being fired carries
 }
@@ -281,9 +280,8 @@ func (s *Supervisor) attemptDone(m attemptResult) {
 		}
 		s.pending, s.current = nil, g
 		s.budget.Up()
-		s.resolveReady(nil)
-		s.everUp = true
 		s.fire(EventConnected, transitionInfo{attempt: g.attempt, maxAttempts: s.cfg.policy.MaxAttempts, gen: g.id})
+		s.resolveReady(nil)
 		if g.changed.Swap(false) || g.dirty {
 			s.resync(g)
 		}

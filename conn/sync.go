@@ -79,7 +79,7 @@ func (s *Supervisor) resync(g *generation) {
 	s.workers.Add(1)
 	go func() {
 		defer s.workers.Done()
-		ctx, cancel := s.clk.WithTimeout(g.ctx, s.cfg.ConnectTimeout)
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
 		defer cancel()
 		tools, err := g.listTools(ctx)
 		s.send(resyncResult{g: g, tools: tools, err: err})

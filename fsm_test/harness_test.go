@@ -72,8 +72,8 @@ type recorder struct {
 }
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorder) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *recorder) WithGroup(string) slog.Handler           { return r }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
 func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	attrs := map[string]string{}
 	rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
@@ -263,13 +263,6 @@ func (h *harness) crash() {
 	_ = ss.Close()
 }
 
-// setPlan replaces the behaviour of generations opened from now on.
-func (h *harness) setPlan(plan ...behaviour) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.plan = append(h.plan[:h.opens:h.opens], plan...)
-}
-
 // next waits for the next transition.
 func (h *harness) next() conn.Transition {
 	h.t.Helper()
@@ -317,6 +310,15 @@ func (h *harness) close() {
 	defer cancel()
 	if err := h.sup.Close(ctx); err != nil && !errors.Is(err, conn.ErrIncompleteShutdown) {
 		h.t.Errorf("Close: %v", err)
+	}
+	// A transport the supervisor opened but abandoned before connecting
+	// (disposal raced the attempt) leaves its in-memory server side
+	// waiting: the test owns those server sessions and ends them.
+	h.mu.Lock()
+	sessions := h.sessions
+	h.mu.Unlock()
+	for _, ss := range sessions {
+		_ = ss.Close()
 	}
 }
 

@@ -15,13 +15,12 @@ type step func(h *harness)
 
 // The stimuli scripts are made of.
 var (
-	crash         step = func(h *harness) { h.crash() }
-	advance            = func(d time.Duration) step { return func(h *harness) { h.advance(d) } }
-	expect             = func(s ...conn.State) step { return func(h *harness) { h.expect(s...) } }
-	plan               = func(b ...behaviour) step { return func(h *harness) { h.setPlan(b...) } }
-	closeSup      step = func(h *harness) { h.close() }
-	waitOpened    step = func(h *harness) { h.waitOpened() }
-	expectTools        = func(names ...string) step {
+	crash       step = func(h *harness) { h.crash() }
+	advance          = func(d time.Duration) step { return func(h *harness) { h.advance(d) } }
+	expect           = func(s ...conn.State) step { return func(h *harness) { h.expect(s...) } }
+	closeSup    step = func(h *harness) { h.close() }
+	waitOpened  step = func(h *harness) { h.waitOpened() }
+	expectTools      = func(names ...string) step {
 		return func(h *harness) {
 			h.t.Helper()
 			if diff := cmp.Diff(names, h.toolNames()); diff != "" {
@@ -112,7 +111,7 @@ func TestConnectionMachine(t *testing.T) {
 				{slog.LevelWarn, "connection attempt failed: open transport: generation 3 refused"},
 				{slog.LevelWarn, "connection failed; retrying in 4s (attempt 3/3)"},
 				{slog.LevelWarn, "connection attempt failed: open transport: generation 4 refused"},
-				{slog.LevelError, "connection failed permanently; giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
+				{slog.LevelError, "giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
 			},
 		},
 		{
@@ -142,7 +141,7 @@ func TestConnectionMachine(t *testing.T) {
 				{slog.LevelWarn, "connection lost; reconnecting in 1s (attempt 1/3)"},
 				{slog.LevelWarn, "connection lost; reconnecting in 2s (attempt 2/3)"},
 				{slog.LevelWarn, "connection lost; reconnecting in 4s (attempt 3/3)"},
-				{slog.LevelError, "connection failed permanently; giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
+				{slog.LevelError, "giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
 			},
 		},
 		{

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+var update = flag.Bool("update", false, "rewrite ../../diagrams and the generated parts of ../../README.md from conn.Table()")
+
+// The committed files this test keeps in step with conn.Table().
+var (
+	diagramsDir = filepath.Join("..", "..", "diagrams")
+	readmePath  = filepath.Join("..", "..", "README.md")
+)
+
+const (
+	mermaidOpen = "```mermaid\n"
+	fenceClose  = "```\n"
+	statesBegin = "<!-- states:begin"
+	statesEnd   = "<!-- states:end -->"
+)
+
+const regenerate = "run go test ./cmd/fsmdot -update (or go generate ./conn for diagrams/ alone)"
+
+// TestCommittedDiagramsFresh fails when diagrams/connection.dot,
+// diagrams/connection.mmd, the README's mermaid block or the README's state
+// table no longer match conn.Table(). With -update it rewrites them (and
+// diagrams/connection.svg when Graphviz is installed).
+func TestCommittedDiagramsFresh(t *testing.T) {
+	if *update {
+		if code, _, errOut := fsmdot(t, "-write", diagramsDir); code != exitOK {
+			t.Fatalf("-write %s: exit %d: %s", diagramsDir, code, errOut)
+		}
+		readme, err := os.ReadFile(readmePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := regenerateReadme(string(readme))
+		if err != nil {
+			t.Fatalf("%s: %v", readmePath, err)
+		}
+		if err := writeIfChanged(readmePath, []byte(fresh)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, d := range textDiagrams() {
+		path := filepath.Join(diagramsDir, d.name)
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%v; %s", err, regenerate)
+			continue
+		}
+		if diff := cmp.Diff(d.body, string(got)); diff != "" {
+			t.Errorf("%s is stale (-fresh +committed); %s:\n%s", path, regenerate, diff)
+		}
+	}
+
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mmd, err := mermaidBlock(string(readme))
+	if err != nil {
+		t.Fatalf("%s: %v", readmePath, err)
+	}
+	if diff := cmp.Diff(conn.Table().Mermaid(), mmd); diff != "" {
+		t.Errorf("%s: the mermaid block differs from diagrams/%s (-fresh +README); %s:\n%s", readmePath, mermaidFile, regenerate, diff)
+	}
+	table, err := between(string(readme), statesBegin, statesEnd)
+	if err != nil {
+		t.Fatalf("%s: %v", readmePath, err)
+	}
+	if diff := cmp.Diff(stateTable(), table.body); diff != "" {
+		t.Errorf("%s: the state table is stale (-fresh +README); %s:\n%s", readmePath, regenerate, diff)
+	}
+}
+
+// span is a region of a text: body is text[start:end].
+type span struct {
+	start, end int
+	body       string
+}
+
+// between returns the lines after the line starting with begin and before
+// the line starting with end. Exactly one such region must exist.
+func between(text, begin, end string) (span, error) {
+	if n := strings.Count(text, begin); n != 1 {
+		return span{}, fmt.Errorf("want exactly one line starting %q, found %d", begin, n)
+	}
+	i := strings.Index(text, begin)
+	nl := strings.IndexByte(text[i:], '\n')
+	if nl < 0 {
+		return span{}, fmt.Errorf("%q is on the last line", begin)
+	}
+	start := i + nl + 1
+	j := strings.Index(text[start:], end)
+	if j < 0 || (j > 0 && text[start+j-1] != '\n') {
+		return span{}, fmt.Errorf("no line starting %q after %q", end, begin)
+	}
+	return span{start: start, end: start + j, body: text[start : start+j]}, nil
+}
+
+// mermaidBlock returns the body of the README's one mermaid code block.
+func mermaidBlock(readme string) (string, error) {
+	s, err := between(readme, mermaidOpen, fenceClose)
+	return s.body, err
+}
+
+// regenerateReadme replaces the README's mermaid block and state table.
+func regenerateReadme(readme string) (string, error) {
+	s, err := between(readme, mermaidOpen, fenceClose)
+	if err != nil {
+		return "", err
+	}
+	readme = readme[:s.start] + conn.Table().Mermaid() + readme[s.end:]
+	s, err = between(readme, statesBegin, statesEnd)
+	if err != nil {
+		return "", err
+	}
+	return readme[:s.start] + stateTable() + readme[s.end:], nil
+}
+
+// stateTable renders the states of conn.Table() as a Markdown table, in
+// declaration order: name, log phrase and the table's one-line doc.
+func stateTable() string {
+	cell := strings.NewReplacer("|", `\|`, "\n", " ").Replace
+	var b strings.Builder
+	b.WriteString("| state | phrase | meaning |\n|---|---|---|\n")
+	for _, st := range conn.Table().States {
+		name := "`" + string(st.Name) + "`"
+		if st.Terminal {
+			name += " (terminal)"
+		}
+		b.WriteString("| " + name + " | " + cell(st.Name.Phrase()) + " | " + cell(st.Doc) + " |\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,276 @@
+// Command fsmdot draws the connection machine of package conn (conn.Table)
+// as a Graphviz DOT graph, a Mermaid state diagram or an SVG image, and
+// keeps the committed diagrams in diagrams/ in step with the table.
+//
+// Run it with -h for the flags and examples.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // stale diagrams, I/O errors, graphviz failures
+	exitUsage = 2 // bad flags or arguments
+)
+
+// The files -write produces and -check compares, in DIR.
+const (
+	dotFile     = "connection.dot"
+	mermaidFile = "connection.mmd"
+	svgFile     = "connection.svg"
+)
+
+// installHint tells the user how to get Graphviz, which only SVG needs.
+const installHint = "install Graphviz: apt-get install graphviz (Debian/Ubuntu) or brew install graphviz (macOS)"
+
+// errNoDot reports that Graphviz's dot is not on PATH.
+var errNoDot = errors.New("graphviz 'dot' not found on PATH")
+
+const usageText = `fsmdot draws the mcpfsm connection state machine (conn.Table) as a diagram.
+
+Usage:
+  fsmdot [-format dot|mermaid|svg] [-highlight STATE] [-o FILE]
+  fsmdot -write DIR
+  fsmdot -check DIR
+
+Without -write or -check, fsmdot prints one diagram to standard output
+(or to FILE with -o). The output depends only on the table, so it is
+byte-for-byte reproducible.
+
+Formats:
+  dot      Graphviz source (default)
+  mermaid  Mermaid stateDiagram-v2, renders on GitHub inside a mermaid block
+  svg      the DOT rendered by Graphviz 'dot -Tsvg'; needs Graphviz on PATH
+           (apt-get install graphviz, or brew install graphviz)
+
+-write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
+is installed, DIR/connection.svg (otherwise it says so and skips the svg).
+'go generate ./conn' runs it on diagrams/.
+
+-check DIR exits 1, naming each file, when DIR/connection.dot or
+DIR/connection.mmd is missing or differs from fresh output. It does not
+need Graphviz and does not check the svg.
+
+Exit status: 0 on success, 1 on stale diagrams or a failure, 2 on bad usage.
+
+Examples:
+  go run ./cmd/fsmdot                              # DOT to stdout
+  go run ./cmd/fsmdot -format mermaid              # Mermaid to stdout
+  go run ./cmd/fsmdot -highlight lost-reconnecting | dot -Tpng -o lost.png
+  go run ./cmd/fsmdot -format svg -o connection.svg
+  go run ./cmd/fsmdot -write diagrams              # regenerate diagrams/
+  go run ./cmd/fsmdot -check diagrams              # CI: are they current?
+
+Flags:
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the whole command, with its arguments and output streams passed
+// in so tests can drive it; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fsmdot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "dot", "output `FORMAT`: dot, mermaid or svg")
+	out := fs.String("o", "", "write the diagram to `FILE` instead of standard output")
+	highlight := fs.String("highlight", "", "draw `STATE` highlighted (bold, blue), e.g. established")
+	check := fs.String("check", "", "exit 1 if `DIR`/connection.dot or DIR/connection.mmd is missing or stale")
+	write := fs.String("write", "", "write connection.dot, connection.mmd and (with Graphviz) connection.svg to `DIR`")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage // flag has already printed the error and the usage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "fsmdot: "+format+"\n", a...)
+		fmt.Fprintln(stderr, "run 'fsmdot -h' for usage")
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["check"] && set["write"] {
+		return usageErr("-check and -write cannot be combined")
+	}
+	if set["check"] || set["write"] {
+		for _, name := range []string{"format", "o", "highlight"} {
+			if set[name] {
+				return usageErr("-%s cannot be combined with -check or -write, which handle the plain dot and mermaid diagrams", name)
+			}
+		}
+	}
+
+	spec := conn.Table()
+	switch {
+	case set["check"]:
+		if *check == "" {
+			return usageErr("-check needs a directory")
+		}
+		stale := checkDir(*check)
+		for _, msg := range stale {
+			fmt.Fprintln(stderr, "fsmdot: "+msg)
+		}
+		if len(stale) > 0 {
+			fmt.Fprintf(stderr, "fsmdot: regenerate with: go generate ./conn (or go run ./cmd/fsmdot -write %s)\n", *check)
+			return exitFail
+		}
+		return exitOK
+	case set["write"]:
+		if *write == "" {
+			return usageErr("-write needs a directory")
+		}
+		if err := writeDir(*write, stderr); err != nil {
+			fmt.Fprintln(stderr, "fsmdot:", err)
+			return exitFail
+		}
+		return exitOK
+	}
+
+	var lit []conn.State
+	if set["highlight"] {
+		st := conn.State(*highlight)
+		if _, ok := spec.State(st); !ok {
+			return usageErr("-highlight: unknown state %q; valid states: %s", *highlight, strings.Join(stateNames(), ", "))
+		}
+		lit = append(lit, st)
+	}
+
+	var body []byte
+	switch *format {
+	case "dot":
+		body = []byte(spec.DOT(lit...))
+	case "mermaid":
+		body = []byte(spec.Mermaid(lit...))
+	case "svg":
+		svg, err := renderSVG(spec.DOT(lit...))
+		if err != nil {
+			fmt.Fprintln(stderr, "fsmdot:", err)
+			if errors.Is(err, errNoDot) {
+				fmt.Fprintln(stderr, "fsmdot: "+installHint+", or use -format dot or -format mermaid")
+			}
+			return exitFail
+		}
+		body = svg
+	default:
+		return usageErr("unknown -format %q; valid formats: dot, mermaid, svg", *format)
+	}
+
+	if *out == "" {
+		if _, err := stdout.Write(body); err != nil {
+			fmt.Fprintln(stderr, "fsmdot:", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	if err := os.WriteFile(*out, body, 0o644); err != nil {
+		fmt.Fprintln(stderr, "fsmdot:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// stateNames lists the declared states, in declaration order.
+func stateNames() []string {
+	var names []string
+	for _, st := range conn.Table().States {
+		names = append(names, string(st.Name))
+	}
+	return names
+}
+
+// textDiagrams returns the file names and contents that -write produces
+// and -check compares; they need no external tool.
+func textDiagrams() []struct{ name, body string } {
+	spec := conn.Table()
+	return []struct{ name, body string }{
+		{dotFile, spec.DOT()},
+		{mermaidFile, spec.Mermaid()},
+	}
+}
+
+// checkDir returns one message per missing or stale diagram in dir.
+func checkDir(dir string) []string {
+	var stale []string
+	for _, d := range textDiagrams() {
+		path := filepath.Join(dir, d.name)
+		got, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			stale = append(stale, path+" is missing")
+		case err != nil:
+			stale = append(stale, fmt.Sprintf("%s cannot be read: %v", path, err))
+		case string(got) != d.body:
+			stale = append(stale, path+" is stale: it differs from conn.Table()")
+		}
+	}
+	return stale
+}
+
+// writeDir writes every diagram to dir. Without Graphviz it writes the
+// text diagrams, says on stderr that it skipped the svg, and succeeds:
+// only the svg needs Graphviz.
+func writeDir(dir string, stderr io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range textDiagrams() {
+		if err := writeIfChanged(filepath.Join(dir, d.name), []byte(d.body)); err != nil {
+			return err
+		}
+	}
+	svg, err := renderSVG(conn.Table().DOT())
+	if errors.Is(err, errNoDot) {
+		fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", filepath.Join(dir, svgFile), err, installHint)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return writeIfChanged(filepath.Join(dir, svgFile), svg)
+}
+
+// writeIfChanged writes body to path unless the file already holds it, so
+// regenerating unchanged diagrams touches nothing.
+func writeIfChanged(path string, body []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, body) {
+		return nil
+	}
+	return os.WriteFile(path, body, 0o644)
+}
+
+// renderSVG pipes dot source through Graphviz. It returns an error
+// matching errNoDot when dot is not on PATH.
+func renderSVG(src string) ([]byte, error) {
+	path, err := exec.LookPath("dot")
+	if err != nil {
+		return nil, fmt.Errorf("cannot render svg: %w", errNoDot)
+	}
+	cmd := exec.Command(path, "-Tsvg")
+	cmd.Stdin = strings.NewReader(src)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("dot -Tsvg: %v: %s", err, strings.TrimSpace(errOut.String()))
+	}
+	return out.Bytes(), nil
+}

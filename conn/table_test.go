@@ -1,0 +1,259 @@
+package conn_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// The table tests read conn.Table() as data: each invariant the package
+// documents is checked against the declaration the supervisor runs and the
+// diagrams are drawn from, not against a copy of it.
+
+func TestTableValidates(t *testing.T) {
+	if err := conn.Table().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTableStateNames pins the string values, which are public: they
+// appear in logs, diagrams and Transition records.
+func TestTableStateNames(t *testing.T) {
+	want := map[conn.State]string{
+		conn.Connecting:       "connecting",
+		conn.Established:      "established",
+		conn.FailedRetrying:   "failed-retrying",
+		conn.LostReconnecting: "lost-reconnecting",
+		conn.Exhausted:        "exhausted",
+		conn.FailedDisabled:   "failed-disabled",
+		conn.LostDisabled:     "lost-disabled",
+		conn.Halted:           "halted",
+		conn.Disposing:        "disposing",
+		conn.Disposed:         "disposed",
+	}
+	got := map[conn.State]string{}
+	for st := range want {
+		got[st] = st.String()
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state string values (-want +got):\n%s", diff)
+	}
+
+	var declared, constants []string
+	for _, st := range conn.Table().States {
+		declared = append(declared, string(st.Name))
+	}
+	for _, name := range want {
+		constants = append(constants, name)
+	}
+	slices.Sort(declared)
+	slices.Sort(constants)
+	if diff := cmp.Diff(constants, declared); diff != "" {
+		t.Errorf("Table declares other states than the State constants (-constants +Table):\n%s", diff)
+	}
+	if got := conn.Table().Initial; got != conn.Connecting {
+		t.Errorf("initial state = %q, want %q", got, conn.Connecting)
+	}
+}
+
+// transitionsInto returns the sorted source states of every transition into
+// to, as "from --event-->" strings so a failure names the offending event.
+func transitionsInto(to conn.State) []string {
+	var out []string
+	for _, tr := range conn.Table().Transitions {
+		if tr.To == to {
+			for _, from := range tr.From {
+				out = append(out, string(from)+" --"+string(tr.Event)+"-->")
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestTableFailedVersusLost checks the distinction the package is built
+// around: lost-* states follow an established connection, failed-* states
+// an attempt that never got there.
+func TestTableFailedVersusLost(t *testing.T) {
+	tests := []struct {
+		to   conn.State
+		want []string
+	}{
+		{conn.LostReconnecting, []string{"established --connection-lost-->"}},
+		{conn.LostDisabled, []string{"established --connection-lost-no-retry-->"}},
+		{conn.FailedRetrying, []string{"connecting --attempt-failed-->"}},
+		{conn.FailedDisabled, []string{"connecting --attempt-failed-no-retry-->"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, transitionsInto(tt.to)); diff != "" {
+			t.Errorf("transitions into %s (-want +got):\n%s", tt.to, diff)
+		}
+	}
+
+	spec := conn.Table()
+	for _, st := range spec.States {
+		var want []conn.State
+		switch {
+		case st.Name.Lost():
+			want = []conn.State{conn.Established}
+		case st.Name.Failed():
+			want = []conn.State{conn.Connecting}
+		default:
+			continue
+		}
+		if diff := cmp.Diff(want, spec.Sources(st.Name)); diff != "" {
+			t.Errorf("Sources(%s) (-want +got):\n%s", st.Name, diff)
+		}
+	}
+}
+
+func TestTableTerminal(t *testing.T) {
+	spec := conn.Table()
+	var terminal []conn.State
+	for _, st := range spec.States {
+		if st.Terminal != st.Name.Terminal() {
+			t.Errorf("%s: Table says Terminal=%v, State.Terminal() says %v", st.Name, st.Terminal, st.Name.Terminal())
+		}
+		if st.Terminal {
+			terminal = append(terminal, st.Name)
+		}
+	}
+	if diff := cmp.Diff([]conn.State{conn.Disposed}, terminal); diff != "" {
+		t.Errorf("terminal states (-want +got):\n%s", diff)
+	}
+	for _, tr := range spec.Transitions {
+		for _, from := range tr.From {
+			if from.Terminal() {
+				t.Errorf("transition %s --%s--> %s leaves terminal state %s", from, tr.Event, tr.To, from)
+			}
+		}
+	}
+	for _, st := range terminal {
+		if got := spec.Targets(st); len(got) != 0 {
+			t.Errorf("Targets(%s) = %v, want none", st, got)
+		}
+	}
+}
+
+// TestTableDispose checks that Close can always make progress: dispose is
+// permitted everywhere except where disposal already runs or is done.
+func TestTableDispose(t *testing.T) {
+	spec := conn.Table()
+	var got, want []conn.State
+	for _, st := range spec.States {
+		if !st.Terminal && st.Name != conn.Disposing {
+			want = append(want, st.Name)
+		}
+		if to, ok := spec.Targets(st.Name)[conn.EventDispose]; ok {
+			got = append(got, st.Name)
+			if to != conn.Disposing {
+				t.Errorf("dispose from %s leads to %s, want %s", st.Name, to, conn.Disposing)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states where dispose is permitted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[conn.Event]conn.State{conn.EventDisposed: conn.Disposed}, spec.Targets(conn.Disposing)); diff != "" {
+		t.Errorf("events out of disposing (-want +got):\n%s", diff)
+	}
+}
+
+func TestTablePhrases(t *testing.T) {
+	const failedPrefix, lostPrefix = "connection failed", "connection lost"
+	var failedPhrase, lostPhrase, failed, lost []conn.State
+	for _, st := range conn.Table().States {
+		s, phrase := st.Name, st.Name.Phrase()
+		if phrase == "" {
+			t.Errorf("%s has an empty Phrase", s)
+		}
+		if s.Failed() && s.Lost() {
+			t.Errorf("%s is both Failed and Lost", s)
+		}
+		if strings.HasPrefix(phrase, failedPrefix) {
+			failedPhrase = append(failedPhrase, s)
+		}
+		if strings.HasPrefix(phrase, lostPrefix) {
+			lostPhrase = append(lostPhrase, s)
+		}
+		if s.Failed() {
+			failed = append(failed, s)
+		}
+		if s.Lost() {
+			lost = append(lost, s)
+		}
+	}
+	if diff := cmp.Diff([]conn.State{conn.FailedRetrying, conn.FailedDisabled}, failed); diff != "" {
+		t.Errorf("Failed() states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]conn.State{conn.LostReconnecting, conn.LostDisabled}, lost); diff != "" {
+		t.Errorf("Lost() states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lost, lostPhrase); diff != "" {
+		t.Errorf("states phrased %q (-Lost() +phrase):\n%s", lostPrefix, diff)
+	}
+	if diff := cmp.Diff(failed, failedPhrase); diff != "" {
+		t.Errorf("states phrased %q (-Failed() +phrase):\n%s", failedPrefix, diff)
+	}
+}
+
+// dotEdge matches an edge line of fsm.Spec.DOT: "from" -> "to" [label="ev\nev"];
+var dotEdge = regexp.MustCompile(`^\t"([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"\])?;$`)
+
+// dotEdges parses the edges of the rendered DOT, skipping the start arrow,
+// as "from -> to" strings, one per event.
+func dotEdges(t *testing.T, dot string) map[string][]string {
+	t.Helper()
+	edges := map[string][]string{} // to -> "from --event-->"
+	for line := range strings.Lines(dot) {
+		m := dotEdge.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+		if m == nil {
+			if strings.Contains(line, "->") {
+				t.Fatalf("cannot parse DOT edge line %q", line)
+			}
+			continue
+		}
+		from, to, label := m[1], m[2], m[3]
+		if strings.HasPrefix(from, "__start") {
+			continue
+		}
+		for _, ev := range strings.Split(label, `\n`) {
+			edges[to] = append(edges[to], from+" --"+ev+"-->")
+		}
+	}
+	for to := range edges {
+		slices.Sort(edges[to])
+	}
+	return edges
+}
+
+// TestTableDiagramEdges reads the failed/lost invariant off the drawing,
+// so the diagram cannot show a different machine from the one that runs.
+func TestTableDiagramEdges(t *testing.T) {
+	edges := dotEdges(t, conn.Table().DOT())
+
+	for _, st := range conn.Table().States {
+		if diff := cmp.Diff(transitionsInto(st.Name), edges[string(st.Name)]); diff != "" {
+			t.Errorf("DOT edges into %s differ from the table (-table +DOT):\n%s", st.Name, diff)
+		}
+	}
+	for to, from := range map[conn.State]string{
+		conn.LostReconnecting: string(conn.Established),
+		conn.FailedRetrying:   string(conn.Connecting),
+	} {
+		in := edges[string(to)]
+		if len(in) == 0 {
+			t.Errorf("DOT has no edge into %s", to)
+		}
+		for _, e := range in {
+			if !strings.HasPrefix(e, from+" --") {
+				t.Errorf("DOT edge %s %s starts outside %s", e, to, from)
+			}
+		}
+	}
+}
