@@ -1,0 +1,93 @@
+package conn_test
+
+import (
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func TestPublicToolName(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	tests := []struct {
+		server, raw string
+		want        string // exact, or "" to check only validity and the hash suffix
+		hashed      bool
+	}{
+		{"fs", "read_file", "mcp__fs__read_file", false},
+		{"fs", "read-file", "mcp__fs__read-file", false},
+		{"fs", "read.file", "", true},
+		{"fs", "résumé", "", true},
+		{"fs", long, "", true},
+		{"a__b", "c", "", true},
+		{"fs", strings.Repeat("y", 64-len("mcp__fs__")), "mcp__fs__" + strings.Repeat("y", 64-len("mcp__fs__")), false},
+		{"fs", strings.Repeat("y", 65-len("mcp__fs__")), "", true},
+	}
+	for _, tc := range tests {
+		got := conn.PublicToolName(tc.server, tc.raw)
+		if !validName.MatchString(got) {
+			t.Errorf("PublicToolName(%q, %q) = %q: not a valid public name", tc.server, tc.raw, got)
+		}
+		if tc.want != "" && got != tc.want {
+			t.Errorf("PublicToolName(%q, %q) = %q, want %q", tc.server, tc.raw, got, tc.want)
+		}
+		if hashed := regexp.MustCompile(`_[0-9a-f]{12}$`).MatchString(got); hashed != tc.hashed {
+			t.Errorf("PublicToolName(%q, %q) = %q: hashed = %v, want %v", tc.server, tc.raw, got, hashed, tc.hashed)
+		}
+		if again := conn.PublicToolName(tc.server, tc.raw); again != got {
+			t.Errorf("not deterministic: %q then %q", got, again)
+		}
+	}
+	// Names that normalise alike stay distinct.
+	a, b := conn.PublicToolName("fs", "a.b"), conn.PublicToolName("fs", "a/b")
+	if a == b {
+		t.Errorf("a.b and a/b collide: %q", a)
+	}
+	// The server split is unambiguous.
+	if conn.PublicToolName("a", "b__c") == conn.PublicToolName("a__b", "c") {
+		t.Error("(a, b__c) and (a__b, c) collide")
+	}
+}
+
+func TestChildEnvDropsCredentials(t *testing.T) {
+	parent := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=x", "AWS_SECRET_ACCESS_KEY=y", "DB_PASSWORD=z",
+		"OPENAI_API_KEY=k", "GOOGLE_APPLICATION_CREDENTIALS=/c", "LANG=C", "=weird"}
+	got := conn.ChildEnv(parent, []string{"GITHUB_TOKEN=passed-explicitly", "LANG=en"})
+	want := []string{"PATH=/bin", "HOME=/root", "LANG=C", "GITHUB_TOKEN=passed-explicitly", "LANG=en"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ChildEnv (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r := conn.NewRegistry()
+	un, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "b"}); err == nil || !strings.Contains(err.Error(), `registered by server "a"`) {
+		t.Errorf("conflict err = %v", err)
+	}
+	un()
+	un() // idempotent
+	un2, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	un() // the old unregister must not remove the new registration
+	if got := len(r.Tools()); got != 1 {
+		t.Errorf("%d tools, want 1", got)
+	}
+	un2()
+	if _, err := r.Call(t.Context(), "mcp__a__x", nil); err == nil {
+		t.Error("call of an unregistered tool succeeded")
+	}
+}
