@@ -32,7 +32,8 @@ const (
 // required; every zero value has a documented default.
 type Config struct {
 	// Name identifies the server: in public tool names, logs and errors.
-	// It must be 1 to 64 characters of [A-Za-z0-9_-] without "__".
+	// It must be 1 to 64 characters of [A-Za-z0-9_-], without "__" and
+	// not ending in '_', so that public tool names split unambiguously.
 	Name string
 	// Transport opens a fresh transport for every generation.
 	Transport Transport
@@ -120,8 +121,8 @@ func (c Config) resolve() (resolved, error) {
 }
 
 func checkName(name string) error {
-	rule := "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\""
-	if name == "" || len(name) > 64 {
+	rule := "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\" and not ending in '_'"
+	if name == "" || len(name) > 64 || name[len(name)-1] == '_' {
 		return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it %s", name, rule)}
 	}
 	for i := 0; i < len(name); i++ {

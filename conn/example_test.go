@@ -103,4 +103,3 @@ func ExamplePublicToolName() {
 	// mcp__fs__read_file
 	// mcp__fs__read_file_fe5680de441b
 }
-

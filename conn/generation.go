@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,6 +33,7 @@ type generation struct {
 
 	down    atomic.Bool // the session ended or is being shut down: calls fail fast
 	changed atomic.Bool // a list_changed arrived and is not yet handled
+	natural atomic.Bool // the session ended by itself before shutdown
 
 	mu        sync.Mutex
 	closed    bool // shutdown started: nothing new may be attached
@@ -66,6 +70,9 @@ func (g *generation) run() {
 	s.send(attemptResult{g: g, tools: tools, released: true})
 	werr := g.sess.Wait()
 	g.down.Store(true)
+	// The session ended by itself: the SDK has already retired pending
+	// calls, and cancelling now could fail a call whose reply did arrive.
+	g.natural.Store(true)
 	s.send(lostMsg{g: g, err: werr, released: g.shutdownAndWait()})
 }
 
@@ -181,7 +188,15 @@ func (g *generation) shutdown() <-chan struct{} {
 		// begin can advance a fake clock past it.
 		g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() { close(g.expired) })
 		g.down.Store(true)
-		g.cancel()
+		if !g.natural.Load() {
+			// The supervisor is retiring a live session: retire its
+			// in-flight calls first, or the SDK's graceful Close waits on
+			// them. A session that ended by itself has had its calls
+			// retired by the SDK already, and cancelling would race the
+			// wait of a call whose reply did arrive; its context is then
+			// never cancelled, which holds no goroutine.
+			g.cancel()
+		}
 		g.mu.Lock()
 		g.closed = true
 		sess, t := g.sess, g.transport
@@ -222,16 +237,28 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 	if g.down.Load() {
 		return nil, g.unavailable(public, nil)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.sup.cfg.CallTimeout)
+	var cancel context.CancelFunc
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= g.sup.cfg.CallTimeout {
+		ctx, cancel = context.WithCancel(ctx) // the caller's deadline is the tighter bound
+	} else {
+		ctx, cancel = context.WithTimeout(ctx, g.sup.cfg.CallTimeout)
+	}
 	defer cancel()
 	// Shutting the generation down retires the call at once.
 	stop := context.AfterFunc(g.ctx, cancel)
 	defer stop()
 	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
-	if err != nil && (g.down.Load() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
+	if err != nil && (g.down.Load() || connectionGone(err)) {
 		return nil, g.unavailable(public, err)
 	}
 	return res, err
+}
+
+// connectionGone reports errors that mean the server went away under the
+// call rather than answered it.
+func connectionGone(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (g *generation) unavailable(tool string, cause error) error {

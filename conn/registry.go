@@ -30,6 +30,15 @@ type ServerReserver interface {
 	Reserve(server string) (release func(), err error)
 }
 
+// Replacer is an optional interface of a [Registry]: Replace removes the
+// old tools (registered earlier by the same supervisor) and adds next in
+// one step, all or nothing, so a concurrent reader sees either the old set
+// or the new one, never a gap. It returns one unregister function per tool
+// of next, in order. A Supervisor uses it for tool swaps when available.
+type Replacer interface {
+	Replace(old, next []Tool) (unregister []func(), err error)
+}
+
 // Tool is one server tool as published to a [Registry].
 //
 // Tools of an unchanged server compare equal across reconnects (ignoring
@@ -81,13 +90,22 @@ func (r *ToolRegistry) Register(t Tool) (func(), error) {
 	if t.Name == "" {
 		return nil, fmt.Errorf("conn: register tool: empty public name (server %q)", t.Server)
 	}
-	reg := &registration{tool: t}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.tools[t.Name]; ok {
-		return nil, fmt.Errorf("%w: %q is registered by server %q; rename one server or drop one of them",
-			ErrToolConflict, t.Name, old.tool.Server)
+		return nil, conflict(t, old.tool)
 	}
+	return r.add(t), nil
+}
+
+func conflict(t, holder Tool) error {
+	return fmt.Errorf("%w: %q is registered by server %q; rename one server or drop one of them",
+		ErrToolConflict, t.Name, holder.Server)
+}
+
+// add inserts t and returns its unregister function; r.mu is held.
+func (r *ToolRegistry) add(t Tool) func() {
+	reg := &registration{tool: t}
 	r.tools[t.Name] = reg
 	return func() {
 		r.mu.Lock()
@@ -95,7 +113,42 @@ func (r *ToolRegistry) Register(t Tool) (func(), error) {
 		if r.tools[t.Name] == reg {
 			delete(r.tools, t.Name)
 		}
-	}, nil
+	}
+}
+
+// Replace implements [Replacer]: under one lock it removes those of old
+// that are still registered as they were, and adds next. If any tool of
+// next conflicts with a tool that stays, nothing changes.
+func (r *ToolRegistry) Replace(old, next []Tool) ([]func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	remove := make(map[string]bool, len(old))
+	for _, t := range old {
+		if reg, ok := r.tools[t.Name]; ok && reg.tool.Server == t.Server && reg.tool.gen == t.gen {
+			remove[t.Name] = true
+		}
+	}
+	seen := make(map[string]bool, len(next))
+	for _, t := range next {
+		if t.Name == "" {
+			return nil, fmt.Errorf("conn: register tool: empty public name (server %q)", t.Server)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("%w: %q appears twice in one replacement", ErrToolConflict, t.Name)
+		}
+		seen[t.Name] = true
+		if reg, ok := r.tools[t.Name]; ok && !remove[t.Name] {
+			return nil, conflict(t, reg.tool)
+		}
+	}
+	for name := range remove {
+		delete(r.tools, name)
+	}
+	uns := make([]func(), len(next))
+	for i, t := range next {
+		uns[i] = r.add(t)
+	}
+	return uns, nil
 }
 
 // Reserve claims a server name for one supervisor. It fails with

@@ -7,6 +7,22 @@ import "fmt"
 // When the registry refuses one, the next tools registered so far are
 // removed and the previous ones restored.
 func (s *Supervisor) swap(g *generation, next []Tool) error {
+	if rp, ok := s.cfg.Registry.(Replacer); ok {
+		oldTools := make([]Tool, len(s.published))
+		for i, p := range s.published {
+			oldTools[i] = p.tool
+		}
+		uns, err := rp.Replace(oldTools, next)
+		if err != nil {
+			return fmt.Errorf("register tools: %w", err)
+		}
+		s.published = make([]published, len(next))
+		for i, t := range next {
+			s.published[i] = published{t, uns[i]}
+		}
+		s.setTools()
+		return nil
+	}
 	old := s.published
 	for _, p := range old {
 		p.unregister()

@@ -16,7 +16,7 @@ const hashLen = 12
 // "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
 // replaced by '_', at most [MaxToolNameLen] characters. When that
 // normalisation or truncation changed anything (or the server name itself
-// contains "__", which would make the split ambiguous), a '_' and the first
+// contains "__" or ends in '_', which would make the split ambiguous), a '_' and the first
 // 12 hex digits of SHA-256("<server>\x00<raw>") are appended, so distinct
 // (server, raw) identities never share a public name. The raw name alone is
 // what goes on the wire.
@@ -27,7 +27,7 @@ func PublicToolName(server, raw string) string {
 	want := "mcp__" + server + "__" + raw
 	var b strings.Builder
 	b.Grow(len(want))
-	changed := strings.Contains(server, "__")
+	changed := strings.Contains(server, "__") || strings.HasSuffix(server, "_")
 	for i := 0; i < len(want); i++ {
 		c := want[i]
 		if c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {

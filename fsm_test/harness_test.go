@@ -113,9 +113,12 @@ type harness struct {
 	plan     []behaviour // per opened generation; the last entry repeats
 	opens    int
 	sessions []*mcp.ServerSession
-	opened   chan int // generation numbers as the transport is opened
+	pipes    []net.Conn // the server ends of the generations' connections
+	opened   chan int   // generation numbers as the transport is opened
 	helds    chan *heldTransport
-	regs     chan string // public names as they are registered
+	gate     chan struct{} // when set, tools/list waits until it is closed
+	entered  chan struct{} // a tools/list reached the gate
+	regs     chan string   // public names as they are registered
 }
 
 // signalRegistry wraps a registry and reports every registration.
@@ -140,17 +143,19 @@ func strict() option                    { return func(c *conn.Config) { c.FailOn
 func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) *harness {
 	t.Helper()
 	h := &harness{
-		t:      t,
-		clk:    clock.NewMock(),
-		srv:    mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "v1"}, nil),
-		reg:    conn.NewRegistry(),
-		trans:  make(chan conn.Transition, 1000),
-		log:    &recorder{},
-		plan:   plan,
-		opened: make(chan int, 1000),
-		helds:  make(chan *heldTransport, 100),
-		regs:   make(chan string, 100000),
+		t:       t,
+		clk:     clock.NewMock(),
+		srv:     mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "v1"}, nil),
+		reg:     conn.NewRegistry(),
+		trans:   make(chan conn.Transition, 1000),
+		log:     &recorder{},
+		plan:    plan,
+		opened:  make(chan int, 1000),
+		helds:   make(chan *heldTransport, 100),
+		regs:    make(chan string, 100000),
+		entered: make(chan struct{}, 100),
 	}
+	h.srv.AddReceivingMiddleware(h.gateList)
 	for _, name := range tools {
 		h.addTool(name)
 	}
@@ -172,6 +177,67 @@ func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) 
 	h.sup = sup
 	t.Cleanup(func() { h.close() })
 	return h
+}
+
+// gateList holds tools/list requests at the gate, if one is set.
+func (h *harness) gateList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			h.mu.Lock()
+			gate := h.gate
+			h.mu.Unlock()
+			if gate != nil {
+				h.entered <- struct{}{}
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// holdLists makes every tools/list wait until the returned release is
+// called (the test's cleanup calls it too).
+func (h *harness) holdLists() (release func()) {
+	gate := make(chan struct{})
+	h.mu.Lock()
+	h.gate = gate
+	h.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			h.mu.Lock()
+			h.gate = nil
+			h.mu.Unlock()
+			close(gate)
+		})
+	}
+	h.t.Cleanup(release)
+	return release
+}
+
+// waitListEntered waits until a tools/list request reached the gate.
+func (h *harness) waitListEntered() {
+	h.t.Helper()
+	select {
+	case <-h.entered:
+	case <-time.After(waitLimit):
+		h.t.Fatalf("no tools/list reached the gate within %v", waitLimit)
+	}
+}
+
+// Replace signals every tool the supervisor swaps in.
+func (r signalRegistry) Replace(old, next []conn.Tool) ([]func(), error) {
+	uns, err := r.ToolRegistry.Replace(old, next)
+	if err == nil {
+		for _, t := range next {
+			r.regs <- t.Name
+		}
+	}
+	return uns, err
 }
 
 // nextHeld waits for the next held transport to be opened.
@@ -239,13 +305,18 @@ func (h *harness) open(ctx context.Context) (mcp.Transport, error) {
 		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
 		return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := h.srv.Connect(ctx, st, nil)
+	// A pipe of our own rather than mcp.NewInMemoryTransports, so that a
+	// crash can cut it like a dying process, without the server's graceful
+	// Close waiting for its in-flight requests.
+	c1, c2 := net.Pipe()
+	var ct mcp.Transport = &mcp.IOTransport{Reader: c1, Writer: c1}
+	ss, err := h.srv.Connect(ctx, &mcp.IOTransport{Reader: c2, Writer: c2}, nil)
 	if err != nil {
 		return nil, err
 	}
 	h.mu.Lock()
 	h.sessions = append(h.sessions, ss)
+	h.pipes = append(h.pipes, c2)
 	h.mu.Unlock()
 	if b == held {
 		ht := newHeld(ct)
@@ -255,12 +326,12 @@ func (h *harness) open(ctx context.Context) (mcp.Transport, error) {
 	return ct, nil
 }
 
-// crash ends the newest server session, as a dying server would.
+// crash cuts the newest server's connection, as a dying server would.
 func (h *harness) crash() {
 	h.mu.Lock()
-	ss := h.sessions[len(h.sessions)-1]
+	p := h.pipes[len(h.pipes)-1]
 	h.mu.Unlock()
-	_ = ss.Close()
+	_ = p.Close()
 }
 
 // next waits for the next transition.
@@ -315,8 +386,11 @@ func (h *harness) close() {
 	// (disposal raced the attempt) leaves its in-memory server side
 	// waiting: the test owns those server sessions and ends them.
 	h.mu.Lock()
-	sessions := h.sessions
+	sessions, pipes := h.sessions, h.pipes
 	h.mu.Unlock()
+	for _, p := range pipes {
+		_ = p.Close()
+	}
 	for _, ss := range sessions {
 		_ = ss.Close()
 	}

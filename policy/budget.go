@@ -90,8 +90,6 @@ func (b *Budget) Down() Decision {
 	if b.stable() {
 		b.attempts = 0
 	}
-	// The connection (if any) is down now: the next uptime counts from the
-	// next Up, so brief successes cannot add up to a stable run.
 	b.up = false
 	d := Decision{Attempt: b.attempts, MaxAttempts: b.policy.MaxAttempts}
 	if !b.policy.Enabled || b.attempts >= b.policy.MaxAttempts {

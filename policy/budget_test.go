@@ -21,7 +21,8 @@ func TestBudgetNeverUp(t *testing.T) {
 	b := policy.NewBudget(policy.Default(), clk)
 	var got []time.Duration
 	tries := 1 // the initial attempt
-	for {
+	// Bounded so that a budget that never exhausts fails instead of hanging.
+	for range 100 {
 		d := b.Down()
 		if d.Exhausted() {
 			want := policy.Decision{Retry: false, Attempt: 10, MaxAttempts: 10}
@@ -90,7 +91,9 @@ func TestBudgetCrashLoopExhausts(t *testing.T) {
 	b := policy.NewBudget(policy.Default(), clk)
 	ups := 0
 	d := b.Down() // the established connection is lost
-	for d.Retry {
+	// Bounded, so that a budget laundered by the brief successes fails the
+	// test instead of hanging it.
+	for i := 0; d.Retry && i < 100; i++ {
 		clk.Add(d.Delay)
 		b.Up()
 		ups++

@@ -12,7 +12,7 @@
 // # Configuration format
 //
 // A reconnect object in JSON, every key optional (omitted or null means the
-// default):
+// default, and a null document means all defaults):
 //
 //	{
 //	  "enabled": true,          // boolean

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 )
 
@@ -66,21 +65,6 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
 // Unwrap returns the underlying cause, if any.
 func (e *FieldError) Unwrap() error { return e.Err }
-
-// displayKey quotes keys that would otherwise make the dotted path
-// ambiguous or invisible (an empty key, a key with dots or spaces), so an
-// unknown key in a message is always recognisable.
-func displayKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return strconv.Quote(k)
-		}
-	}
-	return k
-}
 
 // joinErrs returns nil, the single error itself (so a lone rejection is a
 // plain *FieldError), or all of them joined.

@@ -70,7 +70,7 @@ func ExampleBudget() {
 	p.MaxAttempts = 3
 	clk := clock.NewMock()
 	b := policy.NewBudget(p, clk)
-	for {
+	for range 10 { // bounded, in case the budget never exhausts
 		d := b.Down() // an attempt failed
 		fmt.Println(d)
 		if d.Exhausted() {

@@ -14,8 +14,8 @@ import (
 // the symmetric scheme gRPC uses (20% there). It is chosen over "full
 // jitter" (uniform in [0, Delay)) because it keeps the documented schedule
 // as the mean: the default budget still lasts about 151.5 s on average, and
-// no retry is ever scheduled almost immediately after a failure, which
-// would defeat the point of backing off from a crashing server. The spread
+// (for Jitter below 1) no retry comes sooner than (1-Jitter) of its delay,
+// whereas full jitter may retry a crashing server almost at once. The spread
 // is still enough to de-synchronise clients that lost the same server at
 // the same moment.
 //

@@ -150,6 +150,21 @@ func decodeMember(cfg *Config, key string, raw json.RawMessage, reject func(fiel
 	*dst = &f
 }
 
+// displayKey quotes keys that would otherwise make the dotted path
+// ambiguous or invisible (an empty key, a key with dots or spaces), so an
+// unknown key in a message is always recognisable.
+func displayKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
 // unknownHint suggests the intended key when only its case is wrong (JSON
 // keys are case-sensitive here, unlike encoding/json), else lists them all.
 func unknownHint(key string) string {

@@ -1,0 +1,144 @@
+package bench_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// callPair is one in-process echo server reached two ways: by a bare SDK
+// session (the floor) and through a supervisor and its registry.
+type callPair struct {
+	direct *mcp.ClientSession
+	reg    *conn.ToolRegistry
+	name   string // echo's public name
+}
+
+func newCallPair(b *testing.B) *callPair {
+	b.Helper()
+	ctx := context.Background()
+	m := newMemServer(1)
+	ct, _, err := m.pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
+	if err != nil {
+		b.Fatalf("connect: %v", err)
+	}
+	// The supervisor lists the tools; so does the floor, so both sessions
+	// hold the same state.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		b.Fatalf("list tools: %v", err)
+	}
+	p := &callPair{direct: cs, reg: conn.NewRegistry(), name: conn.PublicToolName("mem", "echo")}
+	sup, err := conn.Start(ctx, conn.Config{
+		Name: "mem", Transport: m.transport(0), Registry: p.reg, FailOnStartupError: true, Logger: quiet(),
+	})
+	if err != nil {
+		b.Fatalf("Start: %v", err)
+	}
+	// Warm both paths, so that with -benchtime 1x neither pays for the
+	// first call's one-time work alone.
+	p.callDirect(b, ctx)
+	p.callRegistry(b, ctx)
+	b.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			b.Errorf("close session: %v", err)
+		}
+		closeAll(b, []*conn.Supervisor{sup})
+		m.drained(b)
+	})
+	return p
+}
+
+func (p *callPair) callDirect(b *testing.B, ctx context.Context) {
+	res, err := p.direct.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoIn})
+	if err != nil || res.IsError {
+		b.Fatalf("direct call: %v %+v", err, res)
+	}
+}
+
+// callDeadline is the direct call bounded the way conn bounds every call:
+// under its own context.WithTimeout. It separates what any per-call
+// deadline costs (in the context package and in the SDK, which watches a
+// cancellable context) from what conn adds beyond it.
+func (p *callPair) callDeadline(b *testing.B, ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, conn.DefaultCallTimeout)
+	defer cancel()
+	p.callDirect(b, ctx)
+}
+
+func (p *callPair) callRegistry(b *testing.B, ctx context.Context) {
+	res, err := p.reg.Call(ctx, p.name, echoIn)
+	if err != nil || res.IsError {
+		b.Fatalf("registry call: %v %+v", err, res)
+	}
+}
+
+// BenchmarkCallOverhead compares a tool call through conn.ToolRegistry.Call
+// with the same call made directly on an SDK session, both over in-memory
+// transports to one in-process server. "direct" and "registry" are the two
+// alone; "direct-deadline" is the direct call under its own
+// context.WithTimeout, as conn bounds every call. "paired" runs blocks of
+// all three in rotating order in one loop and reports the registry's time
+// ratio and extra allocations per call against the direct call (the
+// targets) and against the deadline-bounded one.
+func BenchmarkCallOverhead(b *testing.B) {
+	ctx := context.Background()
+	p := newCallPair(b)
+	for _, c := range []struct {
+		name string
+		call func(*testing.B, context.Context)
+	}{{"direct", p.callDirect}, {"direct-deadline", p.callDeadline}, {"registry", p.callRegistry}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.call(b, ctx)
+			}
+		})
+	}
+	b.Run("paired", func(b *testing.B) {
+		b.ReportAllocs()
+		const block = 64
+		paths := []func(*testing.B, context.Context){p.callDirect, p.callDeadline, p.callRegistry}
+		var took [3]time.Duration
+		var allocs [3]uint64
+		var ms runtime.MemStats
+		for _, call := range paths {
+			call(b, ctx) // warm each path once, outside the counts
+		}
+		b.ResetTimer()
+		for i, left := 0, b.N; left > 0; i++ {
+			n := min(block, left)
+			left -= n
+			// Rotate the order, so no path always runs first or last.
+			for k := range paths {
+				j := (i + k) % len(paths)
+				runtime.ReadMemStats(&ms)
+				a0, t0 := ms.Mallocs, time.Now()
+				for range n {
+					paths[j](b, ctx)
+				}
+				took[j] += time.Since(t0)
+				runtime.ReadMemStats(&ms)
+				allocs[j] += ms.Mallocs - a0
+			}
+		}
+		b.StopTimer()
+		n := float64(b.N)
+		const direct, deadline, registry = 0, 1, 2
+		b.ReportMetric(float64(took[registry])/float64(took[direct]), "ratio")
+		b.ReportMetric((float64(allocs[registry])-float64(allocs[direct]))/n, "extra-allocs")
+		b.ReportMetric(float64(took[registry])/float64(took[deadline]), "ratio-vs-deadline")
+		b.ReportMetric((float64(allocs[registry])-float64(allocs[deadline]))/n, "extra-allocs-vs-deadline")
+		b.ReportMetric(float64(took[direct])/n, "direct-ns")
+		b.ReportMetric(float64(took[registry])/n, "registry-ns")
+	})
+}

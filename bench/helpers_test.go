@@ -1,0 +1,210 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// wait bounds every wait of the harness; a benchmark that hits it fails
+// rather than hangs.
+const wait = 20 * time.Second
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// quantile returns the q-quantile (nearest rank) of xs; xs is not changed.
+func quantile(xs []time.Duration, q float64) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// ms converts a duration to fractional milliseconds for ReportMetric.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+var echoIn = map[string]any{"text": "hello"}
+
+// newEchoServer is the in-process server of the in-memory benchmarks: one
+// tool, echo, as the fixture server has.
+func newEchoServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, &mcp.ServerOptions{Logger: quiet()})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "returns its text argument"},
+		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+		})
+	return srv
+}
+
+// checkEcho fails b unless res is echo's answer to echoIn.
+func checkEcho(tb testing.TB, res *mcp.CallToolResult, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("call echo: %v", err)
+	}
+	if res.IsError || len(res.Content) != 1 {
+		tb.Fatalf("call echo: unexpected result %+v", res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" {
+		tb.Fatalf("call echo: unexpected content %+v", res.Content[0])
+	}
+}
+
+// memServer is one in-process mcp.Server that any number of clients reach
+// over in-memory transports. Each slot (one supervisor) remembers the server
+// session of its current generation, so a benchmark can crash it.
+type memServer struct {
+	srv   *mcp.Server
+	slots []atomic.Pointer[mcp.ServerSession]
+}
+
+func newMemServer(slots int) *memServer {
+	return &memServer{srv: newEchoServer(), slots: make([]atomic.Pointer[mcp.ServerSession], slots)}
+}
+
+// pipe connects a fresh server session and returns the client's end. The
+// server session lives on its own context: the supervisor cancels the
+// attempt's context once the attempt is over.
+func (m *memServer) pipe() (mcp.Transport, *mcp.ServerSession, error) {
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := m.srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ct, ss, nil
+}
+
+// transport is slot's conn.Transport: a new in-memory pair per generation.
+func (m *memServer) transport(slot int) conn.Transport {
+	return conn.TransportFunc(func(context.Context) (mcp.Transport, error) {
+		ct, ss, err := m.pipe()
+		if err != nil {
+			return nil, err
+		}
+		m.slots[slot].Store(ss)
+		return ct, nil
+	})
+}
+
+// crashAll closes every slot's current server session at once, as a server
+// that dies under all its clients would.
+func (m *memServer) crashAll() {
+	var wg sync.WaitGroup
+	for i := range m.slots {
+		if ss := m.slots[i].Load(); ss != nil {
+			wg.Go(func() { _ = ss.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// drained waits until the server has no session left.
+func (m *memServer) drained(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		n := 0
+		for range m.srv.Sessions() {
+			n++
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d server sessions still open after %v", n, wait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// closeAll closes supervisors concurrently and fails tb on any error.
+func closeAll(tb testing.TB, sups []*conn.Supervisor) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	errs := make([]error, len(sups))
+	var wg sync.WaitGroup
+	for i, s := range sups {
+		if s != nil {
+			wg.Go(func() { errs[i] = s.Close(ctx) })
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			tb.Fatalf("Close: %v", err)
+		}
+	}
+}
+
+// lastPID returns the newest PID the fixture appended to its -pidlog.
+func lastPID(tb testing.TB, path string) int {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("read pidlog: %v", err)
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		tb.Fatalf("pidlog %s is empty", path)
+	}
+	pid, err := strconv.Atoi(f[len(f)-1])
+	if err != nil {
+		tb.Fatalf("pidlog %s: %v", path, err)
+	}
+	return pid
+}
+
+// signal is a non-blocking notifier for OnTransition, which must not block.
+type signal[T any] chan T
+
+func (s signal[T]) post(v T) {
+	select {
+	case s <- v:
+	default:
+	}
+}
+
+func (s signal[T]) await(tb testing.TB, what string) T {
+	tb.Helper()
+	select {
+	case v := <-s:
+		return v
+	case <-time.After(wait):
+		tb.Fatalf("no %s within %v", what, wait)
+		panic("unreachable")
+	}
+}
+
+func (s signal[T]) drain() {
+	for {
+		select {
+		case <-s:
+		default:
+			return
+		}
+	}
+}
+
+// sname is the supervisor name of slot i.
+func sname(i int) string { return fmt.Sprintf("s%05d", i) }

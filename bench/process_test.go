@@ -1,0 +1,208 @@
+package bench_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+	"github.com/mcpfsm/mcpfsm/policy"
+)
+
+// fastPolicy retries after 1 ms, for ever: the backoff adds as little as
+// the policy allows to a recovery.
+var fastPolicy = policy.Policy{Enabled: true, InitialDelay: time.Millisecond, MaxDelay: time.Millisecond, MaxAttempts: policy.AttemptsLimit}
+
+// fixtureSup supervises the fixture server and tells when the connection
+// comes up and when it leaves established.
+type fixtureSup struct {
+	bin, pidlog string
+	reg         *conn.ToolRegistry
+	sup         *conn.Supervisor
+	up          signal[time.Time] // entered established
+	lost        signal[time.Time] // left established
+	connecting  signal[time.Time] // entered connecting (backoff elapsed)
+	echo        string            // echo's public name
+}
+
+func startFixture(b *testing.B) *fixtureSup {
+	b.Helper()
+	f := &fixtureSup{
+		bin:        fixture.Build(b),
+		reg:        conn.NewRegistry(),
+		up:         make(signal[time.Time], 1),
+		lost:       make(signal[time.Time], 1),
+		connecting: make(signal[time.Time], 1),
+		echo:       conn.PublicToolName("fx", "echo"),
+	}
+	f.pidlog = filepath.Join(b.TempDir(), "pids")
+	p := fastPolicy
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name:               "fx",
+		Transport:          conn.Command(f.bin, "-pidlog", f.pidlog),
+		Registry:           f.reg,
+		Reconnect:          &p,
+		FailOnStartupError: true,
+		Logger:             quiet(),
+		OnTransition: func(tr conn.Transition) {
+			now := time.Now()
+			switch {
+			case tr.To == conn.Established:
+				f.up.post(now)
+			case tr.From == conn.Established:
+				f.lost.post(now)
+			case tr.To == conn.Connecting:
+				f.connecting.post(now)
+			}
+		},
+	})
+	if err != nil {
+		b.Fatalf("Start: %v", err)
+	}
+	f.sup = sup
+	f.up.drain()
+	b.Cleanup(func() { closeAll(b, []*conn.Supervisor{sup}) })
+	return f
+}
+
+// kill SIGKILLs the current server process and returns when it was sent.
+func (f *fixtureSup) kill(b *testing.B) time.Time {
+	b.Helper()
+	pid := lastPID(b, f.pidlog)
+	t0 := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		b.Fatalf("kill %d: %v", pid, err)
+	}
+	return t0
+}
+
+// bareSDK is the floor of a recovery: the SDK alone spawns the same server
+// binary, connects, lists the tools and calls echo. It returns how long
+// that took; closing the session is not timed.
+func bareSDK(b *testing.B, bin, pidlog string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	t0 := time.Now()
+	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "-pidlog", pidlog)},
+		&mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
+	if err != nil {
+		b.Fatalf("floor: connect: %v", err)
+	}
+	defer func() {
+		if err := cs.Close(); err != nil {
+			b.Errorf("floor: close: %v", err)
+		}
+	}()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		b.Fatalf("floor: list tools: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoIn})
+	checkEcho(b, res, err)
+	return time.Since(t0)
+}
+
+// BenchmarkRecovery measures a crash recovery end to end: from SIGKILL of
+// the server process until the supervisor has a new process up, its tools
+// registered again, and a call through the registry has succeeded. The
+// floor, measured in the same loop, is the bare SDK spawning the same
+// binary, connecting, listing tools and calling a tool: the least any
+// recovery must cost. The order of the two alternates.
+func BenchmarkRecovery(b *testing.B) {
+	f := startFixture(b)
+	floorLog := filepath.Join(b.TempDir(), "floor-pids")
+	ctx := context.Background()
+	var sup, floor, detect, backoff, connect, call []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 1 {
+			floor = append(floor, bareSDK(b, f.bin, floorLog))
+		}
+		t0 := f.kill(b)
+		lost := f.lost.await(b, "loss")
+		connecting := f.connecting.await(b, "attempt")
+		up := f.up.await(b, "reconnect")
+		res, err := f.reg.Call(ctx, f.echo, echoIn)
+		checkEcho(b, res, err)
+		done := time.Now()
+		sup = append(sup, done.Sub(t0))
+		detect = append(detect, lost.Sub(t0))
+		backoff = append(backoff, connecting.Sub(lost))
+		connect = append(connect, up.Sub(connecting))
+		call = append(call, done.Sub(up))
+		if i%2 == 0 {
+			floor = append(floor, bareSDK(b, f.bin, floorLog))
+		}
+	}
+	b.StopTimer()
+	p50, floor50 := quantile(sup, 0.5), quantile(floor, 0.5)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(quantile(sup, 0.99)), "p99-ms")
+	b.ReportMetric(ms(floor50), "floor-p50-ms")
+	b.ReportMetric(ms(quantile(floor, 0.99)), "floor-p99-ms")
+	b.ReportMetric(float64(p50)/float64(floor50), "p50-ratio")
+	// Where the time goes, by phase (p50 of each).
+	b.ReportMetric(ms(quantile(detect, 0.5)), "detect-p50-ms")
+	b.ReportMetric(ms(quantile(backoff, 0.5)), "backoff-p50-ms")
+	b.ReportMetric(ms(quantile(connect, 0.5)), "connect-p50-ms")
+	b.ReportMetric(ms(quantile(call, 0.5)), "call-p50-ms")
+}
+
+// bareLoss is the floor of a detection: a bare SDK session of the same
+// server binary, its process SIGKILLed, timed until the session's Wait
+// returns. Starting and closing the session is not timed.
+func bareLoss(b *testing.B, bin, pidlog string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cmd := exec.Command(bin, "-pidlog", pidlog)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
+	if err != nil {
+		b.Fatalf("floor: connect: %v", err)
+	}
+	defer func() { _ = cs.Close() }()
+	b.StartTimer()
+	t0 := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		b.Fatalf("floor: kill: %v", err)
+	}
+	_ = cs.Wait()
+	d := time.Since(t0)
+	b.StopTimer()
+	return d
+}
+
+// BenchmarkDetection measures how fast a supervisor notices that its server
+// died: from sending SIGKILL to the OnTransition callback of the step out
+// of established, both on the real clock. The wait for the reconnect that
+// follows is not timed. The floor, in the same loop, is a bare SDK session
+// of the same binary noticing the same kill (its Wait returning).
+func BenchmarkDetection(b *testing.B) {
+	f := startFixture(b)
+	floorLog := filepath.Join(b.TempDir(), "floor-pids")
+	var det, floor []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := f.kill(b)
+		det = append(det, f.lost.await(b, "loss").Sub(t0))
+		b.StopTimer()
+		f.up.await(b, "reconnect")
+		floor = append(floor, bareLoss(b, f.bin, floorLog))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	p50, floor50 := quantile(det, 0.5), quantile(floor, 0.5)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(quantile(det, 0.99)), "p99-ms")
+	b.ReportMetric(ms(floor50), "floor-p50-ms")
+	b.ReportMetric(ms(quantile(floor, 0.99)), "floor-p99-ms")
+	b.ReportMetric(float64(p50)/float64(floor50), "p50-ratio")
+}

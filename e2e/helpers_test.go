@@ -1,0 +1,358 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// wait is the deadline for one awaited event. Events normally arrive within
+// milliseconds; the margin is for loaded CI machines and -race.
+const wait = 15 * time.Second
+
+// fast is a reconnect policy with short delays; its stability window
+// (MaxDelay) is 50 ms.
+func fast(attempts int) *policy.Policy {
+	return &policy.Policy{Enabled: true, InitialDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxAttempts: attempts}
+}
+
+// disabled is a policy that never retries.
+func disabled() *policy.Policy {
+	p := fast(1)
+	p.Enabled = false
+	return p
+}
+
+// recorder collects the transitions of one supervisor. on is its
+// OnTransition; await consumes them in order from the test goroutine.
+type recorder struct {
+	hook func(conn.Transition) // runs on the supervisor's loop; set before Start
+
+	mu   sync.Mutex
+	ts   []conn.Transition
+	wake chan struct{}
+	next int // owned by the test goroutine
+}
+
+func newRecorder() *recorder { return &recorder{wake: make(chan struct{})} }
+
+func (r *recorder) on(tr conn.Transition) {
+	if r.hook != nil {
+		r.hook(tr)
+	}
+	r.mu.Lock()
+	r.ts = append(r.ts, tr)
+	close(r.wake)
+	r.wake = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []conn.Transition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]conn.Transition(nil), r.ts...)
+}
+
+// await returns the next transition into want, skipping others, or fails
+// the test after d.
+func (r *recorder) await(t testing.TB, want conn.State, d time.Duration) conn.Transition {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		r.mu.Lock()
+		for ; r.next < len(r.ts); r.next++ {
+			if tr := r.ts[r.next]; tr.To == want {
+				r.next++
+				r.mu.Unlock()
+				return tr
+			}
+		}
+		wake := r.wake
+		r.mu.Unlock()
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("no transition into %s within %v; transitions:\n%s", want, d, r.dump())
+		}
+	}
+}
+
+func (r *recorder) count(to conn.State) int {
+	n := 0
+	for _, tr := range r.all() {
+		if tr.To == to {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) dump() string {
+	var b strings.Builder
+	for _, tr := range r.all() {
+		fmt.Fprintf(&b, "  %s -(%s)-> %s attempt=%d/%d gen=%d err=%v\n", tr.From, tr.Event, tr.To, tr.Attempt, tr.MaxAttempts, tr.Generation, tr.Err)
+	}
+	return b.String()
+}
+
+// starts is a Stdio.Stderr writer that reports every "testserver: started
+// PID" line the fixture prints when a process starts.
+type starts struct {
+	mu  sync.Mutex
+	buf []byte
+	ch  chan int
+}
+
+func newStarts() *starts { return &starts{ch: make(chan int, 1024)} }
+
+func (s *starts) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			if len(s.buf) > 64<<10 {
+				s.buf = s.buf[:0] // not ours: a flood
+			}
+			return len(p), nil
+		}
+		line := string(s.buf[:i])
+		s.buf = s.buf[i+1:]
+		if rest, ok := strings.CutPrefix(line, "testserver: started "); ok {
+			if pid, err := strconv.Atoi(rest); err == nil {
+				select {
+				case s.ch <- pid:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// await returns the PID of the next process that started.
+func (s *starts) await(t testing.TB, d time.Duration) int {
+	t.Helper()
+	select {
+	case pid := <-s.ch:
+		return pid
+	case <-time.After(d):
+		t.Fatalf("no server process started within %v", d)
+		return 0
+	}
+}
+
+// env is one supervisor of fixture server processes.
+type env struct {
+	t      *testing.T
+	bin    string
+	dir    string
+	pidlog string
+	reg    *conn.ToolRegistry
+	rec    *recorder
+	starts *starts
+	sup    *conn.Supervisor
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	return &env{
+		t:      t,
+		bin:    fixture.Build(t),
+		dir:    dir,
+		pidlog: filepath.Join(dir, "pids"),
+		reg:    conn.NewRegistry(),
+		rec:    newRecorder(),
+		starts: newStarts(),
+	}
+}
+
+// command is the fixture with -pidlog and extra flags, its stderr watched
+// for process starts.
+func (e *env) command(flags ...string) *conn.Stdio {
+	s := conn.Command(e.bin, append([]string{"-pidlog", e.pidlog}, flags...)...)
+	s.Stderr = e.starts
+	return s
+}
+
+// start starts a supervisor; cfg's Name, Registry, Logger and OnTransition
+// are filled in unless set. Cleanup closes it and checks that every server
+// process it started is gone.
+func (e *env) start(cfg conn.Config) *conn.Supervisor {
+	e.t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = "fx"
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = e.reg
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.OnTransition == nil {
+		cfg.OnTransition = e.rec.on
+	}
+	sup, err := conn.Start(context.Background(), cfg)
+	if err != nil {
+		e.t.Fatalf("Start: %v", err)
+	}
+	e.sup = sup
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := sup.Close(ctx); err != nil {
+			e.t.Errorf("Close: %v", err)
+		}
+		if n := len(e.reg.Tools()); n != 0 {
+			e.t.Errorf("%d tools still registered after Close", n)
+		}
+		for _, pid := range e.pids() {
+			if alive(pid) {
+				e.t.Errorf("server process %d is alive after Close returned", pid)
+			}
+		}
+	})
+	return sup
+}
+
+// pids returns the PIDs the fixture processes appended to the pidlog.
+func (e *env) pids() []int { return readPIDs(e.t, e.pidlog) }
+
+func readPIDs(t testing.TB, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("read pids: %v", err)
+	}
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %s: %v", path, err)
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// alive reports whether pid names a process that has not exited. A zombie
+// (exited, not yet reaped by whoever adopted it) counts as exited: it runs
+// no code and holds no pipes.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	return true
+}
+
+// waitGone waits until pid has exited; polling is the only way to learn
+// that about a process that is not our child.
+func waitGone(t testing.TB, pid int, d time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for alive(pid) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("process %d still alive after %v", pid, d)
+		}
+	}
+}
+
+// call calls a tool by its raw name on server "fx" (or the env's
+// supervisor name) and returns the text of the first content.
+func (e *env) call(raw string, args any) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return callText(ctx, e.reg, conn.PublicToolName(e.sup.Status().Server, raw), args)
+}
+
+func callText(ctx context.Context, reg *conn.ToolRegistry, public string, args any) (string, error) {
+	res, err := reg.Call(ctx, public, args)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", fmt.Errorf("tool error: %v", contentText(res))
+	}
+	return contentText(res), nil
+}
+
+func contentText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return fmt.Sprintf("%T", res.Content[0])
+}
+
+// mustEcho calls echo and checks the answer.
+func (e *env) mustEcho(text string) {
+	e.t.Helper()
+	got, err := e.call("echo", map[string]any{"text": text})
+	if err != nil {
+		e.t.Fatalf("echo: %v", err)
+	}
+	if got != text {
+		e.t.Fatalf("echo %q returned %q", text, got)
+	}
+}
+
+// crash calls the crash tool, which replies and then exits the server.
+func (e *env) crash() {
+	e.t.Helper()
+	if _, err := e.call("crash", map[string]any{}); err != nil {
+		e.t.Fatalf("crash: %v", err)
+	}
+}
+
+// awaitState waits until sup is in want, woken by its transitions.
+func (r *recorder) awaitState(t testing.TB, sup *conn.Supervisor, want conn.State, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		r.mu.Lock()
+		wake := r.wake
+		r.mu.Unlock()
+		if sup.State() == want {
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("not %s within %v but %s; transitions:\n%s", want, d, sup.State(), r.dump())
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// everythingServer returns the entry point of the installed
+// @modelcontextprotocol/server-everything, or skips.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: skipping the third-party server test")
+	}
+	dir := os.Getenv("MCPFSM_NPM_SERVERS")
+	if dir == "" {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			t.Fatalf("go env GOMOD: %v", err)
+		}
+		dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "npm-servers")
+	}
+	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Skipf("@modelcontextprotocol/server-everything is not installed in %s: run .ci/npm-servers.sh", dir)
+	}
+	return entry
+}
+
+// TestEverythingServerRecoversFromSIGKILL runs the reference TypeScript
+// server over stdio at conn.DefaultProtocolVersion, kills it and checks
+// that the supervisor brings it back.
+func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
+	entry := everythingServer(t)
+	e := newEnv(t)
+	pidfile := filepath.Join(e.dir, "node.pid")
+	// exec: the pidfile holds node's own PID.
+	script := fmt.Sprintf("echo $$ > %q; exec node %q stdio", pidfile, entry)
+	sup := e.start(conn.Config{Name: "everything", Transport: conn.Command("sh", "-c", script), Reconnect: fast(3)})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := sup.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	before := sup.Status().Tools
+	t.Logf("protocol %s, %d tools: %v", conn.DefaultProtocolVersion, len(before), before)
+	echo := conn.PublicToolName("everything", "echo")
+	got, err := callText(ctx, e.reg, echo, map[string]any{"message": "hello"})
+	if err != nil || !strings.Contains(got, "hello") {
+		t.Fatalf("echo: %q, %v", got, err)
+	}
+
+	data, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatalf("pidfile: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("pidfile: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill node %d: %v", pid, err)
+	}
+	e.rec.await(t, conn.LostReconnecting, wait)
+	e.rec.await(t, conn.Established, wait)
+	if alive(pid) {
+		t.Errorf("killed node %d still alive", pid)
+	}
+	got, err = callText(ctx, e.reg, echo, map[string]any{"message": "again"})
+	if err != nil || !strings.Contains(got, "again") {
+		t.Fatalf("echo after recovery: %q, %v", got, err)
+	}
+	if after := sup.Status().Tools; strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("tools changed across the restart:\n%v\n%v", before, after)
+	}
+}

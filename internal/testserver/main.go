@@ -1,0 +1,109 @@
+// Command testserver is a fixture MCP server for the end-to-end tests of
+// mcpfsm. Its flags choose the fault it plays; see the flag help. It is a
+// test fixture, not a product: keep every mode small.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	exitAtStart   bool
+	exitAfter     time.Duration
+	noInit        bool
+	ignoreEOF     bool
+	ignoreSIGTERM bool
+	grandchild    bool
+	pidfile       string
+	stderrFlood   bool
+	storm         int
+	garbage       bool
+	duplicate     bool
+	tools         int
+	badNames      bool
+	pidlog        string
+	crashDelay    time.Duration
+	flapEvery     time.Duration
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.exitAtStart, "exit-at-start", false, "exit with status 1 right after start")
+	flag.DurationVar(&o.exitAfter, "exit-after", 0, "exit with status 3 this long after start")
+	flag.BoolVar(&o.noInit, "no-init", false, "never answer initialize: read stdin and discard it")
+	flag.BoolVar(&o.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")
+	flag.BoolVar(&o.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
+	flag.BoolVar(&o.grandchild, "grandchild", false, "start a 'sleep 1000' child that outlives this process unless its group is killed")
+	flag.StringVar(&o.pidfile, "pidfile", "", "with -grandchild: write the grandchild's PID to this file")
+	flag.BoolVar(&o.stderrFlood, "stderr-flood", false, "write to stderr continuously")
+	flag.IntVar(&o.storm, "list-changed-storm", 0, "after initialization, change the tool list this many times, then add tool storm_done")
+	flag.BoolVar(&o.garbage, "garbage", false, "write non-JSON lines to stdout instead of answering")
+	flag.BoolVar(&o.duplicate, "duplicate-tools", false, "raw JSON-RPC server whose tools/list names one tool twice")
+	flag.IntVar(&o.tools, "tools", 0, "list this many extra tools (extra_00000...), over pages of 500")
+	flag.BoolVar(&o.badNames, "bad-names", false, "also list tools whose names are not valid public names")
+	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
+	flag.DurationVar(&o.flapEvery, "list-changed-every", 0, "add or remove the tool flap this often, for ever (keep it above the SDK's 10ms notification debounce, or no notification is ever sent)")
+	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
+	flag.Parse()
+
+	if o.pidlog != "" {
+		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))
+	}
+	// Tests watch stderr for this line to learn that a process started.
+	fmt.Fprintf(os.Stderr, "testserver: started %d\n", os.Getpid())
+	if o.exitAtStart {
+		os.Exit(1)
+	}
+	if o.exitAfter > 0 {
+		time.AfterFunc(o.exitAfter, func() { os.Exit(3) })
+	}
+	if o.ignoreSIGTERM {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if o.grandchild {
+		startGrandchild(o.pidfile)
+	}
+	if o.stderrFlood {
+		go flood()
+	}
+
+	var err error
+	switch {
+	case o.noInit:
+		_, err = io.Copy(io.Discard, os.Stdin)
+	case o.garbage:
+		err = serveGarbage()
+	case o.duplicate:
+		err = serveDuplicate()
+	default:
+		err = serveSDK(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+	}
+	if o.ignoreEOF {
+		select {} // stdin is gone; stay until killed
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+}
+
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// crashMarker is in the crash tool's reply; the stdout writer exits the
+// process right after writing it.
+const crashMarker = "crashing-now-7f3a"
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// serveSDK is the well-behaved server, built on the go-sdk server API.
+func serveSDK(o options) error {
+	var srv *mcp.Server
+	opts := &mcp.ServerOptions{PageSize: 500}
+	opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) {
+		if o.storm > 0 {
+			go storm(srv, o.storm)
+		}
+		if o.flapEvery > 0 {
+			go flap(srv, o.flapEvery)
+		}
+	}
+	srv = mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "v1"}, opts)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "returns its text argument"},
+		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "replies, then exits"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(crashMarker), nil, nil
+		})
+	for i := range o.tools {
+		addStatic(srv, fmt.Sprintf("extra_%05d", i))
+	}
+	if o.badNames {
+		for _, n := range badNames() {
+			addStatic(srv, n)
+		}
+	}
+	t := &mcp.IOTransport{Reader: os.Stdin, Writer: crashWriter{w: os.Stdout, delay: o.crashDelay}}
+	return srv.Run(context.Background(), t)
+}
+
+// badNames are raw names that need normalising, truncating or both.
+func badNames() []string {
+	return []string{
+		"has space",
+		"dotted.name",
+		"dotted:name", // normalises like dotted.name: only the hash tells them apart
+		"slash/and\\back",
+		"ünïcödé",
+		strings.Repeat("long", 30),       // 120 valid characters
+		strings.Repeat("long", 30) + "!", // same prefix, one more
+		strings.Repeat("x", 64),          // valid characters, too long with the prefix
+		"emoji-\U0001F600",
+	}
+}
+
+func addStatic(srv *mcp.Server, name string) {
+	srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(name), nil
+		})
+}
+
+// storm changes the tool list n times, alternately adding and removing the
+// tool "storm", then adds "storm_done": a client that has seen storm_done
+// has seen a list after the storm.
+func storm(srv *mcp.Server, n int) {
+	for i := range n {
+		if i%2 == 0 {
+			addStatic(srv, "storm")
+		} else {
+			srv.RemoveTools("storm")
+		}
+	}
+	addStatic(srv, "storm_done")
+}
+
+// flap adds and removes the tool "flap" every d, until the process ends.
+func flap(srv *mcp.Server, d time.Duration) {
+	for on := true; ; on = !on {
+		time.Sleep(d)
+		if on {
+			addStatic(srv, "flap")
+		} else {
+			srv.RemoveTools("flap")
+		}
+	}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// crashWriter is stdout; once it has written the crash tool's reply, the
+// process exits (after delay), as a server crashing right after answering
+// would.
+type crashWriter struct {
+	w     io.Writer
+	delay time.Duration
+}
+
+func (c crashWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if bytes.Contains(p, []byte(crashMarker)) {
+		if c.delay <= 0 {
+			os.Exit(4)
+		}
+		time.AfterFunc(c.delay, func() { os.Exit(4) })
+	}
+	return n, err
+}
+
+func (crashWriter) Close() error { return nil }
