@@ -54,8 +54,14 @@ type Config struct {
 	// CloseTimeout bounds the close barrier. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
 	// ProtocolVersion is the MCP protocol version to request. Empty means
-	// DefaultProtocolVersion.
+	// DefaultProtocolVersion. Servers that speak an older version answer
+	// with it and the session uses theirs.
 	ProtocolVersion string
+	// KeepAlive, if positive, pings the server at this interval; a server
+	// that stops answering (hung, or its connection silently gone) has its
+	// session closed, which counts as a lost connection. Zero disables
+	// pings, and then only call deadlines notice a hung server.
+	KeepAlive time.Duration
 	// Clock is the time source for timeouts and backoff. Nil means the
 	// real clock.
 	Clock clock.Clock
@@ -82,6 +88,11 @@ func (c Config) resolve() (resolved, error) {
 	if c.Transport == nil {
 		return r, &ConfigError{Field: "Transport", Rule: "is nil: use conn.Command for a stdio server or conn.TransportFunc for anything else"}
 	}
+	if v, ok := c.Transport.(validator); ok {
+		if err := v.validate(); err != nil {
+			return r, &ConfigError{Field: "Transport", Rule: "is invalid", Err: err}
+		}
+	}
 	if c.Registry == nil {
 		return r, &ConfigError{Field: "Registry", Rule: "is nil: pass conn.NewRegistry() or your own Registry"}
 	}
@@ -100,6 +111,7 @@ func (c Config) resolve() (resolved, error) {
 		{"ConnectTimeout", &r.ConnectTimeout, DefaultConnectTimeout},
 		{"CallTimeout", &r.CallTimeout, DefaultCallTimeout},
 		{"CloseTimeout", &r.CloseTimeout, DefaultCloseTimeout},
+		{"KeepAlive", &r.KeepAlive, 0},
 	} {
 		if *d.v < 0 {
 			return r, &ConfigError{Field: d.field, Rule: fmt.Sprintf("is %v: use a positive duration, or zero for the default %v", *d.v, d.def)}

@@ -105,6 +105,7 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		// The handler only signals: it runs on the SDK's connection
 		// goroutine, where blocking stalls the session and Close deadlocks.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.signalChanged() },
+		KeepAlive:              s.cfg.KeepAlive,
 	})
 	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
 	if err != nil {

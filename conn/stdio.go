@@ -51,8 +51,8 @@ func Command(name string, args ...string) *Stdio {
 // Open returns a single-use SDK transport that starts the process when the
 // SDK connects it. The returned transport implements [Terminator].
 func (s *Stdio) Open(context.Context) (mcp.Transport, error) {
-	if s.Path == "" {
-		return nil, errors.New("conn.Stdio.Path is empty: name the server program to run")
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	cfg := *s
 	cfg.Args = append([]string(nil), s.Args...)

@@ -293,6 +293,10 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		{"no registry", conn.Config{Name: "a", Transport: tr}, "Registry"},
 		{"bad policy", conn.Config{Name: "a", Transport: tr, Registry: conn.NewRegistry(), Reconnect: &bad}, "Reconnect"},
 		{"negative timeout", conn.Config{Name: "a", Transport: tr, Registry: conn.NewRegistry(), CallTimeout: -1}, "CallTimeout"},
+		{"negative keepalive", conn.Config{Name: "a", Transport: tr, Registry: conn.NewRegistry(), KeepAlive: -1}, "KeepAlive"},
+		{"trailing underscore", conn.Config{Name: "a_", Transport: tr, Registry: conn.NewRegistry()}, "Name"},
+		{"empty command", conn.Config{Name: "a", Transport: conn.Command(""), Registry: conn.NewRegistry()}, "Transport"},
+		{"bad endpoint", conn.Config{Name: "a", Transport: conn.Streamable("localhost:8080/mcp"), Registry: conn.NewRegistry()}, "Transport"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
