@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,6 +33,7 @@ type generation struct {
 	down    atomic.Bool // the session ended or is being shut down: calls fail fast
 	changed atomic.Bool // a list_changed arrived and is not yet handled
 	natural atomic.Bool // the session ended by itself before shutdown
+	calls   calls       // in-flight tool calls
 
 	mu        sync.Mutex
 	closed    bool // shutdown started: nothing new may be attached
@@ -197,6 +197,7 @@ func (g *generation) shutdown() <-chan struct{} {
 			// wait of a call whose reply did arrive; its context is then
 			// never cancelled, which holds no goroutine.
 			g.cancel()
+			g.calls.close(true)
 		}
 		g.mu.Lock()
 		g.closed = true
@@ -206,6 +207,7 @@ func (g *generation) shutdown() <-chan struct{} {
 			if sess != nil {
 				_ = sess.Close()
 			}
+			g.calls.close(false)
 			if term, ok := t.(Terminator); ok {
 				<-term.Terminate()
 			}
@@ -238,17 +240,18 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 	if g.down.Load() {
 		return nil, g.unavailable(public, nil)
 	}
-	var cancel context.CancelFunc
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= g.sup.cfg.CallTimeout {
-		ctx, cancel = context.WithCancel(ctx) // the caller's deadline is the tighter bound
-	} else {
-		ctx, cancel = context.WithTimeout(ctx, g.sup.cfg.CallTimeout)
+	// CallTimeout bounds the call, and shutting the generation down
+	// retires it at once.
+	ctx, n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
+	if !ok {
+		return nil, g.unavailable(public, nil)
 	}
-	defer cancel()
-	// Shutting the generation down retires the call at once.
-	stop := context.AfterFunc(g.ctx, cancel)
-	defer stop()
+	defer g.calls.end(n)
 	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
+	if err != nil && n.expired.Load() {
+		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
+			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
+	}
 	if err != nil && (g.down.Load() || connectionGone(err)) {
 		return nil, g.unavailable(public, err)
 	}

@@ -311,3 +311,55 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		})
 	}
 }
+
+// A hung call is bounded by CallTimeout on the supervisor's clock, and
+// Close retires a hung call at once instead of waiting for it.
+func TestHungCallsAreBounded(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, nil, withPolicy(small))
+	entered := make(chan struct{}, 10)
+	h.srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	h.expect(conn.Established)
+	call := func() chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := h.reg.Call(context.Background(), "mcp__fx__hang", nil)
+			errc <- err
+		}()
+		select {
+		case <-entered:
+		case <-time.After(waitLimit):
+			t.Fatal("the call never reached the server")
+		}
+		return errc
+	}
+	wait := func(errc chan error) error {
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(waitLimit):
+			t.Fatal("the hung call did not return")
+			return nil
+		}
+	}
+	errc := call()
+	h.advance(conn.DefaultCallTimeout - time.Nanosecond)
+	select {
+	case err := <-errc:
+		t.Fatalf("call returned before CallTimeout: %v", err)
+	default:
+	}
+	h.advance(time.Nanosecond)
+	if err := wait(errc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("call past CallTimeout: err = %v, want DeadlineExceeded", err)
+	}
+	errc = call()
+	h.close()
+	if err := wait(errc); !errors.Is(err, conn.ErrUnavailable) {
+		t.Errorf("call across Close: err = %v, want ErrUnavailable", err)
+	}
+}
