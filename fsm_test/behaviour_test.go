@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,9 +40,7 @@ func TestNeverUpDefaultScheduleExhaustsAfter151_5s(t *testing.T) {
 	if got := h.clk.Now().Sub(start); got != 151500*time.Millisecond {
 		t.Errorf("time to exhaustion = %v, want 151.5s", got)
 	}
-	h.mu.Lock()
-	opens := h.opens
-	h.mu.Unlock()
+	opens := h.srv.Opens()
 	if opens != 1+policy.Default().MaxAttempts {
 		t.Errorf("attempts = %d, want 1 + MaxAttempts = %d", opens, 1+policy.Default().MaxAttempts)
 	}
@@ -87,7 +86,7 @@ func TestListChangedResyncs(t *testing.T) {
 	if diff := cmp.Diff([]string{"mcp__fx__a", "mcp__fx__b"}, h.toolNames()); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	h.srv.RemoveTools("a")
+	h.srv.MCP.RemoveTools("a")
 	h.addTool("c")
 	h.waitRegistered("mcp__fx__c")
 	// A storm settles on the server's final list.
@@ -107,11 +106,11 @@ func TestStrictStartupFailsAndLeavesNothingRunning(t *testing.T) {
 	reg := conn.NewRegistry()
 	_, err := conn.Start(context.Background(), conn.Config{
 		Name:               "fx",
-		Transport:          conn.TransportFunc(func(context.Context) (mcp.Transport, error) { return failingTransport{}, nil }),
+		Transport:          conn.TransportFunc(func(context.Context) (mcp.Transport, error) { return nil, errors.New("initialize refused") }),
 		Registry:           reg,
 		FailOnStartupError: true,
 		Clock:              clock.NewMock(),
-		Logger:             slog.New(&recorder{}),
+		Logger:             conntest.NewRecorder().Logger(),
 	})
 	var ferr *conn.FailedError
 	if !errors.As(err, &ferr) || ferr.Attempt != 0 {
@@ -135,7 +134,7 @@ func TestStrictStartupSucceeds(t *testing.T) {
 func TestDuplicateServerNameRejected(t *testing.T) {
 	h := newHarness(t, []behaviour{accept}, []string{"a"})
 	_, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Transport: conn.TransportFunc(h.open), Registry: h.reg, Clock: h.clk,
+		Name: "fx", Transport: h.srv.Transport(), Registry: h.reg, Clock: h.clk,
 	})
 	if !errors.Is(err, conn.ErrDuplicateServer) {
 		t.Fatalf("second supervisor: err = %v, want ErrDuplicateServer", err)
@@ -156,7 +155,7 @@ func TestRegistryConflictRollsBack(t *testing.T) {
 	}
 	trans := make(chan conn.Transition, 10)
 	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Registry: reg, Clock: clock.NewMock(), Logger: slog.New(&recorder{}),
+		Name: "fx", Registry: reg, Clock: clock.NewMock(), Logger: conntest.NewRecorder().Logger(),
 		Reconnect:    &small,
 		OnTransition: func(tr conn.Transition) { trans <- tr },
 		Transport: conn.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
@@ -191,9 +190,9 @@ func TestRegistryConflictRollsBack(t *testing.T) {
 func TestNoReplacementBeforeFailedGenerationReportsClosed(t *testing.T) {
 	h := newHarness(t, []behaviour{heldRefuse, accept}, []string{"a"}, withPolicy(small))
 	ht := h.nextHeld()
-	<-ht.terminated
+	<-ht.Terminated()
 	h.noTransition() // still connecting: the barrier holds
-	close(ht.release)
+	ht.Release()
 	h.expect(conn.FailedRetrying)
 	h.advance(time.Second)
 	h.expect(conn.Connecting, conn.Established)
@@ -204,7 +203,7 @@ func TestNoReplacementBeforeFailedGenerationReportsClosed(t *testing.T) {
 func TestStopWhenCloseSignalNeverComes(t *testing.T) {
 	h := newHarness(t, []behaviour{heldRefuse, accept}, []string{"a"}, withPolicy(small))
 	ht := h.nextHeld()
-	<-ht.terminated
+	<-ht.Terminated()
 	h.advance(conn.DefaultCloseTimeout)
 	tr := h.expect(conn.Halted)[0]
 	var ferr *conn.FailedError
@@ -212,17 +211,15 @@ func TestStopWhenCloseSignalNeverComes(t *testing.T) {
 		t.Errorf("halted err = %v, want *FailedError", tr.Err)
 	}
 	h.advance(time.Hour)
-	h.mu.Lock()
-	opens := h.opens
-	h.mu.Unlock()
+	opens := h.srv.Opens()
 	if opens != 1 {
 		t.Errorf("opened %d transports, want 1", opens)
 	}
-	lines := h.log.linesAtLeast(slog.LevelError)
+	lines := h.rec.Logs(slog.LevelError)
 	if len(lines) != 1 || lines[0].Msg != "server process did not exit; reconnect halted: it did not exit within CloseTimeout (5s); not reconnecting, to avoid two server processes at once; fix the server, then reload its configuration or restart the host" {
 		t.Errorf("error logs = %v", lines)
 	}
-	close(ht.release) // let the stuck shutdown finish for the leak check
+	ht.Release() // let the stuck shutdown finish for the leak check
 }
 
 // Disposal is bounded when the close signal never comes, and says so.
@@ -232,7 +229,7 @@ func TestDisposalBoundedWhenCloseNeverReported(t *testing.T) {
 	ht := h.nextHeld()
 	errc := make(chan error, 1)
 	go func() { errc <- h.sup.Close(context.Background()) }()
-	<-ht.terminated
+	<-ht.Terminated()
 	h.expect(conn.Disposing)
 	h.advance(conn.DefaultCloseTimeout)
 	select {
@@ -244,7 +241,7 @@ func TestDisposalBoundedWhenCloseNeverReported(t *testing.T) {
 		t.Fatal("Close did not return after CloseTimeout")
 	}
 	h.expect(conn.Disposed)
-	close(ht.release)
+	ht.Release()
 }
 
 // Disposal owns a pending connect: no failure is reported for it, no retry.
@@ -253,7 +250,7 @@ func TestDisposalDuringConnectIsSilent(t *testing.T) {
 	h.waitOpened()
 	h.close()
 	h.expect(conn.Disposing, conn.Disposed)
-	if lines := h.log.linesAtLeast(slog.LevelWarn); len(lines) != 0 {
+	if lines := h.rec.Logs(slog.LevelWarn); len(lines) != 0 {
 		t.Errorf("warn/error logs = %v, want none", lines)
 	}
 	if err := h.sup.Ready(context.Background()); !errors.Is(err, conn.ErrClosed) {
@@ -317,7 +314,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 func TestHungCallsAreBounded(t *testing.T) {
 	h := newHarness(t, []behaviour{accept}, nil, withPolicy(small))
 	entered := make(chan struct{}, 10)
-	h.srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
+	h.srv.MCP.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			entered <- struct{}{}
 			<-ctx.Done()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
@@ -30,6 +31,11 @@ var (
 	}
 )
 
+func warnLine(msg string) conntest.LogLine { return conntest.LogLine{Level: slog.LevelWarn, Msg: msg} }
+func errorLine(msg string) conntest.LogLine {
+	return conntest.LogLine{Level: slog.LevelError, Msg: msg}
+}
+
 // small is a policy with short, distinct numbers: delays 1s, 2s, 4s, 4s;
 // stability window 4s.
 var small = policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
@@ -51,7 +57,7 @@ func TestConnectionMachine(t *testing.T) {
 		policy policy.Policy
 		script []step
 		want   []rec
-		logs   []logLine
+		logs   []conntest.LogLine
 	}{
 		{
 			name:   "established connection lost then recovered",
@@ -65,7 +71,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.LostReconnecting, conn.Connecting, conn.EventBackoffElapsed, 1, 0},
 				{conn.Connecting, conn.Established, conn.EventConnected, 1, 0},
 			},
-			logs: []logLine{{slog.LevelWarn, "connection lost; reconnecting in 1s (attempt 1/3)"}},
+			logs: []conntest.LogLine{warnLine("connection lost; reconnecting in 1s (attempt 1/3)")},
 		},
 		{
 			name:   "initial failure then retry failure are both connection failed",
@@ -80,11 +86,11 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.FailedRetrying, conn.Connecting, conn.EventBackoffElapsed, 2, 0},
 				{conn.Connecting, conn.Established, conn.EventConnected, 2, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 1 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 1s (attempt 1/3)"},
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 2 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 2s (attempt 2/3)"},
+			logs: []conntest.LogLine{
+				warnLine("connection attempt failed: open transport: generation 1 refused"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
+				warnLine("connection attempt failed: open transport: generation 2 refused"),
+				warnLine("connection failed; retrying in 2s (attempt 2/3)"),
 			},
 		},
 		{
@@ -103,15 +109,15 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.FailedRetrying, conn.Connecting, conn.EventBackoffElapsed, 3, 0},
 				{conn.Connecting, conn.Exhausted, conn.EventBudgetExhausted, 3, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 1 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 1s (attempt 1/3)"},
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 2 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 2s (attempt 2/3)"},
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 3 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 4s (attempt 3/3)"},
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 4 refused"},
-				{slog.LevelError, "giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
+			logs: []conntest.LogLine{
+				warnLine("connection attempt failed: open transport: generation 1 refused"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
+				warnLine("connection attempt failed: open transport: generation 2 refused"),
+				warnLine("connection failed; retrying in 2s (attempt 2/3)"),
+				warnLine("connection attempt failed: open transport: generation 3 refused"),
+				warnLine("connection failed; retrying in 4s (attempt 3/3)"),
+				warnLine("connection attempt failed: open transport: generation 4 refused"),
+				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"),
 			},
 		},
 		{
@@ -137,11 +143,11 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Established, conn.EventConnected, 3, 0},
 				{conn.Established, conn.Exhausted, conn.EventBudgetExhausted, 3, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection lost; reconnecting in 1s (attempt 1/3)"},
-				{slog.LevelWarn, "connection lost; reconnecting in 2s (attempt 2/3)"},
-				{slog.LevelWarn, "connection lost; reconnecting in 4s (attempt 3/3)"},
-				{slog.LevelError, "giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"},
+			logs: []conntest.LogLine{
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
+				warnLine("connection lost; reconnecting in 2s (attempt 2/3)"),
+				warnLine("connection lost; reconnecting in 4s (attempt 3/3)"),
+				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"),
 			},
 		},
 		{
@@ -159,9 +165,9 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Established, conn.EventConnected, 1, 0},
 				{conn.Established, conn.LostReconnecting, conn.EventConnectionLost, 1, time.Second},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection lost; reconnecting in 1s (attempt 1/3)"},
-				{slog.LevelWarn, "connection lost; reconnecting in 1s (attempt 1/3)"},
+			logs: []conntest.LogLine{
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
 			},
 		},
 		{
@@ -173,8 +179,8 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Established, conn.EventConnected, 0, 0},
 				{conn.Established, conn.LostDisabled, conn.EventConnectionLostNoRetry, 0, 0},
 			},
-			logs: []logLine{
-				{slog.LevelError, "connection lost and reconnect is disabled; registered tools will fail until you fix the server, then reload its configuration or restart the host"},
+			logs: []conntest.LogLine{
+				errorLine("connection lost and reconnect is disabled; registered tools will fail until you fix the server, then reload its configuration or restart the host"),
 			},
 		},
 		{
@@ -185,9 +191,9 @@ func TestConnectionMachine(t *testing.T) {
 			want: []rec{
 				{conn.Connecting, conn.FailedDisabled, conn.EventAttemptFailedNoRetry, 0, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 1 refused"},
-				{slog.LevelError, "connection failed and reconnect is disabled; no tools were registered; fix the server, then reload its configuration or restart the host"},
+			logs: []conntest.LogLine{
+				warnLine("connection attempt failed: open transport: generation 1 refused"),
+				errorLine("connection failed and reconnect is disabled; no tools were registered; fix the server, then reload its configuration or restart the host"),
 			},
 		},
 		{
@@ -201,9 +207,9 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.FailedRetrying, conn.Connecting, conn.EventBackoffElapsed, 1, 0},
 				{conn.Connecting, conn.Established, conn.EventConnected, 1, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection attempt failed: no answer within ConnectTimeout (30s): initialize: context deadline exceeded"},
-				{slog.LevelWarn, "connection failed; retrying in 1s (attempt 1/3)"},
+			logs: []conntest.LogLine{
+				warnLine("connection attempt failed: no answer within ConnectTimeout (30s): initialize: context deadline exceeded"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
 			},
 		},
 		{
@@ -216,9 +222,9 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.FailedRetrying, conn.Disposing, conn.EventDispose, 0, 0},
 				{conn.Disposing, conn.Disposed, conn.EventDisposed, 0, 0},
 			},
-			logs: []logLine{
-				{slog.LevelWarn, "connection attempt failed: open transport: generation 1 refused"},
-				{slog.LevelWarn, "connection failed; retrying in 1s (attempt 1/3)"},
+			logs: []conntest.LogLine{
+				warnLine("connection attempt failed: open transport: generation 1 refused"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
 			},
 		},
 	}
@@ -230,13 +236,13 @@ func TestConnectionMachine(t *testing.T) {
 			}
 			h.close()
 			var got []rec
-			for _, tr := range h.seen {
+			for _, tr := range h.rec.Seen() {
 				got = append(got, rec{tr.From, tr.To, tr.Event, tr.Attempt, tr.Delay})
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("transitions (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.logs, h.log.linesAtLeast(slog.LevelWarn)); diff != "" {
+			if diff := cmp.Diff(tc.logs, h.rec.Logs(slog.LevelWarn)); diff != "" {
 				t.Errorf("warn/error logs (-want +got):\n%s", diff)
 			}
 			if h.clk.Now().After(time.Unix(0, 0).Add(time.Hour)) && tc.name != "dispose during backoff cancels it" {

@@ -14,19 +14,6 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-// drainRegs returns every public name registered so far.
-func (h *harness) drainRegs() []string {
-	var out []string
-	for {
-		select {
-		case n := <-h.regs:
-			out = append(out, n)
-		default:
-			return out
-		}
-	}
-}
-
 func TestDisposeDuringInitialSyncLeaksNoTools(t *testing.T) {
 	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
 	release := h.holdLists()
@@ -37,7 +24,7 @@ func TestDisposeDuringInitialSyncLeaksNoTools(t *testing.T) {
 	if regs := h.drainRegs(); len(regs) != 0 {
 		t.Errorf("registered %v during a disposed initial sync", regs)
 	}
-	if lines := h.log.linesAtLeast(slog.LevelWarn); len(lines) != 0 {
+	if lines := h.rec.Logs(slog.LevelWarn); len(lines) != 0 {
 		t.Errorf("warn/error logs = %v, want none", lines)
 	}
 }
@@ -61,9 +48,7 @@ func TestTransportClosingDuringResolvingConnectRegistersNothingAndRetriesOnce(t 
 	h.advance(time.Second)
 	h.expect(conn.Connecting, conn.Established)
 	h.noTransition()
-	h.mu.Lock()
-	opens := h.opens
-	h.mu.Unlock()
+	opens := h.srv.Opens()
 	if opens != 2 {
 		t.Errorf("opened %d generations, want 2 (exactly one retry)", opens)
 	}
@@ -78,7 +63,7 @@ func TestResyncFailingBecauseDisposeClosedTransportStaysSilent(t *testing.T) {
 	h.close()
 	release()
 	h.expect(conn.Disposing, conn.Disposed)
-	if lines := h.log.linesAtLeast(slog.LevelWarn); len(lines) != 0 {
+	if lines := h.rec.Logs(slog.LevelWarn); len(lines) != 0 {
 		t.Errorf("warn/error logs = %v, want none", lines)
 	}
 }

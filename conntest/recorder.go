@@ -1,0 +1,140 @@
+package conntest
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// T is the part of testing.TB the Recorder uses; *testing.T and
+// *testing.B satisfy it.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// LogLine is one captured log record, reduced to what tests compare.
+type LogLine struct {
+	Level slog.Level
+	Msg   string
+}
+
+// Recorder captures a supervisor's transitions (pass OnTransition as
+// Config.OnTransition) and log lines (pass Logger() as Config.Logger).
+type Recorder struct {
+	trans chan conn.Transition
+
+	mu    sync.Mutex
+	seen  []conn.Transition
+	lines []LogLine
+	attrs []map[string]string
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{trans: make(chan conn.Transition, 1<<16)} }
+
+// OnTransition records t; use it as conn.Config.OnTransition.
+func (r *Recorder) OnTransition(t conn.Transition) { r.trans <- t }
+
+// Logger returns a logger whose records the recorder keeps.
+func (r *Recorder) Logger() *slog.Logger { return slog.New((*handler)(r)) }
+
+// Next waits up to limit for the next transition and returns it; it fails
+// tb if none comes.
+func (r *Recorder) Next(tb T, limit time.Duration) conn.Transition {
+	tb.Helper()
+	select {
+	case t := <-r.trans:
+		r.mu.Lock()
+		r.seen = append(r.seen, t)
+		r.mu.Unlock()
+		return t
+	case <-time.After(limit):
+		tb.Fatalf("no transition within %v; seen %s", limit, Path(r.Seen()))
+		return conn.Transition{}
+	}
+}
+
+// Expect waits for transitions into states, in order, each within limit,
+// and fails tb on the first that differs.
+func (r *Recorder) Expect(tb T, limit time.Duration, states ...conn.State) []conn.Transition {
+	tb.Helper()
+	var got []conn.Transition
+	for _, want := range states {
+		t := r.Next(tb, limit)
+		got = append(got, t)
+		if t.To != want {
+			tb.Fatalf("got %s -> %s (%s), want -> %s; seen %s", t.From, t.To, t.Event, want, Path(r.Seen()))
+		}
+	}
+	return got
+}
+
+// NoTransition fails tb if a transition is waiting to be read.
+func (r *Recorder) NoTransition(tb T) {
+	tb.Helper()
+	select {
+	case t := <-r.trans:
+		tb.Fatalf("unexpected transition %s -> %s (%s)", t.From, t.To, t.Event)
+	default:
+	}
+}
+
+// Seen returns the transitions read by Next and Expect so far.
+func (r *Recorder) Seen() []conn.Transition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]conn.Transition(nil), r.seen...)
+}
+
+// Logs returns the captured log lines at or above level.
+func (r *Recorder) Logs(level slog.Level) []LogLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []LogLine
+	for _, l := range r.lines {
+		if l.Level >= level {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Attrs returns the attributes of every captured log line, in order, as
+// strings.
+func (r *Recorder) Attrs() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]string(nil), r.attrs...)
+}
+
+// Path renders transitions as "a -event-> b -event-> c".
+func Path(trs []conn.Transition) string {
+	var b strings.Builder
+	for i, t := range trs {
+		if i == 0 {
+			b.WriteString(string(t.From))
+		}
+		b.WriteString(" -" + string(t.Event) + "-> " + string(t.To))
+	}
+	return b.String()
+}
+
+type handler Recorder
+
+func (h *handler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *handler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *handler) WithGroup(string) slog.Handler            { return h }
+func (h *handler) Handle(_ context.Context, rec slog.Record) error {
+	attrs := map[string]string{}
+	rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lines = append(h.lines, LogLine{rec.Level, rec.Message})
+	h.attrs = append(h.attrs, attrs)
+	return nil
+}

@@ -1,0 +1,248 @@
+// Package conntest helps test code built on package conn: an in-process
+// MCP server whose every generation follows a script (serve, refuse, hang,
+// hold its close signal, crash), and a Recorder of the transitions and log
+// lines a Supervisor reports. With a clock.Mock as Config.Clock, a test
+// drives every timing rule deterministically and waits on events, never on
+// sleeps.
+//
+// A typical table test starts a Supervisor with Server.Transport, the
+// Recorder's OnTransition and Logger, then runs a script of stimuli
+// (Crash, clock advances, Plan changes) and compares Recorder.Seen and
+// Recorder.Logs with the expected sequences using go-cmp.
+package conntest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Behaviour is what a Server does when a generation opens its transport.
+type Behaviour string
+
+// The behaviours a Server can follow.
+const (
+	// Accept serves MCP.
+	Accept Behaviour = "accept"
+	// Refuse fails to open the transport.
+	Refuse Behaviour = "refuse"
+	// Hang reads every request and answers none, like a server stuck
+	// before initialize.
+	Hang Behaviour = "hang"
+	// Held serves MCP over a transport whose close signal (see
+	// conn.Terminator) comes only when the test calls Release, like a
+	// process that may or may not exit.
+	Held Behaviour = "held"
+	// HeldRefuse fails to initialize over a held transport.
+	HeldRefuse Behaviour = "held-refuse"
+)
+
+// Server is an in-process MCP server for supervisor tests. Its MCP field is
+// the go-sdk server: add and remove tools on it, and connected sessions see
+// list_changed notifications as a real server's would.
+type Server struct {
+	MCP *mcp.Server
+
+	mu       sync.Mutex
+	plan     []Behaviour
+	opens    int
+	sessions []*mcp.ServerSession
+	pipes    []net.Conn
+	gate     chan struct{}
+
+	opened  chan int
+	held    chan *HeldTransport
+	entered chan struct{}
+}
+
+// NewServer returns a server that follows plan, one behaviour per opened
+// generation; the last one repeats. An empty plan means Accept.
+func NewServer(plan ...Behaviour) *Server {
+	if len(plan) == 0 {
+		plan = []Behaviour{Accept}
+	}
+	s := &Server{
+		MCP:     mcp.NewServer(&mcp.Implementation{Name: "conntest", Version: "v1"}, nil),
+		plan:    plan,
+		opened:  make(chan int, 1024),
+		held:    make(chan *HeldTransport, 1024),
+		entered: make(chan struct{}, 1024),
+	}
+	s.MCP.AddReceivingMiddleware(s.gateList)
+	return s
+}
+
+// AddEchoTool adds a tool that answers "<name> ok".
+func (s *Server) AddEchoTool(name string) {
+	s.MCP.AddTool(&mcp.Tool{Name: name, Description: "echo " + name, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil
+		})
+}
+
+// Transport returns the conn.Transport to supervise the server with.
+func (s *Server) Transport() conn.Transport { return conn.TransportFunc(s.open) }
+
+// Plan replaces the behaviour of the generations opened from now on.
+func (s *Server) Plan(plan ...Behaviour) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.plan = append(s.plan[:s.opens:s.opens], plan...)
+}
+
+// Opens returns how many transports were opened so far.
+func (s *Server) Opens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens
+}
+
+// Opened delivers the number of each generation as its transport opens.
+func (s *Server) Opened() <-chan int { return s.opened }
+
+// HeldTransports delivers the transports of Held and HeldRefuse generations.
+func (s *Server) HeldTransports() <-chan *HeldTransport { return s.held }
+
+func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
+	s.mu.Lock()
+	b := s.plan[min(s.opens, len(s.plan)-1)]
+	s.opens++
+	n := s.opens
+	s.mu.Unlock()
+	s.opened <- n
+	switch b {
+	case Refuse:
+		return nil, fmt.Errorf("generation %d refused", n)
+	case HeldRefuse:
+		ht := newHeld(failingTransport{})
+		s.held <- ht
+		return ht, nil
+	case Hang:
+		c1, c2 := net.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
+		return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
+	}
+	// A pipe of our own rather than mcp.NewInMemoryTransports, so that a
+	// crash can cut it like a dying process, without the server's graceful
+	// Close waiting for its in-flight requests.
+	c1, c2 := net.Pipe()
+	ss, err := s.MCP.Connect(ctx, &mcp.IOTransport{Reader: c2, Writer: c2}, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.sessions = append(s.sessions, ss)
+	s.pipes = append(s.pipes, c2)
+	s.mu.Unlock()
+	var t mcp.Transport = &mcp.IOTransport{Reader: c1, Writer: c1}
+	if b == Held {
+		ht := newHeld(t)
+		s.held <- ht
+		return ht, nil
+	}
+	return t, nil
+}
+
+// Crash cuts the newest generation's connection, as a dying server would.
+// It does nothing before the first Accept or Held generation.
+func (s *Server) Crash() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pipes) > 0 {
+		_ = s.pipes[len(s.pipes)-1].Close()
+	}
+}
+
+// HoldLists makes every tools/list wait until release is called, to test
+// what happens while a sync is in flight. ListEntered reports each list
+// that reached the hold.
+func (s *Server) HoldLists() (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.gate = nil
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+// ListEntered delivers a value for every tools/list that reached a hold.
+func (s *Server) ListEntered() <-chan struct{} { return s.entered }
+
+func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			s.mu.Lock()
+			gate := s.gate
+			s.mu.Unlock()
+			if gate != nil {
+				s.entered <- struct{}{}
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// Close ends every server-side session. Call it after the supervisor's
+// Close: a transport the supervisor opened but abandoned (disposal raced
+// the attempt) otherwise leaves its server side waiting.
+func (s *Server) Close() {
+	s.mu.Lock()
+	sessions, pipes := s.sessions, s.pipes
+	s.mu.Unlock()
+	for _, p := range pipes {
+		_ = p.Close()
+	}
+	for _, ss := range sessions {
+		_ = ss.Close()
+	}
+}
+
+// HeldTransport is a transport whose close signal the test controls.
+type HeldTransport struct {
+	mcp.Transport
+	release    chan struct{}
+	terminated chan struct{}
+	once       sync.Once
+	relOnce    sync.Once
+}
+
+func newHeld(t mcp.Transport) *HeldTransport {
+	return &HeldTransport{Transport: t, release: make(chan struct{}), terminated: make(chan struct{})}
+}
+
+// Terminate implements conn.Terminator: it reports that the supervisor
+// asked the "process" to stop, and returns the channel Release closes.
+func (t *HeldTransport) Terminate() <-chan struct{} {
+	t.once.Do(func() { close(t.terminated) })
+	return t.release
+}
+
+// Terminated is closed once the supervisor asked the transport to stop.
+func (t *HeldTransport) Terminated() <-chan struct{} { return t.terminated }
+
+// Release reports the "process" gone. It is idempotent.
+func (t *HeldTransport) Release() { t.relOnce.Do(func() { close(t.release) }) }
+
+type failingTransport struct{}
+
+func (failingTransport) Connect(context.Context) (mcp.Connection, error) {
+	return nil, errors.New("initialize refused")
+}
