@@ -60,7 +60,9 @@ type Config struct {
 	// KeepAlive, if positive, pings the server at this interval; a server
 	// that stops answering (hung, or its connection silently gone) has its
 	// session closed, which counts as a lost connection. Zero disables
-	// pings, and then only call deadlines notice a hung server.
+	// pings, and then only call deadlines notice a hung server. The SDK
+	// pings only on protocols before 2026-07-28 (DefaultProtocolVersion is
+	// one).
 	KeepAlive time.Duration
 	// Clock is the time source for timeouts and backoff. Nil means the
 	// real clock.
@@ -86,7 +88,7 @@ func (c Config) resolve() (resolved, error) {
 		return r, err
 	}
 	if c.Transport == nil {
-		return r, &ConfigError{Field: "Transport", Rule: "is nil: use conn.Command for a stdio server or conn.TransportFunc for anything else"}
+		return r, &ConfigError{Field: "Transport", Rule: "is nil: use conn.Command for a stdio server, conn.Streamable for an HTTP one, or conn.TransportFunc for anything else"}
 	}
 	if v, ok := c.Transport.(validator); ok {
 		if err := v.validate(); err != nil {

@@ -53,8 +53,9 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // FailedError is the error of an attempt that did not bring the connection
-// up: "connection failed". Only the failed-* and exhausted-after-failure paths
-// create it, so it cannot be confused with [LostError].
+// up: "connection failed". Only an attempt's failure creates it (whatever
+// the state it leads to: failed-*, exhausted, halted, or disposal under
+// FailOnStartupError), so it cannot be confused with [LostError].
 type FailedError struct {
 	Server     string
 	Attempt    int    // 0 for the initial attempt, n for the n-th reconnect attempt

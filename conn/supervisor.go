@@ -43,14 +43,15 @@ type Supervisor struct {
 	status Status
 
 	// Loop-owned.
-	genSeq    uint64
-	pending   *generation // the attempt in flight
-	current   *generation // the generation whose tools are registered
-	published []published
-	timer     *clock.Timer
-	timerSeq  uint64
-	readyDone bool
-	next      transitionInfo // what the transition being fired carries
+	genSeq      uint64
+	pending     *generation // the attempt in flight
+	current     *generation // the generation whose tools are registered
+	published   []published
+	timer       *clock.Timer
+	timerSeq    uint64
+	readyDone   bool
+	closingSeen bool           // disposal started: the closing channel is handled
+	next        transitionInfo // what the transition being fired carries
 }
 
 type published struct {
@@ -205,15 +206,18 @@ func (s *Supervisor) send(m any) {
 // loop is the supervisor's event loop. It owns every loop-owned field.
 func (s *Supervisor) loop() {
 	defer close(s.done)
-	closing := s.closing
 	for s.machine.State() != Disposed {
+		var closing chan struct{}
+		if !s.closingSeen {
+			closing = s.closing
+		}
 		select {
 		case m := <-s.inbox:
 			s.handle(m)
 		case <-s.kick:
 			s.listChanged()
 		case <-closing:
-			closing = nil
+			s.closingSeen = true
 			s.fire(EventDispose, transitionInfo{})
 		}
 	}
@@ -295,7 +299,10 @@ func (s *Supervisor) attemptDone(m attemptResult) {
 	s.resolveReady(ferr)
 	switch {
 	case first && s.cfg.FailOnStartupError:
+		// Start is about to Close: dispose now, with the reason recorded.
 		s.closeOnce.Do(func() { close(s.closing) })
+		s.closingSeen = true
+		s.fire(EventDispose, transitionInfo{attempt: g.attempt, err: ferr, gen: g.id})
 	case !m.released:
 		s.fire(EventCloseTimeout, transitionInfo{attempt: g.attempt, err: ferr, gen: g.id})
 	case !s.cfg.policy.Enabled:

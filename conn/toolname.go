@@ -15,11 +15,14 @@ const hashLen = 12
 // PublicToolName returns the name under which a server's tool is published:
 // "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
 // replaced by '_', at most [MaxToolNameLen] characters. When that
-// normalisation or truncation changed anything (or the server name itself
-// contains "__" or ends in '_', which would make the split ambiguous), a '_' and the first
-// 12 hex digits of SHA-256("<server>\x00<raw>") are appended, so distinct
-// (server, raw) identities never share a public name. The raw name alone is
-// what goes on the wire.
+// normalisation or truncation changed anything, a '_' and the first 12 hex
+// digits of SHA-256("<server>\x00<raw>") are appended. A name is also
+// hashed when the server name contains "__" or ends in '_' (the split would
+// be ambiguous) and when the raw name itself ends in '_' and 12 hex digits
+// (it could pose as another tool's hashed name). So an unchanged name never
+// looks hashed, and two hashed names are equal only if their identities'
+// hashes collide: distinct (server, raw) identities do not share a public
+// name. The raw name alone is what goes on the wire.
 //
 // The result is a pure function of its inputs: a recovered server with an
 // unchanged tool list gets identical names.
@@ -27,7 +30,7 @@ func PublicToolName(server, raw string) string {
 	want := "mcp__" + server + "__" + raw
 	var b strings.Builder
 	b.Grow(len(want))
-	changed := strings.Contains(server, "__") || strings.HasSuffix(server, "_")
+	changed := strings.Contains(server, "__") || strings.HasSuffix(server, "_") || looksHashed(raw)
 	for i := 0; i < len(want); i++ {
 		c := want[i]
 		if c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
@@ -47,4 +50,17 @@ func PublicToolName(server, raw string) string {
 		name = name[:keep]
 	}
 	return name + suffix
+}
+
+// looksHashed reports whether raw ends like a hashed public name.
+func looksHashed(raw string) bool {
+	if len(raw) < hashLen+1 || raw[len(raw)-hashLen-1] != '_' {
+		return false
+	}
+	for _, c := range raw[len(raw)-hashLen:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -13,9 +13,10 @@ type Transport interface {
 	Open(ctx context.Context) (mcp.Transport, error)
 }
 
-// TransportFunc adapts a function to [Transport]. Use it for HTTP servers
-// (return a new *mcp.StreamableClientTransport each time) and for
-// in-process servers in tests (mcp.NewInMemoryTransports).
+// TransportFunc adapts a function to [Transport], for any SDK transport the
+// package has no ready-made Transport for (stdio has [Command], Streamable
+// HTTP has [Streamable]), and for in-process servers in tests
+// (mcp.NewInMemoryTransports, or package conntest).
 type TransportFunc func(ctx context.Context) (mcp.Transport, error)
 
 // Open calls f.

@@ -28,6 +28,8 @@ func TestPublicToolName(t *testing.T) {
 		{"fs", "résumé", "", true},
 		{"fs", long, "", true},
 		{"a__b", "c", "", true},
+		{"fs", "x_0123456789ab", "", true},
+		{"fs", "x_0123456789AB", "mcp__fs__x_0123456789AB", false},
 		{"fs", strings.Repeat("y", 64-len("mcp__fs__")), "mcp__fs__" + strings.Repeat("y", 64-len("mcp__fs__")), false},
 		{"fs", strings.Repeat("y", 65-len("mcp__fs__")), "", true},
 	}
@@ -50,6 +52,11 @@ func TestPublicToolName(t *testing.T) {
 	a, b := conn.PublicToolName("fs", "a.b"), conn.PublicToolName("fs", "a/b")
 	if a == b {
 		t.Errorf("a.b and a/b collide: %q", a)
+	}
+	// A raw name posing as another tool's hashed name is hashed itself.
+	crafted := strings.TrimPrefix(conn.PublicToolName("s", "a.b"), "mcp__s__")
+	if got := conn.PublicToolName("s", crafted); got == conn.PublicToolName("s", "a.b") {
+		t.Errorf("(s, %q) collides with (s, a.b): %q", crafted, got)
 	}
 	// The server split is unambiguous.
 	if conn.PublicToolName("a", "b__c") == conn.PublicToolName("a__b", "c") {
