@@ -106,6 +106,9 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		// goroutine, where blocking stalls the session and Close deadlocks.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.signalChanged() },
 		KeepAlive:              s.cfg.KeepAlive,
+		// The SDK reports why it ended a session (a failed keep-alive
+		// ping, say) only through its logger.
+		Logger: s.cfg.Logger.With("server", s.cfg.Name, "generation", g.id),
 	})
 	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
 	if err != nil {
@@ -261,7 +264,8 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 // connectionGone reports errors that mean the server went away under the
 // call rather than answered it.
 func connectionGone(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
 		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 

@@ -30,6 +30,8 @@ type options struct {
 	pidlog        string
 	crashDelay    time.Duration
 	flapEvery     time.Duration
+	rawProtocol   string
+	hangAfter     int
 }
 
 func main() {
@@ -45,6 +47,8 @@ func main() {
 	flag.IntVar(&o.storm, "list-changed-storm", 0, "after initialization, change the tool list this many times, then add tool storm_done")
 	flag.BoolVar(&o.garbage, "garbage", false, "write non-JSON lines to stdout instead of answering")
 	flag.BoolVar(&o.duplicate, "duplicate-tools", false, "raw JSON-RPC server whose tools/list names one tool twice")
+	flag.StringVar(&o.rawProtocol, "raw-protocol", "", "raw JSON-RPC server (tool echo) that answers initialize with this protocol version")
+	flag.IntVar(&o.hangAfter, "hang-after", 0, "raw JSON-RPC server (tool echo) that answers nothing, pings included, after answering this many requests other than ping, but keeps reading stdin")
 	flag.IntVar(&o.tools, "tools", 0, "list this many extra tools (extra_00000...), over pages of 500")
 	flag.BoolVar(&o.badNames, "bad-names", false, "also list tools whose names are not valid public names")
 	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
@@ -79,8 +83,8 @@ func main() {
 		_, err = io.Copy(io.Discard, os.Stdin)
 	case o.garbage:
 		err = serveGarbage()
-	case o.duplicate:
-		err = serveDuplicate()
+	case o.duplicate || o.rawProtocol != "" || o.hangAfter > 0:
+		err = serveRaw(o)
 	default:
 		err = serveSDK(o)
 	}

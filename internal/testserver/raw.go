@@ -23,16 +23,49 @@ type rawRequest struct {
 	Method string          `json:"method"`
 	Params struct {
 		ProtocolVersion string `json:"protocolVersion"`
+		Name            string `json:"name"`
+		Arguments       struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
 	} `json:"params"`
 }
 
-// serveDuplicate is a hand-rolled JSON-RPC server (the SDK server dedupes
-// tools) whose tools/list answer names the tool "dup" twice.
-func serveDuplicate() error {
+// JSON-RPC error codes the raw server answers with.
+const (
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+)
+
+// serveRaw is a hand-rolled JSON-RPC server over stdin and stdout, for
+// behaviour the SDK server will not play:
+//
+//   - -duplicate-tools: tools/list names the tool "dup" twice (the SDK
+//     server dedupes tools);
+//   - -raw-protocol VERSION: initialize is answered with VERSION whatever
+//     the client asked for, as a server that only speaks VERSION would;
+//   - -hang-after N: after answering N requests other than ping, it answers
+//     nothing at all, pings included, but keeps reading stdin, as a
+//     deadlocked server whose pipe stays open would.
+//
+// Otherwise it lists one tool, echo, and answers initialize with the
+// client's version. Every request is logged to stderr as "testserver:
+// request METHOD PROTOCOLVERSION"; unknown methods get a method-not-found
+// error.
+func serveRaw(o options) error {
 	enc := json.NewEncoder(os.Stdout)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	schema := map[string]any{"type": "object"}
+	tools := []any{map[string]any{"name": "echo", "description": "returns its text argument",
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}
+	if o.duplicate {
+		tools = []any{
+			map[string]any{"name": "dup", "inputSchema": schema},
+			map[string]any{"name": "other", "inputSchema": schema},
+			map[string]any{"name": "dup", "inputSchema": schema},
+		}
+	}
+	answered := 0
 	for sc.Scan() {
 		var req rawRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -41,30 +74,44 @@ func serveDuplicate() error {
 		if len(req.ID) == 0 {
 			continue // a notification
 		}
+		fmt.Fprintf(os.Stderr, "testserver: request %s %s\n", req.Method, req.Params.ProtocolVersion)
+		if o.hangAfter > 0 && answered >= o.hangAfter {
+			continue // hung: read on, answer nothing
+		}
+		if req.Method != "ping" {
+			answered++
+		}
 		var result any
+		var rpcErr map[string]any
 		switch req.Method {
 		case "initialize":
+			version := req.Params.ProtocolVersion
+			if o.rawProtocol != "" {
+				version = o.rawProtocol
+			}
 			result = map[string]any{
-				"protocolVersion": req.Params.ProtocolVersion,
+				"protocolVersion": version,
 				"capabilities":    map[string]any{"tools": map[string]any{}},
-				"serverInfo":      map[string]any{"name": "testserver-dup", "version": "v1"},
+				"serverInfo":      map[string]any{"name": "testserver-raw", "version": "v1"},
 			}
 		case "tools/list":
-			result = map[string]any{"tools": []any{
-				map[string]any{"name": "dup", "inputSchema": schema},
-				map[string]any{"name": "other", "inputSchema": schema},
-				map[string]any{"name": "dup", "inputSchema": schema},
-			}}
+			result = map[string]any{"tools": tools}
+		case "tools/call":
+			if req.Params.Name != "echo" || o.duplicate {
+				rpcErr = map[string]any{"code": codeInvalidParams, "message": "unknown tool: " + req.Params.Name}
+				break
+			}
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": req.Params.Arguments.Text}}}
 		case "ping":
 			result = map[string]any{}
 		default:
-			if err := enc.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID,
-				"error": map[string]any{"code": -32601, "message": "method not found: " + req.Method}}); err != nil {
-				return err
-			}
-			continue
+			rpcErr = map[string]any{"code": codeMethodNotFound, "message": "method not found: " + req.Method}
 		}
-		if err := enc.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}); err != nil {
+		msg := map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}
+		if rpcErr != nil {
+			msg = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr}
+		}
+		if err := enc.Encode(msg); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,105 @@
+package e2e_test
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// requestLog is a Stdio.Stderr writer that keeps the "testserver: request
+// METHOD VERSION" lines the fixture's raw server prints for every request.
+type requestLog struct {
+	mu   sync.Mutex
+	buf  []byte
+	reqs []string // "METHOD VERSION", in arrival order
+}
+
+func (l *requestLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := strings.IndexByte(string(l.buf), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.buf[:i])
+		l.buf = l.buf[i+1:]
+		if rest, ok := strings.CutPrefix(line, "testserver: request "); ok {
+			l.reqs = append(l.reqs, strings.TrimSpace(rest))
+		}
+	}
+}
+
+func (l *requestLog) requests() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+// rawCommand is the fixture's raw JSON-RPC server with flags; its stderr
+// feeds both the env's start watcher and the returned request log.
+func (e *env) rawCommand(flags ...string) (*conn.Stdio, *requestLog) {
+	cmd := e.command(flags...)
+	log := &requestLog{}
+	cmd.Stderr = io.MultiWriter(e.starts, log)
+	return cmd, log
+}
+
+// TestOlderProtocolVersions: a server that only speaks an older protocol
+// answers initialize with its version; the default supervisor (which asks
+// for conn.DefaultProtocolVersion) accepts it, lists and calls.
+func TestOlderProtocolVersions(t *testing.T) {
+	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18"} {
+		t.Run(version, func(t *testing.T) {
+			e := newEnv(t)
+			cmd, log := e.rawCommand("-raw-protocol", version)
+			e.start(conn.Config{Transport: cmd, Reconnect: disabled()})
+			e.rec.await(t, conn.Established, wait)
+			if got, want := toolNames(e.reg.Tools()), []string{conn.PublicToolName("fx", "echo")}; !slices.Equal(got, want) {
+				t.Fatalf("tools %v, want %v", got, want)
+			}
+			e.mustEcho("hello " + version)
+			reqs := log.requests()
+			if len(reqs) == 0 || reqs[0] != "initialize "+conn.DefaultProtocolVersion {
+				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.DefaultProtocolVersion, reqs)
+			}
+			if e.rec.count(conn.LostReconnecting)+e.rec.count(conn.LostDisabled) != 0 {
+				t.Errorf("connection lost:\n%s", e.rec.dump())
+			}
+		})
+	}
+}
+
+// TestNewestProtocolFallsBackToInitialize: with Config.ProtocolVersion
+// 2026-07-28 the SDK probes server/discover first; a server that answers
+// method-not-found is then initialized the classic way at 2025-11-25, and
+// it may answer with an older version still.
+func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
+	for _, answer := range []string{"2025-11-25", "2024-11-05"} {
+		t.Run(answer, func(t *testing.T) {
+			e := newEnv(t)
+			cmd, log := e.rawCommand("-raw-protocol", answer)
+			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: "2026-07-28"})
+			e.rec.await(t, conn.Established, wait)
+			e.mustEcho("hello " + answer)
+			reqs := log.requests()
+			t.Logf("requests: %q", reqs)
+			// server/discover carries its version in _meta, not in params.
+			if len(reqs) < 2 || reqs[0] != "server/discover" || reqs[1] != "initialize 2025-11-25" {
+				t.Errorf("requests %q, want server/discover, then initialize at 2025-11-25", reqs)
+			}
+		})
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
