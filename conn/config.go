@@ -3,6 +3,7 @@ package conn
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -134,17 +135,29 @@ func (c Config) resolve() (resolved, error) {
 	return r, nil
 }
 
-func checkName(name string) error {
-	rule := "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\" and not ending in '_'"
-	if name == "" || len(name) > 64 || name[len(name)-1] == '_' {
-		return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it %s", name, rule)}
+// NameRule states what a Config.Name must be: the name becomes part of
+// every public tool name, mcp__<server>__<tool>, and must split from it
+// unambiguously.
+const NameRule = "1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\" and not ending in '_'"
+
+// ValidName reports whether name is a valid Config.Name (see [NameRule]),
+// for hosts that check their configuration before starting supervisors.
+func ValidName(name string) bool {
+	if name == "" || len(name) > 64 || name[len(name)-1] == '_' || strings.Contains(name, "__") {
+		return false
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		ok := c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
-		if !ok || (c == '_' && i > 0 && name[i-1] == '_') {
-			return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it %s", name, rule)}
+		if !(c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
 		}
+	}
+	return true
+}
+
+func checkName(name string) error {
+	if !ValidName(name) {
+		return &ConfigError{Field: "Name", Rule: fmt.Sprintf("is %q: it must be %s", name, NameRule)}
 	}
 	return nil
 }

@@ -49,6 +49,11 @@ const recoverHint = "fix the server, then reload its configuration or restart th
 // and never concurrently.
 func (s *Supervisor) observe(st fsm.Step[State, Event]) {
 	info := s.next
+	if info.gen == 0 {
+		// Steps that concern no failed or lost generation (a retry
+		// starting, disposal) concern the newest one.
+		info.gen = s.genSeq
+	}
 	now := s.clk.Now()
 	t := Transition{
 		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, At: now,

@@ -54,6 +54,7 @@ type Server struct {
 	opens    int
 	sessions []*mcp.ServerSession
 	pipes    []net.Conn
+	hung     []net.Conn // server ends of Hang generations
 	gate     chan struct{}
 
 	opened  chan int
@@ -125,6 +126,9 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 		return ht, nil
 	case Hang:
 		c1, c2 := net.Pipe()
+		s.mu.Lock()
+		s.hung = append(s.hung, c2)
+		s.mu.Unlock()
 		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
 		return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
 	}
@@ -200,12 +204,14 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// Close ends every server-side session. Call it after the supervisor's
-// Close: a transport the supervisor opened but abandoned (disposal raced
-// the attempt) otherwise leaves its server side waiting.
+// Close ends every server-side session and hung connection. Call it after
+// the supervisor's Close: a transport the supervisor opened but abandoned
+// before connecting it (disposal raced the attempt) cannot be closed by the
+// supervisor, since an mcp.Transport has no Close, and otherwise leaves its
+// server side waiting.
 func (s *Server) Close() {
 	s.mu.Lock()
-	sessions, pipes := s.sessions, s.pipes
+	sessions, pipes := s.sessions, append(s.pipes, s.hung...)
 	s.mu.Unlock()
 	for _, p := range pipes {
 		_ = p.Close()

@@ -321,6 +321,7 @@ func TestHungCallsAreBounded(t *testing.T) {
 			return nil, ctx.Err()
 		})
 	h.expect(conn.Established)
+	h.waitRegistered("mcp__fx__hang") // in the first list, or by the re-sync its addition causes
 	call := func() chan error {
 		errc := make(chan error, 1)
 		go func() {

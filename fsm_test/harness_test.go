@@ -36,6 +36,8 @@ type harness struct {
 	reg  *conn.ToolRegistry
 	sup  *conn.Supervisor
 	regs chan string // public names as they are registered
+
+	release func() // ends the hold of holdFirstList
 }
 
 // signalRegistry wraps a registry and reports every registration.
@@ -63,10 +65,20 @@ func (r signalRegistry) Replace(old, next []conn.Tool) ([]func(), error) {
 	return uns, err
 }
 
-type option func(*conn.Config)
+// option adjusts a harness before its supervisor starts.
+type option func(*harness, *conn.Config)
 
-func withPolicy(p policy.Policy) option { return func(c *conn.Config) { c.Reconnect = &p } }
-func strict() option                    { return func(c *conn.Config) { c.FailOnStartupError = true } }
+func withPolicy(p policy.Policy) option {
+	return func(_ *harness, c *conn.Config) { c.Reconnect = &p }
+}
+func strict() option { return func(_ *harness, c *conn.Config) { c.FailOnStartupError = true } }
+
+// holdFirstList holds tools/list from the start, so that the first
+// attempt's list is surely in flight when the test acts; h.release ends
+// the hold.
+func holdFirstList() option {
+	return func(h *harness, _ *conn.Config) { h.release = h.holdLists() }
+}
 
 func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) *harness {
 	t.Helper()
@@ -90,7 +102,7 @@ func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) 
 		OnTransition: h.rec.OnTransition,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		o(h, &cfg)
 	}
 	sup, err := conn.Start(context.Background(), cfg)
 	if err != nil {

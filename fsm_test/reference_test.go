@@ -15,8 +15,8 @@ import (
 )
 
 func TestDisposeDuringInitialSyncLeaksNoTools(t *testing.T) {
-	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
-	release := h.holdLists()
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small), holdFirstList())
+	release := h.release
 	h.waitListEntered()
 	h.close()
 	release()
@@ -33,8 +33,8 @@ func TestDisposeDuringInitialSyncLeaksNoTools(t *testing.T) {
 // failure (the list error racing the session's end) schedules exactly one
 // retry.
 func TestTransportClosingDuringResolvingConnectRegistersNothingAndRetriesOnce(t *testing.T) {
-	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
-	release := h.holdLists()
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small), holdFirstList())
+	release := h.release
 	h.waitListEntered()
 	h.crash()
 	tr := h.expect(conn.FailedRetrying)[0]
@@ -99,8 +99,8 @@ func TestGivingUpBehindInFlightResyncRemovesWhatItPublishes(t *testing.T) {
 // the first connect: the attempt still owns startup, and the change is
 // synced once the connection is up.
 func TestEarlyListChangedIsSyncedAfterConnect(t *testing.T) {
-	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
-	release := h.holdLists()
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small), holdFirstList())
+	release := h.release
 	h.waitListEntered()
 	// The session is initialized; the first list is in flight. A change now
 	// must not be lost, and must not be treated as the attempt's sync.

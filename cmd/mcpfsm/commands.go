@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const checkUsage = `Usage: mcpfsm check -config FILE
+
+Validates FILE and prints a summary of each server: its transport, its
+reconnect schedule (retries per outage, first..longest delay, and the
+total backoff before it gives up) and its timeouts. Nothing is started.
+
+An invalid file prints every problem found, one per line, each naming
+its JSON path (such as servers.fs.args[1] must be a string), and exits 1.
+` + configHelp + `
+Examples:
+  mcpfsm check -config mcpfsm.json
+  mcpfsm check -config cmd/mcpfsm/testdata/examples/mcpfsm.json
+`
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", checkUsage, stderr)
+	path := fs.String("config", "", "the config `FILE` (JSON)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "check", "unexpected argument %q", fs.Arg(0))
+	}
+	cfg, code := loadConfig("check", *path, stderr)
+	if cfg == nil {
+		return code
+	}
+	fmt.Fprintf(stdout, "%s: %d server(s)\n", *path, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		summarise(stdout, s)
+	}
+	return exitOK
+}
+
+func summarise(w io.Writer, s Server) {
+	if s.URL != "" {
+		fmt.Fprintf(w, "%s: http %s\n", s.Name, s.URL)
+	} else {
+		cmd := append([]string{s.Command}, s.Args...)
+		for i, a := range cmd {
+			if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+				cmd[i] = fmt.Sprintf("%q", a)
+			}
+		}
+		fmt.Fprintf(w, "%s: stdio %s\n", s.Name, strings.Join(cmd, " "))
+		if s.Cwd != "" {
+			fmt.Fprintf(w, "  cwd:       %s\n", s.Cwd)
+		}
+		if len(s.Env) > 0 {
+			var keys []string
+			for _, kv := range s.Env {
+				k, _, _ := strings.Cut(kv, "=")
+				keys = append(keys, k)
+			}
+			fmt.Fprintf(w, "  env:       %s (values not shown)\n", strings.Join(keys, ", "))
+		}
+	}
+	fmt.Fprintf(w, "  reconnect: %s\n", Schedule(s.Reconnect))
+	or := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	keep := "off"
+	if s.KeepAlive > 0 {
+		keep = "every " + s.KeepAlive.String()
+	}
+	fmt.Fprintf(w, "  timeouts:  connect %v, call %v, close %v; keep-alive %s\n",
+		or(s.ConnectTimeout, conn.DefaultConnectTimeout), or(s.CallTimeout, conn.DefaultCallTimeout),
+		or(s.CloseTimeout, conn.DefaultCloseTimeout), keep)
+	if s.FailOnStartupError {
+		fmt.Fprintf(w, "  startup:   a failed first attempt is an error (failOnStartupError)\n")
+	} else {
+		fmt.Fprintf(w, "  startup:   a failed first attempt is retried in the background\n")
+	}
+}
+
+const toolsUsage = `Usage: mcpfsm tools -config FILE [-timeout 30s] [-log-level warn] [-log-format text]
+
+Starts every server of FILE on one tool registry, waits (at most -timeout)
+for each one's first connection attempt, prints the registered tools
+(public name, server, first line of the description), then stops every
+server. Servers with failOnStartupError wait for their first attempt
+during startup; the others retry in the background, but tools reports
+the outcome of their first attempt.
+
+Exits 1, printing the error of each server that did not come up (a
+"connection failed" error, with the last lines of its stderr), if any
+server failed.
+` + startFlagsHelp + `
+Examples:
+  mcpfsm tools -config mcpfsm.json
+  mcpfsm tools -config mcpfsm.json -timeout 2m -log-level info
+`
+
+const startFlagsHelp = `
+Logs (to stderr) are the supervisors' slog records. At -log-level debug
+they include every line a stdio server writes to its stderr.
+`
+
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("tools", toolsUsage, stderr)
+	path := fs.String("config", "", "the config `FILE` (JSON)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to come up")
+	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
+	level := fs.String("log-level", "warn", "log `LEVEL`: debug, info, warn or error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "tools", "unexpected argument %q", fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return usageErr(stderr, "tools", "-timeout must be positive")
+	}
+	stderr = &syncWriter{w: stderr}
+	logger, err := newLogger(stderr, *format, *level)
+	if err != nil {
+		return usageErr(stderr, "tools", "%v", err)
+	}
+	cfg, code := loadConfig("tools", *path, stderr)
+	if cfg == nil {
+		return code
+	}
+	reg := conn.NewRegistry()
+	all := start(ctx, cfg.Servers, reg, logger, *timeout)
+	printTools(stdout, reg.Tools())
+	failed := reportFailures(stderr, "tools", all)
+	if err := closeAll(all); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
+		failed = true
+	}
+	if failed {
+		return exitFail
+	}
+	return exitOK
+}
+
+// start starts servers and waits for their first attempts, together
+// bounded by timeout.
+func start(ctx context.Context, servers []Server, reg conn.Registry, logger *slog.Logger, timeout time.Duration) []*started {
+	deadline := time.Now().Add(timeout)
+	sctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	all := startAll(sctx, servers, reg, startOptions{logger: logger})
+	waitReady(ctx, all, time.Until(deadline))
+	return all
+}
+
+const callUsage = `Usage: mcpfsm call -config FILE [-timeout 30s] TOOL [JSON-ARGS]
+
+Starts the server that owns TOOL, waits (at most -timeout) for it to come
+up, calls TOOL with JSON-ARGS (a JSON object; default {}), prints the
+result, and stops the server. TOOL is a public tool name as 'mcpfsm tools'
+prints it: mcp__<server>__<tool>. The call itself is bounded by the
+server's callTimeoutMs.
+
+Text content is printed as is, one part per line; other content (images,
+resources, ...) as one JSON object per line; a result with only
+structured content prints that as JSON. Exits 1 if the server did not
+come up, the call failed, or the tool reported an error (isError).
+` + startFlagsHelp + `
+Examples:
+  mcpfsm call -config mcpfsm.json mcp__everything__echo '{"message": "hi"}'
+  mcpfsm call -config mcpfsm.json -timeout 2m mcp__everything__get-sum '{"a": 1, "b": 2}'
+`
+
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("call", callUsage, stderr)
+	path := fs.String("config", "", "the config `FILE` (JSON)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the server to come up")
+	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
+	level := fs.String("log-level", "warn", "log `LEVEL`: debug, info, warn or error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usageErr(stderr, "call", "want TOOL and optionally JSON-ARGS, got %d arguments", fs.NArg())
+	}
+	if *timeout <= 0 {
+		return usageErr(stderr, "call", "-timeout must be positive")
+	}
+	tool := fs.Arg(0)
+	callArgs := json.RawMessage(`{}`)
+	if fs.NArg() == 2 {
+		callArgs = json.RawMessage(fs.Arg(1))
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(callArgs, &obj); err != nil || obj == nil {
+			return usageErr(stderr, "call", "JSON-ARGS must be a JSON object such as '{\"text\": \"hi\"}', not %q", fs.Arg(1))
+		}
+	}
+	stderr = &syncWriter{w: stderr}
+	logger, err := newLogger(stderr, *format, *level)
+	if err != nil {
+		return usageErr(stderr, "call", "%v", err)
+	}
+	cfg, code := loadConfig("call", *path, stderr)
+	if cfg == nil {
+		return code
+	}
+	srv, ok := serverOf(cfg, tool)
+	if !ok {
+		var names []string
+		for _, s := range cfg.Servers {
+			names = append(names, s.Name)
+		}
+		return usageErr(stderr, "call", "%q names no server of %s: tool names are mcp__<server>__<tool>, and the servers are %s",
+			tool, *path, strings.Join(names, ", "))
+	}
+	reg := conn.NewRegistry()
+	all := start(ctx, []Server{srv}, reg, logger, *timeout)
+	code = exitOK
+	if reportFailures(stderr, "call", all) {
+		code = exitFail
+	} else {
+		code = call(ctx, reg, tool, callArgs, stdout, stderr)
+	}
+	if err := closeAll(all); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
+		code = exitFail
+	}
+	return code
+}
+
+// serverOf finds the server a public tool name belongs to: server names
+// hold no "__", so the name between "mcp__" and the next "__" is it.
+func serverOf(cfg *Config, tool string) (Server, bool) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return Server{}, false
+	}
+	name, _, ok := strings.Cut(rest, "__")
+	if !ok {
+		return Server{}, false
+	}
+	return cfg.Lookup(name)
+}
+
+func call(ctx context.Context, reg *conn.ToolRegistry, tool string, args json.RawMessage, stdout, stderr io.Writer) int {
+	if _, ok := reg.Lookup(tool); !ok {
+		var names []string
+		for _, t := range reg.Tools() {
+			names = append(names, t.Name)
+		}
+		fmt.Fprintf(stderr, "mcpfsm call: no tool %q; the server has: %s\n", tool, strings.Join(names, ", "))
+		return exitFail
+	}
+	res, err := reg.Call(ctx, tool, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
+		return exitFail
+	}
+	if err := printResult(stdout, res); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
+		return exitFail
+	}
+	if res.IsError {
+		fmt.Fprintf(stderr, "mcpfsm call: %s reported an error (isError)\n", tool)
+		return exitFail
+	}
+	return exitOK
+}
+
+func printResult(w io.Writer, res *mcp.CallToolResult) error {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			fmt.Fprint(w, t.Text)
+			if !strings.HasSuffix(t.Text, "\n") {
+				fmt.Fprintln(w)
+			}
+			continue
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode %T: %w", c, err)
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return fmt.Errorf("encode structured content: %w", err)
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	}
+	return nil
+}
+
+const runUsage = `Usage: mcpfsm run -config FILE [-log-format text|json] [-log-level info]
+
+Supervises every server of FILE until SIGINT (Ctrl-C) or SIGTERM: crashed
+stdio servers are respawned and lost sessions reconnected with each
+server's reconnect policy, and their tools stay registered.
+
+Logs go to stderr: the supervisors' own records ("connected and registered
+tools", "connection lost; reconnecting in 500ms (attempt 1/10)", ...) plus
+one "transition" record per state change (server, from, to, event). Each
+time the set of registered tools changes, the new list is printed to
+stdout.
+
+On the first signal every server is stopped (bounded by the longest
+closeTimeoutMs plus 5s); a second signal kills mcpfsm at once. Exits 0
+after a clean shutdown, 1 if a server with failOnStartupError did not come
+up or a server process could not be confirmed gone ("shutdown may be
+incomplete").
+` + startFlagsHelp + `
+Examples:
+  mcpfsm run -config mcpfsm.json
+  mcpfsm run -config mcpfsm.json -log-format json -log-level debug 2>log.jsonl
+`
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", runUsage, stderr)
+	path := fs.String("config", "", "the config `FILE` (JSON)")
+	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
+	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "run", "unexpected argument %q", fs.Arg(0))
+	}
+	stderr = &syncWriter{w: stderr}
+	logger, err := newLogger(stderr, *format, *level)
+	if err != nil {
+		return usageErr(stderr, "run", "%v", err)
+	}
+	cfg, code := loadConfig("run", *path, stderr)
+	if cfg == nil {
+		return code
+	}
+
+	reg := newNotifyRegistry()
+	printed := make(chan struct{})
+	printerCtx, stopPrinter := context.WithCancel(context.Background())
+	go func() {
+		defer close(printed)
+		last := "\x00never printed"
+		for {
+			select {
+			case <-printerCtx.Done():
+				return
+			case <-reg.changed:
+			}
+			tools := reg.Tools()
+			var names strings.Builder
+			for _, t := range tools {
+				names.WriteString(t.Name + "\x00" + t.Server + "\n")
+			}
+			if names.String() == last {
+				continue
+			}
+			last = names.String()
+			fmt.Fprintf(stdout, "tools (%d):\n", len(tools))
+			printTools(stdout, tools)
+		}
+	}()
+	defer func() {
+		stopPrinter()
+		<-printed
+	}()
+
+	onTransition := func(t conn.Transition) {
+		attrs := []any{"server", t.Server, "from", string(t.From), "to", string(t.To), "event", string(t.Event)}
+		if t.Generation > 0 { // zero on steps that concern no generation
+			attrs = append(attrs, "generation", t.Generation)
+		}
+		if t.Delay > 0 {
+			attrs = append(attrs, "delay", t.Delay)
+		}
+		// Every transition at info at least: entering connecting is a
+		// debug-level record of the supervisor, but it is a transition.
+		logger.Log(context.Background(), max(t.To.Level(), slog.LevelInfo), "transition", attrs...)
+	}
+	all := startAll(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: onTransition})
+	code = exitOK
+	for _, st := range all {
+		if st.err != nil {
+			code = exitFail
+		}
+	}
+	if code == exitOK {
+		logger.Info(fmt.Sprintf("supervising %d server(s); interrupt to stop", len(all)))
+		<-ctx.Done()
+		logger.Info("shutting down")
+	} else {
+		reportFailures(stderr, "run", all)
+	}
+	if err := closeAll(all); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
+		if errors.Is(err, conn.ErrIncompleteShutdown) {
+			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")
+		}
+		code = exitFail
+	}
+	return code
+}

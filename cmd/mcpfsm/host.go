@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// notifyRegistry is a conn.ToolRegistry that signals changed whenever its
+// tool set may have changed. It keeps the Replacer and ServerReserver
+// behaviour of the registry it wraps.
+type notifyRegistry struct {
+	*conn.ToolRegistry
+	changed chan struct{} // capacity 1: signals coalesce
+}
+
+func newNotifyRegistry() *notifyRegistry {
+	return &notifyRegistry{ToolRegistry: conn.NewRegistry(), changed: make(chan struct{}, 1)}
+}
+
+func (r *notifyRegistry) signal() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *notifyRegistry) wrap(f func()) func() {
+	return func() { f(); r.signal() }
+}
+
+func (r *notifyRegistry) Register(t conn.Tool) (func(), error) {
+	f, err := r.ToolRegistry.Register(t)
+	if err != nil {
+		return nil, err
+	}
+	r.signal()
+	return r.wrap(f), nil
+}
+
+func (r *notifyRegistry) Replace(old, next []conn.Tool) ([]func(), error) {
+	fs, err := r.ToolRegistry.Replace(old, next)
+	if err != nil {
+		return nil, err
+	}
+	r.signal()
+	for i, f := range fs {
+		fs[i] = r.wrap(f)
+	}
+	return fs, nil
+}
+
+// started is one server after conn.Start.
+type started struct {
+	srv    Server
+	sup    *conn.Supervisor // nil when Start failed
+	err    error            // Start's, then Ready's error
+	stderr *tailWriter
+}
+
+// startOptions are what the commands vary.
+type startOptions struct {
+	logger       *slog.Logger
+	onTransition func(conn.Transition)
+}
+
+// startAll starts every server concurrently on reg. With
+// FailOnStartupError a server's Start waits for its first attempt, bounded
+// by ctx.
+func startAll(ctx context.Context, servers []Server, reg conn.Registry, o startOptions) []*started {
+	out := make([]*started, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		st := &started{srv: srv, stderr: newTailWriter(o.logger, srv.Name, 20)}
+		out[i] = st
+		wg.Go(func() {
+			p := srv.Reconnect
+			st.sup, st.err = conn.Start(ctx, conn.Config{
+				Name:               srv.Name,
+				Transport:          srv.Transport(st.stderr),
+				Registry:           reg,
+				Reconnect:          &p,
+				FailOnStartupError: srv.FailOnStartupError,
+				ConnectTimeout:     srv.ConnectTimeout,
+				CallTimeout:        srv.CallTimeout,
+				CloseTimeout:       srv.CloseTimeout,
+				KeepAlive:          srv.KeepAlive,
+				Logger:             o.logger,
+				OnTransition:       o.onTransition,
+			})
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// waitReady waits, at most timeout, for the first attempt of every started
+// server, and records its error.
+func waitReady(ctx context.Context, all []*started, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, st := range all {
+		if st.sup == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := st.sup.Ready(ctx); err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					s := st.sup.Status()
+					err = fmt.Errorf("mcp server %q: not connected within %v (state %s)", st.srv.Name, timeout, s.State)
+					if s.LastErr != nil {
+						err = fmt.Errorf("%w; last error: %v", err, s.LastErr)
+					}
+				}
+				st.err = err
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// closeBound is how long closing every server may take: the longest close
+// barrier plus a margin for the sessions to wind down.
+func closeBound(servers []Server) time.Duration {
+	longest := conn.DefaultCloseTimeout
+	for _, s := range servers {
+		longest = max(longest, s.CloseTimeout)
+	}
+	return longest + 5*time.Second
+}
+
+// closeAll closes every supervisor concurrently, bounded by closeBound, and
+// returns their errors (naming the server).
+func closeAll(all []*started) error {
+	var servers []Server
+	for _, st := range all {
+		servers = append(servers, st.srv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeBound(servers))
+	defer cancel()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, st := range all {
+		if st.sup == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := st.sup.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("close %s: %w", st.srv.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reportFailures prints the error (and the last stderr lines) of every
+// server that did not come up, and reports whether there was one.
+func reportFailures(w io.Writer, cmd string, all []*started) bool {
+	failed := false
+	for _, st := range all {
+		if st.err == nil {
+			continue
+		}
+		failed = true
+		fmt.Fprintf(w, "mcpfsm %s: server %s: %v\n", cmd, st.srv.Name, st.err)
+		if lines := st.stderr.Tail(); len(lines) > 0 {
+			fmt.Fprintf(w, "  last lines of its stderr:\n")
+			for _, l := range lines {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+	}
+	return failed
+}
+
+// printTools writes one line per tool: public name, server, first line of
+// the description.
+func printTools(w io.Writer, tools []conn.Tool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSERVER\tDESCRIPTION")
+	for _, t := range tools {
+		desc := ""
+		if t.Raw != nil {
+			desc, _, _ = strings.Cut(strings.TrimSpace(t.Raw.Description), "\n")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Server, strings.TrimSpace(desc))
+	}
+	tw.Flush()
+}
+
+// tailWriter receives a server's stderr: it logs each line at debug level
+// and keeps the last few for error reports. It is safe for concurrent use.
+type tailWriter struct {
+	logger *slog.Logger
+	server string
+	keep   int
+
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+}
+
+func newTailWriter(logger *slog.Logger, server string, keep int) *tailWriter {
+	return &tailWriter{logger: logger, server: server, keep: keep}
+}
+
+// maxLine bounds a buffered partial line.
+const maxLine = 4096
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(bytes.TrimRight(w.partial[:i], "\r")))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > maxLine {
+		w.line(string(w.partial[:maxLine]) + "...")
+		w.partial = w.partial[:0]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) line(s string) {
+	w.logger.Debug("server stderr: "+s, "server", w.server)
+	w.lines = append(w.lines, s)
+	if len(w.lines) > w.keep {
+		w.lines = w.lines[len(w.lines)-w.keep:]
+	}
+}
+
+// Tail returns the last lines written.
+func (w *tailWriter) Tail() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines...)
+}
+
+// newLogger builds the slog logger of -log-format and -log-level.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: use text or json", format)
+}
+
+// syncWriter serialises writes to w: the supervisors, the stderr copiers
+// and the commands all write to the same stream.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -1,0 +1,161 @@
+// Command mcpfsm is a small MCP host that shows package conn at work: it
+// reads a config file in the style agent hosts use ({"servers": {...}}),
+// supervises every server with conn.Start, and lists tools, calls one, or
+// runs until interrupted while logging every state transition.
+//
+// Run it with -h for the subcommands, the config format and examples.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // invalid config, a server that did not come up, a failed call
+	exitUsage = 2 // bad flags or arguments
+)
+
+const usageText = `mcpfsm supervises MCP servers with github.com/mcpfsm/mcpfsm/conn.
+
+Usage:
+  mcpfsm check -config FILE                      validate FILE and summarise it
+  mcpfsm tools -config FILE [-timeout 30s]       list the tools of every server
+  mcpfsm call  -config FILE [-timeout 30s] TOOL [JSON-ARGS]
+                                                 call one tool and print its result
+  mcpfsm run   -config FILE [-log-format text|json] [-log-level info]
+                                                 supervise until SIGINT/SIGTERM
+
+Run 'mcpfsm COMMAND -h' for a command's flags and examples.
+` + configHelp + `
+Exit status: 0 on success, 1 on failure, 2 on bad usage.
+`
+
+const configHelp = `
+Config file (JSON):
+  {
+    "servers": {
+      "everything": {
+        "command": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-everything"],
+        "env": {"LOG_LEVEL": "debug"},
+        "cwd": "/tmp",
+        "reconnect": {"initialDelayMs": 500, "maxDelayMs": 30000, "maxAttempts": 10},
+        "connectTimeoutMs": 30000
+      },
+      "remote": {"url": "https://example.com/mcp", "failOnStartupError": true}
+    }
+  }
+
+  Each server is named by its key: 1 to 64 characters of A-Z, a-z, 0-9, '_'
+  and '-', without "__" and not ending in '_'. Its tools are published as
+  mcp__<server>__<tool>. Give exactly one of:
+    command             program to run as a stdio server (looked up in PATH)
+    url                 http:// or https:// endpoint of a Streamable HTTP server
+  Options (all optional; null means omitted):
+    args                array of strings: the command's arguments
+    env                 object of strings: extra environment variables; the
+                        host's credential-like variables (*TOKEN*, *SECRET*,
+                        *API_KEY*, ...) are NOT passed on, so name the ones a
+                        server needs here
+    cwd                 the command's working directory
+    reconnect           reconnect policy: enabled (default true),
+                        initialDelayMs (500), maxDelayMs (30000),
+                        maxAttempts per outage (10), jitter 0..1 (0)
+    failOnStartupError  true: a server whose first attempt fails is an error
+                        instead of being retried in the background (false)
+    connectTimeoutMs    bound on one connection attempt (30000)
+    callTimeoutMs       bound on one tool call (300000)
+    closeTimeoutMs      how long a stopped server process may take to exit (5000)
+    keepAliveMs         ping interval; 0 disables pings (0)
+  args, env and cwd apply to command servers only. Unknown keys, wrong
+  types and trailing data are errors; 'mcpfsm check' lists them all.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the whole command. It cancels its context on SIGINT or SIGTERM;
+// after the first signal the default handling is restored, so a second one
+// kills mcpfsm.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// runContext is run with the context that stands for "interrupted" passed
+// in, so tests can cancel it.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "call":
+		return cmdCall(ctx, args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run\nrun 'mcpfsm -h' for usage\n", args[0])
+	return exitUsage
+}
+
+// newFlags returns a flag set whose -h prints usage (text, then the flags).
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpfsm "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; ok false means return code.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func usageErr(stderr io.Writer, cmd, format string, a ...any) int {
+	fmt.Fprintf(stderr, "mcpfsm %s: %s\nrun 'mcpfsm %s -h' for usage\n", cmd, fmt.Sprintf(format, a...), cmd)
+	return exitUsage
+}
+
+// loadConfig loads -config, printing its errors.
+func loadConfig(cmd, path string, stderr io.Writer) (*Config, int) {
+	if path == "" {
+		return nil, usageErr(stderr, cmd, "-config FILE is required")
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
+		return nil, exitFail
+	}
+	return cfg, exitOK
+}
