@@ -36,9 +36,13 @@ func (s *Supervisor) swap(g *generation, next []Tool) error {
 			}
 			s.published = s.published[:0:0]
 			for _, p := range old {
-				if un, rerr := s.cfg.Registry.Register(p.tool); rerr == nil {
-					s.published = append(s.published, published{p.tool, un})
+				un, rerr := s.cfg.Registry.Register(p.tool)
+				if rerr != nil {
+					s.cfg.Logger.Error("tool dropped: the registry refused to restore it after a failed swap; use a registry that implements conn.Replacer",
+						"server", s.cfg.Name, "generation", g.id, "tool", p.tool.Name, "err", rerr)
+					continue
 				}
+				s.published = append(s.published, published{p.tool, un})
 			}
 			s.setTools()
 			return fmt.Errorf("register tool %q: %w", t.Name, err)
