@@ -38,6 +38,7 @@ type ConfigError struct {
 	Err   error  // an underlying cause, if any
 }
 
+// Error reads "conn.Config.<Field> <Rule>[: <cause>]".
 func (e *ConfigError) Error() string {
 	msg := "conn.Config." + e.Field + " " + e.Rule
 	if e.Err != nil {
@@ -63,6 +64,7 @@ type FailedError struct {
 	Err        error
 }
 
+// Error reads `mcp server "<name>": connection failed: <cause>`.
 func (e *FailedError) Error() string {
 	return fmt.Sprintf("mcp server %q: connection failed: %v", e.Server, e.Err)
 }
@@ -78,6 +80,7 @@ type LostError struct {
 	Err        error  // what the session's Wait returned, if anything
 }
 
+// Error reads `mcp server "<name>": connection lost[: <cause>]`.
 func (e *LostError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("mcp server %q: connection lost", e.Server)
