@@ -8,19 +8,33 @@ import (
 // name credential-shaped (compared in upper case).
 var credentialMarkers = []string{
 	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "ACCESS_KEY",
-	"PRIVATE_KEY", "CREDENTIAL", "AUTH", "SESSION_KEY", "COOKIE",
+	"PRIVATE_KEY", "CREDENTIAL", "SESSION_KEY", "COOKIE",
 }
+
+// credentialWords are the '_'-separated words that make a name
+// credential-shaped; as substrings they would catch innocent names
+// (GIT_AUTHOR_NAME).
+var credentialWords = []string{"AUTH", "PAT", "JWT", "BEARER"}
 
 // IsCredentialName reports whether an environment variable name looks like it
 // holds a credential: its upper-cased name contains one of TOKEN, SECRET,
 // PASSWORD, PASSWD, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY, CREDENTIAL,
-// AUTH, SESSION_KEY or COOKIE. Such variables of the host are not passed to
-// stdio servers; pass what a server needs explicitly in [Stdio.Env].
+// SESSION_KEY or COOKIE, or has AUTH, PAT, JWT or BEARER as one of its
+// '_'-separated words (NPM_AUTH, but not GIT_AUTHOR_NAME). Such variables of
+// the host are not passed to stdio servers; pass what a server needs
+// explicitly in [Stdio.Env].
 func IsCredentialName(name string) bool {
 	up := strings.ToUpper(name)
 	for _, m := range credentialMarkers {
 		if strings.Contains(up, m) {
 			return true
+		}
+	}
+	for w := range strings.SplitSeq(up, "_") {
+		for _, c := range credentialWords {
+			if w == c {
+				return true
+			}
 		}
 	}
 	return false

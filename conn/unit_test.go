@@ -64,6 +64,18 @@ func TestPublicToolName(t *testing.T) {
 	}
 }
 
+func TestIsCredentialName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "DB_PASSWORD": true, "OPENAI_API_KEY": true,
+		"GOOGLE_APPLICATION_CREDENTIALS": true, "NPM_AUTH": true, "AUTH": true, "gh_pat": true, "SESSION_COOKIE": true,
+		"PATH": false, "HOME": false, "GIT_AUTHOR_NAME": false, "PWD": false, "LANG": false, "AUTHOR": false, "PATTERN": false,
+	} {
+		if got := conn.IsCredentialName(name); got != want {
+			t.Errorf("IsCredentialName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestChildEnvDropsCredentials(t *testing.T) {
 	parent := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=x", "AWS_SECRET_ACCESS_KEY=y", "DB_PASSWORD=z",
 		"OPENAI_API_KEY=k", "GOOGLE_APPLICATION_CREDENTIALS=/c", "LANG=C", "=weird"}
