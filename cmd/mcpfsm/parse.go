@@ -15,6 +15,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
+// member is one key and raw value of a JSON object, in file order.
 type member struct {
 	key string
 	val json.RawMessage
@@ -315,4 +316,3 @@ func checkName(name string) error {
 	}
 	return nil
 }
-
