@@ -74,13 +74,14 @@ type ToolRegistry struct {
 	mu      sync.RWMutex
 	tools   map[string]*registration
 	servers map[string]*struct{}
+	changed chan struct{} // closed and replaced at every change of tools
 }
 
 type registration struct{ tool Tool }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *ToolRegistry {
-	return &ToolRegistry{tools: map[string]*registration{}, servers: map[string]*struct{}{}}
+	return &ToolRegistry{tools: map[string]*registration{}, servers: map[string]*struct{}{}, changed: make(chan struct{})}
 }
 
 // Register adds t under t.Name. It fails with [ErrToolConflict] when the name
@@ -95,7 +96,33 @@ func (r *ToolRegistry) Register(t Tool) (func(), error) {
 	if old, ok := r.tools[t.Name]; ok {
 		return nil, conflict(t, old.tool)
 	}
-	return r.add(t), nil
+	un := r.add(t)
+	r.notify()
+	return un, nil
+}
+
+// Changed returns a channel that is closed at the next change of the
+// registered tools: a registration, an unregistration or a swap (one
+// change, however many tools it touches). A host waits on it to refresh
+// the tool list it shows a model:
+//
+//	for {
+//		ch := reg.Changed()
+//		show(reg.Tools())
+//		<-ch
+//	}
+//
+// Taking the channel before reading Tools means no change is missed.
+func (r *ToolRegistry) Changed() <-chan struct{} {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.changed
+}
+
+// notify wakes the waiters of Changed; r.mu is held for writing.
+func (r *ToolRegistry) notify() {
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 func conflict(t, holder Tool) error {
@@ -112,6 +139,7 @@ func (r *ToolRegistry) add(t Tool) func() {
 		defer r.mu.Unlock()
 		if r.tools[t.Name] == reg {
 			delete(r.tools, t.Name)
+			r.notify()
 		}
 	}
 }
@@ -148,6 +176,7 @@ func (r *ToolRegistry) Replace(old, next []Tool) ([]func(), error) {
 	for i, t := range next {
 		uns[i] = r.add(t)
 	}
+	r.notify()
 	return uns, nil
 }
 

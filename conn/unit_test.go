@@ -86,6 +86,48 @@ func TestChildEnvDropsCredentials(t *testing.T) {
 	}
 }
 
+// closedNow reports whether c is closed.
+func closedNow(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestRegistryChanged(t *testing.T) {
+	r := conn.NewRegistry()
+	ch := r.Changed()
+	if closedNow(ch) {
+		t.Fatal("Changed closed before any change")
+	}
+	un, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closedNow(ch) {
+		t.Error("Register did not close Changed")
+	}
+	ch = r.Changed()
+	if _, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "b"}); err == nil || closedNow(ch) {
+		t.Errorf("a refused registration: err %v, changed %v; want an error and no change", err, closedNow(ch))
+	}
+	uns, err := r.Replace([]conn.Tool{{Name: "mcp__a__x", Server: "a"}}, []conn.Tool{{Name: "mcp__a__y", Server: "a"}, {Name: "mcp__a__z", Server: "a"}})
+	if err != nil || !closedNow(ch) {
+		t.Fatalf("Replace: err %v, changed %v", err, closedNow(ch))
+	}
+	ch = r.Changed()
+	un() // already replaced: no change
+	if closedNow(ch) {
+		t.Error("a stale unregister reported a change")
+	}
+	uns[0]()
+	if !closedNow(ch) {
+		t.Error("unregister did not close Changed")
+	}
+}
+
 func TestRegistry(t *testing.T) {
 	r := conn.NewRegistry()
 	un, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "a"})

@@ -347,9 +347,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 
-	reg := newNotifyRegistry()
+	reg := conn.NewRegistry()
 	printed := make(chan struct{})
 	printerCtx, stopPrinter := context.WithCancel(context.Background())
+	changed := reg.Changed() // before any server starts: the first list is not missed
 	go func() {
 		defer close(printed)
 		last := "\x00never printed"
@@ -357,8 +358,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			select {
 			case <-printerCtx.Done():
 				return
-			case <-reg.changed:
+			case <-changed:
 			}
+			// Take the next channel before reading, so no change is missed.
+			changed = reg.Changed()
 			tools := reg.Tools()
 			var names strings.Builder
 			for _, t := range tools {

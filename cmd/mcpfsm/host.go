@@ -15,50 +15,6 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 )
 
-// notifyRegistry is a conn.ToolRegistry that signals changed whenever its
-// tool set may have changed. It keeps the Replacer and ServerReserver
-// behaviour of the registry it wraps.
-type notifyRegistry struct {
-	*conn.ToolRegistry
-	changed chan struct{} // capacity 1: signals coalesce
-}
-
-func newNotifyRegistry() *notifyRegistry {
-	return &notifyRegistry{ToolRegistry: conn.NewRegistry(), changed: make(chan struct{}, 1)}
-}
-
-func (r *notifyRegistry) signal() {
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (r *notifyRegistry) wrap(f func()) func() {
-	return func() { f(); r.signal() }
-}
-
-func (r *notifyRegistry) Register(t conn.Tool) (func(), error) {
-	f, err := r.ToolRegistry.Register(t)
-	if err != nil {
-		return nil, err
-	}
-	r.signal()
-	return r.wrap(f), nil
-}
-
-func (r *notifyRegistry) Replace(old, next []conn.Tool) ([]func(), error) {
-	fs, err := r.ToolRegistry.Replace(old, next)
-	if err != nil {
-		return nil, err
-	}
-	r.signal()
-	for i, f := range fs {
-		fs[i] = r.wrap(f)
-	}
-	return fs, nil
-}
-
 // started is one server after conn.Start.
 type started struct {
 	srv    Server
