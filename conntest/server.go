@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,8 @@ type Server struct {
 	sessions []*mcp.ServerSession
 	pipes    []net.Conn
 	hung     []net.Conn // server ends of Hang generations
+	clients  []*clientConn
+	overlaps int
 	gate     chan struct{}
 
 	opened  chan int
@@ -115,6 +118,11 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	b := s.plan[min(s.opens, len(s.plan)-1)]
 	s.opens++
 	n := s.opens
+	for _, c := range s.clients {
+		if !c.closed.Load() {
+			s.overlaps++
+		}
+	}
 	s.mu.Unlock()
 	s.opened <- n
 	switch b {
@@ -125,7 +133,7 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 		s.held <- ht
 		return ht, nil
 	case Hang:
-		c1, c2 := net.Pipe()
+		c1, c2 := s.pipe()
 		s.mu.Lock()
 		s.hung = append(s.hung, c2)
 		s.mu.Unlock()
@@ -135,7 +143,7 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	// A pipe of our own rather than mcp.NewInMemoryTransports, so that a
 	// crash can cut it like a dying process, without the server's graceful
 	// Close waiting for its in-flight requests.
-	c1, c2 := net.Pipe()
+	c1, c2 := s.pipe()
 	ss, err := s.MCP.Connect(ctx, &mcp.IOTransport{Reader: c2, Writer: c2}, nil)
 	if err != nil {
 		return nil, err
@@ -151,6 +159,37 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 		return ht, nil
 	}
 	return t, nil
+}
+
+// pipe returns a connected pair whose client end records its Close.
+func (s *Server) pipe() (*clientConn, net.Conn) {
+	c1, c2 := net.Pipe()
+	c := &clientConn{Conn: c1}
+	s.mu.Lock()
+	s.clients = append(s.clients, c)
+	s.mu.Unlock()
+	return c, c2
+}
+
+// Overlaps returns how many times a generation's transport was opened
+// while the client side of an earlier generation was still open: the
+// in-process counterpart of two server processes alive at once. A
+// supervisor's close barrier keeps it at zero.
+func (s *Server) Overlaps() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overlaps
+}
+
+// clientConn is the client end of a generation's pipe.
+type clientConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *clientConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 // Crash cuts the newest generation's connection, as a dying server would.

@@ -18,6 +18,7 @@ import (
 // behaviours per generation, crashes, clock advances, tool-list changes,
 // calls, Close) and checks what must hold whatever the interleaving: every
 // reported transition is in the table and continues from the previous one,
+// no generation opens while an earlier one is still connected,
 // attempts stay within the budget, calls never hang and fail only with the
 // documented errors, and Close leaves no tool (and, through the package's
 // goleak check, no goroutine).
@@ -71,6 +72,9 @@ func TestSupervisorProperties(t *testing.T) {
 		srv.Close()
 		if n := len(reg.Tools()); n != 0 {
 			rt.Fatalf("%d tools registered after Close", n)
+		}
+		if n := srv.Overlaps(); n != 0 {
+			rt.Fatalf("%d generations opened while an earlier one was still connected", n)
 		}
 
 		prev := conn.Connecting
