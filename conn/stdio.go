@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,9 +21,10 @@ const DefaultTerminateDuration = 2 * time.Second
 // Stdio is a [Transport] that runs a server as a child process and speaks
 // MCP over its stdin and stdout. Every generation starts a new process.
 //
-// The child runs in its own process group, and the whole group is killed
-// when the child exits or is shut down, so wrappers such as "npx" or
-// "sh -c" leave no grandchildren behind. Its environment is the host's
+// On Unix the child runs in its own process group, and the whole group is
+// killed when the child exits or is shut down, so wrappers such as "npx" or
+// "sh -c" leave no grandchildren behind. On Windows only the child itself
+// is terminated. Its environment is the host's
 // without credential-shaped variables (see [ChildEnv]), plus Env.
 type Stdio struct {
 	// Path is the program to run, looked up in PATH if it has no slash.
@@ -127,6 +127,7 @@ func (c *stdioConn) Close() error {
 // process is one running server and its process group.
 type process struct {
 	pid    int
+	os     *os.Process
 	grace  time.Duration
 	stdin  *os.File // our write end
 	stdout *os.File // our read end
@@ -139,7 +140,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = ChildEnv(os.Environ(), cfg.Env)
 	cmd.Dir = cfg.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	// Own os.Pipe ends rather than StdinPipe/StdoutPipe: exec closes those
 	// when Wait returns, which would drop a reply the server wrote just
 	// before exiting.
@@ -184,7 +185,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
-	p := &process{pid: cmd.Process.Pid, grace: cfg.TerminateDuration, stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: outR, exited: make(chan struct{})}
 	var copied chan struct{}
 	if errR != nil {
 		copied = make(chan struct{})
@@ -198,7 +199,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	go func() {
 		_ = cmd.Wait()
 		// The leader is gone; whatever it started in its group goes too.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.signal(stepKill)
 		if copied != nil {
 			<-copied
 		}
@@ -207,21 +208,22 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	return p, nil
 }
 
-// terminate shuts the process down: close stdin, wait, SIGTERM the group,
-// wait, SIGKILL the group. It returns the exited channel at once.
+// terminate shuts the process down: close stdin, wait, ask the group to
+// stop (SIGTERM), wait, kill the group (SIGKILL). It returns the exited
+// channel at once.
 func (p *process) terminate() <-chan struct{} {
 	p.termOnce.Do(func() {
 		_ = p.stdin.Close()
 		go func() {
 			t := time.NewTimer(p.grace)
 			defer t.Stop()
-			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			for _, step := range []terminateStep{stepTerm, stepKill} {
 				select {
 				case <-p.exited:
 					return
 				case <-t.C:
 				}
-				_ = syscall.Kill(-p.pid, sig)
+				p.signal(step)
 				t.Reset(p.grace)
 			}
 		}()
