@@ -104,12 +104,24 @@ func (r *Recorder) Logs(level slog.Level) []LogLine {
 	return out
 }
 
-// Attrs returns the attributes of every captured log line, in order, as
-// strings.
-func (r *Recorder) Attrs() []map[string]string {
+// Record is a captured log line with its attributes, rendered as strings.
+type Record struct {
+	LogLine
+	Attrs map[string]string
+}
+
+// Records returns the captured log lines at or above level, with their
+// attributes.
+func (r *Recorder) Records(level slog.Level) []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]map[string]string(nil), r.attrs...)
+	var out []Record
+	for i, l := range r.lines {
+		if l.Level >= level {
+			out = append(out, Record{l, r.attrs[i]})
+		}
+	}
+	return out
 }
 
 // Path renders transitions as "a -event-> b -event-> c".

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -38,9 +39,9 @@ func TestLogAttributesAndStatusDuringBackoff(t *testing.T) {
 	}
 
 	var attrs map[string]string
-	for i, l := range h.rec.Logs(-100) {
-		if l.Msg == "connection lost; reconnecting in 1s (attempt 1/3)" {
-			attrs = h.rec.Attrs()[i]
+	for _, r := range h.rec.Records(slog.LevelWarn) {
+		if r.Msg == "connection lost; reconnecting in 1s (attempt 1/3)" {
+			attrs = r.Attrs
 		}
 	}
 	if attrs == nil {
