@@ -41,7 +41,7 @@ func NewRecorder() *Recorder { return &Recorder{trans: make(chan conn.Transition
 func (r *Recorder) OnTransition(t conn.Transition) { r.trans <- t }
 
 // Logger returns a logger whose records the recorder keeps.
-func (r *Recorder) Logger() *slog.Logger { return slog.New((*handler)(r)) }
+func (r *Recorder) Logger() *slog.Logger { return slog.New(&handler{r: r}) }
 
 // Next waits up to limit for the next transition and returns it; it fails
 // tb if none comes.
@@ -136,17 +136,27 @@ func Path(trs []conn.Transition) string {
 	return b.String()
 }
 
-type handler Recorder
+// handler feeds a Recorder; attrs are those of Logger.With.
+type handler struct {
+	r     *Recorder
+	attrs []slog.Attr
+}
 
 func (h *handler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *handler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *handler) WithGroup(string) slog.Handler            { return h }
+func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &handler{r: h.r, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
+}
+
 func (h *handler) Handle(_ context.Context, rec slog.Record) error {
 	attrs := map[string]string{}
+	for _, a := range h.attrs {
+		attrs[a.Key] = a.Value.String()
+	}
 	rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.lines = append(h.lines, LogLine{rec.Level, rec.Message})
-	h.attrs = append(h.attrs, attrs)
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	h.r.lines = append(h.r.lines, LogLine{rec.Level, rec.Message})
+	h.r.attrs = append(h.r.attrs, attrs)
 	return nil
 }
