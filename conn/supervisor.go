@@ -370,12 +370,46 @@ func (s *Supervisor) dispose() {
 			barriers = append(barriers, g)
 		}
 	}
+	// One deadline bounds all of disposal, armed before the disposing
+	// transition is reported, so a test on a fake clock that sees it can
+	// advance past it.
+	expired := make(chan struct{})
+	deadline := s.clk.AfterFunc(s.cfg.CloseTimeout, func() { close(expired) })
+	for _, g := range barriers {
+		g.shutdown()
+	}
 	go func() {
+		defer deadline.Stop()
 		ok := true
 		for _, g := range barriers {
-			ok = g.shutdownAndWait() && ok
+			select {
+			case <-g.released:
+			case <-expired:
+				select {
+				case <-g.released: // both were ready: released wins
+				default:
+					ok = false
+				}
+			}
 		}
-		s.workers.Wait()
+		// Every worker is bounded once its generation is shut down, unless a
+		// transport ignores cancellation (an HTTP session whose Close never
+		// returns, say). Such a worker is left behind and reported at the
+		// deadline rather than holding Close for ever.
+		quiet := make(chan struct{})
+		go func() {
+			s.workers.Wait()
+			close(quiet)
+		}()
+		select {
+		case <-quiet:
+		case <-expired:
+			select {
+			case <-quiet:
+			default:
+				ok = false
+			}
+		}
 		s.send(quiescedMsg{incomplete: !ok})
 	}()
 }

@@ -361,3 +361,69 @@ func TestHungCallsAreBounded(t *testing.T) {
 		t.Errorf("call across Close: err = %v, want ErrUnavailable", err)
 	}
 }
+
+// stuckTransport connects like its inner transport, but its connection's
+// Close blocks until release: a session whose Close never returns, as an
+// HTTP server that hangs on the session's DELETE would make it.
+type stuckTransport struct {
+	mcp.Transport
+	release chan struct{}
+}
+
+func (t stuckTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stuckConn{c, t.release}, nil
+}
+
+type stuckConn struct {
+	mcp.Connection
+	release chan struct{}
+}
+
+func (c stuckConn) Close() error {
+	<-c.release
+	return c.Connection.Close()
+}
+
+// Disposal is bounded by CloseTimeout even when a session's Close never
+// returns, and reports the incomplete shutdown instead of hanging.
+func TestDisposalBoundedWhenSessionCloseHangs(t *testing.T) {
+	srv := conntest.NewServer(conntest.Accept)
+	srv.AddEchoTool("a")
+	release := make(chan struct{})
+	rec := conntest.NewRecorder()
+	clk := clock.NewMock()
+	inner := srv.Transport()
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: "fx", Registry: conn.NewRegistry(), Clock: clk, Logger: rec.Logger(), OnTransition: rec.OnTransition,
+		Transport: conn.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
+			tr, err := inner.Open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return stuckTransport{tr, release}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer close(release) // let the stuck Close finish for the leak check
+	rec.Expect(t, waitLimit, conn.Established)
+	errc := make(chan error, 1)
+	go func() { errc <- sup.Close(context.Background()) }()
+	rec.Expect(t, waitLimit, conn.Disposing)
+	clk.Add(conn.DefaultCloseTimeout)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, conn.ErrIncompleteShutdown) {
+			t.Errorf("Close = %v, want ErrIncompleteShutdown", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Close hung on a session whose Close never returns")
+	}
+	rec.Expect(t, waitLimit, conn.Disposed)
+}
