@@ -11,19 +11,7 @@ package bench_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
-// runner removes the fixture binary after the benchmarks and before goleak
-// checks for leaked goroutines.
-type runner struct{ m *testing.M }
-
-func (r runner) Run() int {
-	code := r.m.Run()
-	fixture.Cleanup()
-	return code
-}
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(runner{m}) }
+func TestMain(m *testing.M) { fixture.VerifyTestMain(m) }

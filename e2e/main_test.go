@@ -7,17 +7,6 @@ import (
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
-	"go.uber.org/goleak"
 )
 
-// runner removes the fixture binary after the tests and before goleak
-// checks for leaked goroutines.
-type runner struct{ m *testing.M }
-
-func (r runner) Run() int {
-	code := r.m.Run()
-	fixture.Cleanup()
-	return code
-}
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(runner{m}) }
+func TestMain(m *testing.M) { fixture.VerifyTestMain(m) }

@@ -15,19 +15,9 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
-	"go.uber.org/goleak"
 )
 
-// runner removes the fixture binary before goleak checks for leaks.
-type runner struct{ m *testing.M }
-
-func (r runner) Run() int {
-	code := r.m.Run()
-	fixture.Cleanup()
-	return code
-}
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(runner{m}) }
+func TestMain(m *testing.M) { fixture.VerifyTestMain(m) }
 
 // writeConfig writes cfg as JSON to a temporary file and returns its path.
 func writeConfig(t *testing.T, cfg any) string {
