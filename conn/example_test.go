@@ -39,6 +39,26 @@ func ExampleCommand() {
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
 }
 
+// A Streamable HTTP server. A session the server forgets (it restarted)
+// ends the generation, and the supervisor opens a new session.
+func ExampleStreamable() {
+	ctx := context.Background()
+	reg := conn.NewRegistry()
+	sup, err := conn.Start(ctx, conn.Config{
+		Name:      "remote",
+		Transport: conn.Streamable("https://mcp.example.com/mcp"),
+		Registry:  reg,
+		KeepAlive: 30 * time.Second, // notice a silently dead server between calls
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sup.Close(ctx)
+	for _, t := range reg.Tools() {
+		fmt.Println(t.Name)
+	}
+}
+
 // An in-process server over the SDK's in-memory transports: how tests and
 // embedded servers use TransportFunc.
 func ExampleStart() {
