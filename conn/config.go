@@ -58,12 +58,12 @@ type Config struct {
 	// DefaultProtocolVersion. Servers that speak an older version answer
 	// with it and the session uses theirs.
 	ProtocolVersion string
-	// KeepAlive, if positive, pings the server at this interval; a server
-	// that stops answering (hung, or its connection silently gone) has its
-	// session closed, which counts as a lost connection. Zero disables
-	// pings, and then only call deadlines notice a hung server. The SDK
-	// pings only on protocols before 2026-07-28 (DefaultProtocolVersion is
-	// one).
+	// KeepAlive, if positive, pings the server at this interval on Clock,
+	// each ping bounded by the same interval; a server that does not
+	// answer (hung, or its connection silently gone) has its session
+	// ended, in-flight calls included, which counts as a lost connection.
+	// Zero disables pings, and then only call deadlines notice a hung
+	// server.
 	KeepAlive time.Duration
 	// Clock is the time source for timeouts and backoff. Nil means the
 	// real clock.

@@ -37,6 +37,7 @@ type generation struct {
 
 	mu        sync.Mutex
 	closed    bool // shutdown started: nothing new may be attached
+	ka        keepAlive
 	transport mcp.Transport
 	sess      *mcp.ClientSession
 
@@ -68,11 +69,15 @@ func (g *generation) run() {
 		return
 	}
 	s.send(attemptResult{g: g, tools: tools, released: true})
+	g.startKeepAlive()
 	werr := g.sess.Wait()
 	g.down.Store(true)
 	// The session ended by itself: the SDK has already retired pending
 	// calls, and cancelling now could fail a call whose reply did arrive.
 	g.natural.Store(true)
+	if perr := g.stopKeepAlive(); perr != nil {
+		werr = perr // the keep-alive ended it: that is the news
+	}
 	s.send(lostMsg{g: g, err: werr, released: g.shutdownAndWait()})
 }
 
@@ -105,9 +110,7 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		// The handler only signals: it runs on the SDK's connection
 		// goroutine, where blocking stalls the session and Close deadlocks.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.signalChanged() },
-		KeepAlive:              s.cfg.KeepAlive,
-		// The SDK reports why it ended a session (a failed keep-alive
-		// ping, say) only through its logger.
+		// No KeepAlive here: the supervisor pings itself (keepalive.go).
 		Logger: s.cfg.Logger.With("server", s.cfg.Name, "generation", g.id),
 	})
 	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})

@@ -59,10 +59,12 @@ type Server struct {
 	clients  []*clientConn
 	overlaps int
 	gate     chan struct{}
+	frozen   chan struct{}
 
 	opened  chan int
 	held    chan *HeldTransport
 	entered chan struct{}
+	stalled chan string
 }
 
 // NewServer returns a server that follows plan, one behaviour per opened
@@ -77,6 +79,7 @@ func NewServer(plan ...Behaviour) *Server {
 		opened:  make(chan int, 1024),
 		held:    make(chan *HeldTransport, 1024),
 		entered: make(chan struct{}, 1024),
+		stalled: make(chan string, 1024),
 	}
 	s.MCP.AddReceivingMiddleware(s.gateList)
 	return s
@@ -224,8 +227,45 @@ func (s *Server) HoldLists() (release func()) {
 // ListEntered delivers a value for every tools/list that reached a hold.
 func (s *Server) ListEntered() <-chan struct{} { return s.entered }
 
+// Freeze makes the server stop answering, pings included, while its
+// connections stay open: a hung server. Requests wait until thaw is called
+// (or their connection ends); Stalled reports each one's method.
+func (s *Server) Freeze() (thaw func()) {
+	frozen := make(chan struct{})
+	s.mu.Lock()
+	s.frozen = frozen
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.frozen = nil
+			s.mu.Unlock()
+			close(frozen)
+		})
+	}
+}
+
+// Stalled delivers the method of every request that reached a frozen
+// server.
+func (s *Server) Stalled() <-chan string { return s.stalled }
+
 func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		s.mu.Lock()
+		frozen := s.frozen
+		s.mu.Unlock()
+		if frozen != nil {
+			select {
+			case s.stalled <- method:
+			default:
+			}
+			select {
+			case <-frozen:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		if method == "tools/list" {
 			s.mu.Lock()
 			gate := s.gate

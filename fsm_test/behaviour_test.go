@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -426,4 +427,46 @@ func TestDisposalBoundedWhenSessionCloseHangs(t *testing.T) {
 		t.Fatal("Close hung on a session whose Close never returns")
 	}
 	rec.Expect(t, waitLimit, conn.Disposed)
+}
+
+// KeepAlive notices a hung server within two intervals on the supervisor's
+// clock, even with a call outstanding: the generation ends, the call fails
+// with ErrUnavailable, and a fresh generation takes over.
+func TestKeepAliveEndsAHungGeneration(t *testing.T) {
+	const every = 10 * time.Second
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small),
+		func(_ *harness, c *conn.Config) { c.KeepAlive = every })
+	h.expect(conn.Established)
+	thaw := h.srv.Freeze()
+	defer thaw()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.reg.Call(context.Background(), "mcp__fx__a", nil)
+		errc <- err
+	}()
+	if m := waitFor(h.t, h.srv.Stalled(), "the call at the hung server"); m != "tools/call" {
+		t.Fatalf("first stalled request: %s", m)
+	}
+	h.advance(every) // the ping is sent, and stalls
+	if m := waitFor(h.t, h.srv.Stalled(), "the ping at the hung server"); m != "ping" {
+		t.Fatalf("second stalled request: %s", m)
+	}
+	h.noTransition()
+	h.advance(every) // the ping times out
+	tr := h.expect(conn.LostReconnecting)[0]
+	var lerr *conn.LostError
+	if !errors.As(tr.Err, &lerr) || !strings.Contains(tr.Err.Error(), "keep-alive ping got no answer within KeepAlive (10s)") {
+		t.Errorf("lost err = %v", tr.Err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, conn.ErrUnavailable) {
+			t.Errorf("outstanding call: err = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the outstanding call did not end with its generation")
+	}
+	thaw()
+	h.advance(time.Second)
+	h.expect(conn.Connecting, conn.Established)
 }

@@ -1,0 +1,80 @@
+package conn
+
+import (
+	"fmt"
+
+	"github.com/benbjohnson/clock"
+)
+
+// keepAlive pings an established generation every Config.KeepAlive, each
+// ping bounded by the same interval, on the supervisor's clock. A ping
+// that fails ends the generation the way the supervisor ends any live one:
+// in-flight calls are retired first, so a server that hangs with calls
+// outstanding is noticed within two intervals, not after CallTimeout (the
+// SDK's own keep-alive closes gracefully and so waits for those calls, and
+// does not run at all on protocol 2026-07-28).
+type keepAlive struct {
+	timer   *clock.Timer
+	stopped bool  // no more pings; guarded by generation.mu
+	err     error // the failed ping's error; guarded by generation.mu
+}
+
+// startKeepAlive arms the first ping. It runs on the generation's
+// goroutine while that goroutine holds its worker count.
+func (g *generation) startKeepAlive() {
+	s := g.sup
+	if s.cfg.KeepAlive <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.ka.stopped {
+		return
+	}
+	g.ka.timer = s.clk.AfterFunc(s.cfg.KeepAlive, g.ping)
+}
+
+// stopKeepAlive stops pinging and returns the error of a ping that failed,
+// if one did. The generation's goroutine calls it before it stops counting
+// as a worker, so a ping never starts once no worker is left.
+func (g *generation) stopKeepAlive() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ka.stopped = true
+	if g.ka.timer != nil {
+		g.ka.timer.Stop()
+	}
+	return g.ka.err
+}
+
+func (g *generation) ping() {
+	s := g.sup
+	g.mu.Lock()
+	if g.ka.stopped || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	// Counted as a worker while it runs, so Close waits for it; the
+	// generation's goroutine still holds its own count here (it calls
+	// stopKeepAlive, under the same lock, before it lets go).
+	s.workers.Add(1)
+	g.mu.Unlock()
+	defer s.workers.Done()
+
+	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.KeepAlive)
+	err := g.sess.Ping(ctx, nil)
+	cancel()
+	g.mu.Lock()
+	if g.ka.stopped || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	if err != nil {
+		g.ka.err = fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err))
+		g.mu.Unlock()
+		g.shutdown()
+		return
+	}
+	g.ka.timer.Reset(s.cfg.KeepAlive)
+	g.mu.Unlock()
+}
