@@ -211,15 +211,20 @@ func (s *Server) Crash() {
 func (s *Server) HoldLists() (release func()) {
 	gate := make(chan struct{})
 	s.mu.Lock()
+	if s.gate != nil {
+		close(s.gate) // one hold at a time: the new one replaces it
+	}
 	s.gate = gate
 	s.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
-			s.gate = nil
-			s.mu.Unlock()
-			close(gate)
+			defer s.mu.Unlock()
+			if s.gate == gate { // not already released by Close
+				s.gate = nil
+				close(gate)
+			}
 		})
 	}
 }
@@ -233,15 +238,20 @@ func (s *Server) ListEntered() <-chan struct{} { return s.entered }
 func (s *Server) Freeze() (thaw func()) {
 	frozen := make(chan struct{})
 	s.mu.Lock()
+	if s.frozen != nil {
+		close(s.frozen) // one freeze at a time: the new one replaces it
+	}
 	s.frozen = frozen
 	s.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
-			s.frozen = nil
-			s.mu.Unlock()
-			close(frozen)
+			defer s.mu.Unlock()
+			if s.frozen == frozen { // not already thawed by Close
+				s.frozen = nil
+				close(frozen)
+			}
 		})
 	}
 }
@@ -283,7 +293,8 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// Close ends every server-side session and hung connection. Call it after
+// Close releases every hold (HoldLists, Freeze) and ends every server-side
+// session and hung connection. Call it after
 // the supervisor's Close: a transport the supervisor opened but abandoned
 // before connecting it (disposal raced the attempt) cannot be closed by the
 // supervisor, since an mcp.Transport has no Close, and otherwise leaves its
@@ -291,6 +302,14 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) Close() {
 	s.mu.Lock()
 	sessions, pipes := s.sessions, append(s.pipes, s.hung...)
+	// A held or frozen request would keep its session's graceful Close
+	// waiting: let them all go first.
+	for _, c := range []*chan struct{}{&s.gate, &s.frozen} {
+		if *c != nil {
+			close(*c)
+			*c = nil
+		}
+	}
 	s.mu.Unlock()
 	for _, p := range pipes {
 		_ = p.Close()

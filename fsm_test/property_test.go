@@ -15,8 +15,8 @@ import (
 )
 
 // TestSupervisorProperties drives a supervisor with random scripts (server
-// behaviours per generation, crashes, clock advances, tool-list changes,
-// calls, Close) and checks what must hold whatever the interleaving: every
+// behaviours per generation, crashes, hangs, clock advances, tool-list
+// changes, calls, keep-alive on or off, Close) and checks what must hold whatever the interleaving: every
 // reported transition is in the table and continues from the previous one,
 // no generation opens while an earlier one is still connected,
 // attempts stay within the budget, calls never hang and fail only with the
@@ -31,21 +31,40 @@ func TestSupervisorProperties(t *testing.T) {
 			InitialDelay: time.Second, MaxDelay: 4 * time.Second,
 			MaxAttempts: rapid.IntRange(1, 4).Draw(rt, "maxAttempts"),
 		}
+		keepAlive := time.Duration(rapid.SampledFrom([]int{0, 5}).Draw(rt, "keepAlive")) * time.Second
 		srv := conntest.NewServer(plan...)
 		srv.AddEchoTool("a")
+		var thaw func()
 		rec := conntest.NewRecorder()
 		clk := clock.NewMock()
 		reg := conn.NewRegistry()
 		sup, err := conn.Start(context.Background(), conn.Config{
 			Name: "fx", Transport: srv.Transport(), Registry: reg, Reconnect: &p,
-			Clock: clk, Logger: rec.Logger(), OnTransition: rec.OnTransition,
+			Clock: clk, Logger: rec.Logger(), OnTransition: rec.OnTransition, KeepAlive: keepAlive,
 		})
 		if err != nil {
 			rt.Fatalf("Start: %v", err)
 		}
+		defer func() {
+			if thaw != nil {
+				thaw()
+			}
+			// Also when a check failed half-way: leave nothing running.
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			_ = sup.Close(ctx)
+			srv.Close()
+		}()
 		steps := rapid.IntRange(0, 12).Draw(rt, "steps")
 		for i := range steps {
-			switch rapid.IntRange(0, 3).Draw(rt, "action") {
+			switch rapid.IntRange(0, 4).Draw(rt, "action") {
+			case 4: // the server hangs, or recovers from hanging
+				if thaw == nil {
+					thaw = srv.Freeze()
+				} else {
+					thaw()
+					thaw = nil
+				}
 			case 0:
 				srv.Crash()
 			case 1:
@@ -53,6 +72,9 @@ func TestSupervisorProperties(t *testing.T) {
 			case 2:
 				srv.AddEchoTool(fmt.Sprintf("t%d", i))
 			case 3:
+				if thaw != nil {
+					break // a hung server holds a call until its deadline
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 				_, err := reg.Call(ctx, "mcp__fx__a", nil)
 				cancel()
