@@ -208,22 +208,27 @@ func (s *Server) Crash() {
 // HoldLists makes every tools/list wait until release is called, to test
 // what happens while a sync is in flight. ListEntered reports each list
 // that reached the hold.
-func (s *Server) HoldLists() (release func()) {
-	gate := make(chan struct{})
+func (s *Server) HoldLists() (release func()) { return s.hold(&s.gate) }
+
+// hold installs a fresh channel in *slot (closing the one it replaces: one
+// hold of a kind at a time) and returns the function that closes it, unless
+// Close already did.
+func (s *Server) hold(slot *chan struct{}) func() {
+	c := make(chan struct{})
 	s.mu.Lock()
-	if s.gate != nil {
-		close(s.gate) // one hold at a time: the new one replaces it
+	if *slot != nil {
+		close(*slot)
 	}
-	s.gate = gate
+	*slot = c
 	s.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.gate == gate { // not already released by Close
-				s.gate = nil
-				close(gate)
+			if *slot == c {
+				*slot = nil
+				close(c)
 			}
 		})
 	}
@@ -235,26 +240,7 @@ func (s *Server) ListEntered() <-chan struct{} { return s.entered }
 // Freeze makes the server stop answering, pings included, while its
 // connections stay open: a hung server. Requests wait until thaw is called
 // (or their connection ends); Stalled reports each one's method.
-func (s *Server) Freeze() (thaw func()) {
-	frozen := make(chan struct{})
-	s.mu.Lock()
-	if s.frozen != nil {
-		close(s.frozen) // one freeze at a time: the new one replaces it
-	}
-	s.frozen = frozen
-	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.frozen == frozen { // not already thawed by Close
-				s.frozen = nil
-				close(frozen)
-			}
-		})
-	}
-}
+func (s *Server) Freeze() (thaw func()) { return s.hold(&s.frozen) }
 
 // Stalled delivers the method of every request that reached a frozen
 // server.
