@@ -2,11 +2,17 @@ package conn
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // calls tracks a generation's in-flight tool calls, so that every call is
@@ -123,4 +129,39 @@ func (c *calls) close(cancel bool) {
 	for _, n := range all {
 		n.cancel()
 	}
+}
+
+// call is Tool.Call on this generation.
+func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
+	if g.down.Load() {
+		return nil, g.unavailable(public, nil)
+	}
+	// CallTimeout bounds the call, and shutting the generation down
+	// retires it at once.
+	ctx, n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
+	if !ok {
+		return nil, g.unavailable(public, nil)
+	}
+	defer g.calls.end(n)
+	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
+	if err != nil && n.expired.Load() {
+		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
+			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
+	}
+	if err != nil && (g.down.Load() || connectionGone(err)) {
+		return nil, g.unavailable(public, err)
+	}
+	return res, err
+}
+
+// connectionGone reports errors that mean the server went away under the
+// call rather than answered it.
+func connectionGone(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func (g *generation) unavailable(tool string, cause error) error {
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: cause}
 }

@@ -4,20 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
+	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// MaxTools is the most tools one server may list. A longer list is an
-// invalid list: a hostile or broken server cannot exhaust the host's memory.
-const MaxTools = 50_000
 
 // generation is one incarnation of the server: one transport, one
 // mcp.Client, one session. Generations are never reused; the supervisor's
@@ -46,14 +38,16 @@ type generation struct {
 	expired      chan struct{} // closed CloseTimeout after shutdown started
 
 	// Owned by the supervisor's loop.
-	syncing, dirty bool
+	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable
 }
 
 func (s *Supervisor) newGeneration(attempt int) *generation {
 	s.genSeq++
 	ctx, cancel := context.WithCancel(context.Background())
-	return &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
+	g := &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
 		released: make(chan struct{}), expired: make(chan struct{})}
+	g.sync = s.newSync(g)
+	return g
 }
 
 // run is the generation's goroutine: the attempt, then watching the
@@ -65,10 +59,11 @@ func (g *generation) run() {
 	tools, err := g.connect()
 	if err != nil {
 		g.down.Store(true)
-		s.send(attemptResult{g: g, err: err, released: g.shutdownAndWait()})
+		released := g.shutdownAndWait()
+		s.post(func() { s.attemptDone(g, nil, err, released) })
 		return
 	}
-	s.send(attemptResult{g: g, tools: tools, released: true})
+	s.post(func() { s.attemptDone(g, tools, nil, true) })
 	g.startKeepAlive()
 	werr := g.sess.Wait()
 	g.down.Store(true)
@@ -78,7 +73,8 @@ func (g *generation) run() {
 	if perr := g.stopKeepAlive(); perr != nil {
 		werr = perr // the keep-alive ended it: that is the news
 	}
-	s.send(lostMsg{g: g, err: werr, released: g.shutdownAndWait()})
+	released := g.shutdownAndWait()
+	s.post(func() { s.lost(g, werr, released) })
 }
 
 // connect opens the transport, initializes the session and fetches the
@@ -144,46 +140,6 @@ func (g *generation) attach(set func()) bool {
 	return true
 }
 
-func (g *generation) signalChanged() {
-	g.changed.Store(true)
-	select {
-	case g.sup.kick <- struct{}{}:
-	default: // a wake-up is already pending; the flag carries the news
-	}
-}
-
-// listTools is phase one of a tool sync: fetch every page and build the
-// whole next set of tools, or fail and change nothing.
-func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
-	s := g.sup
-	var out []Tool
-	seen := map[string]bool{}
-	for raw, err := range g.sess.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
-		}
-		if raw == nil {
-			continue
-		}
-		if seen[raw.Name] {
-			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrInvalidToolList, raw.Name)
-		}
-		if len(out) == MaxTools {
-			return nil, fmt.Errorf("%w: more than %d tools", ErrInvalidToolList, MaxTools)
-		}
-		seen[raw.Name] = true
-		out = append(out, Tool{Name: PublicToolName(s.cfg.Name, raw.Name), Server: s.cfg.Name, Raw: raw, gen: g})
-	}
-	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	for i := 1; i < len(out); i++ {
-		if out[i].Name == out[i-1].Name {
-			return nil, fmt.Errorf("%w: tools %q and %q share the public name %q",
-				ErrInvalidToolList, out[i-1].Raw.Name, out[i].Raw.Name, out[i].Name)
-		}
-	}
-	return out, nil
-}
-
 // shutdown starts closing the generation: cancel its context (which retires
 // in-flight calls, so the SDK's graceful Close cannot wait on them), close
 // the session, then terminate the transport. It returns the released
@@ -226,52 +182,4 @@ func (g *generation) shutdown() <-chan struct{} {
 // shutdownAndWait is the close barrier: shut down and wait for the release,
 // at most CloseTimeout on the supervisor's clock. It reports whether the
 // generation was released in time.
-func (g *generation) shutdownAndWait() bool {
-	select {
-	case <-g.shutdown():
-		return true
-	case <-g.expired:
-		// Released and expired may both be ready: released wins.
-		select {
-		case <-g.released:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// call is Tool.Call on this generation.
-func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
-	if g.down.Load() {
-		return nil, g.unavailable(public, nil)
-	}
-	// CallTimeout bounds the call, and shutting the generation down
-	// retires it at once.
-	ctx, n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
-	if !ok {
-		return nil, g.unavailable(public, nil)
-	}
-	defer g.calls.end(n)
-	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
-	if err != nil && n.expired.Load() {
-		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
-			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
-	}
-	if err != nil && (g.down.Load() || connectionGone(err)) {
-		return nil, g.unavailable(public, err)
-	}
-	return res, err
-}
-
-// connectionGone reports errors that mean the server went away under the
-// call rather than answered it.
-func connectionGone(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
-		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
-}
-
-func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: cause}
-}
+func (g *generation) shutdownAndWait() bool { return waitOrExpire(g.shutdown(), g.expired) }

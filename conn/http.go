@@ -40,16 +40,6 @@ func (h *HTTP) validate() error {
 	return nil
 }
 
-func (s *Stdio) validate() error {
-	if s.Path == "" {
-		return fmt.Errorf("Stdio.Path is empty: name the server program to run, as in conn.Command(\"npx\", ...)")
-	}
-	if s.TerminateDuration < 0 {
-		return fmt.Errorf("Stdio.TerminateDuration is %v: use a positive duration, or zero for %v", s.TerminateDuration, DefaultTerminateDuration)
-	}
-	return nil
-}
-
 // validator is implemented by the package's own transports, so that Start
 // rejects their bad settings instead of failing every attempt.
 type validator interface{ validate() error }

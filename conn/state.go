@@ -2,6 +2,7 @@ package conn
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
@@ -10,7 +11,9 @@ import (
 // used in diagrams, logs (attribute "state") and [Transition] records.
 //
 // The set of states is closed: every State value a [Supervisor] reports is
-// one of the constants below, declared once in [Table].
+// one of the constants below, and everything the package says about a
+// state (its doc, phrase, log level, kind and diagram colour) is declared
+// once, in the list [Table] is built from.
 type State string
 
 // The states of the connection machine. The diagram in diagrams/ and the
@@ -50,22 +53,17 @@ const (
 // the connection, named in the past tense where it reports an outcome.
 type Event string
 
-// The events of the connection machine.
+// The events of the connection machine. An event may lead to several
+// states; the guards of [Table] choose one from the event's [Payload].
 const (
 	// EventConnected: the attempt initialized a session and its tools were swapped in.
 	EventConnected Event = "connected"
-	// EventAttemptFailed: the attempt failed and the policy grants a retry.
+	// EventAttemptFailed: the attempt failed. It leads to halted, failed-disabled,
+	// exhausted or failed-retrying, as the guards decide.
 	EventAttemptFailed Event = "attempt-failed"
-	// EventAttemptFailedNoRetry: the attempt failed and reconnect is disabled.
-	EventAttemptFailedNoRetry Event = "attempt-failed-no-retry"
-	// EventConnectionLost: an established session ended and the policy grants a reconnect.
+	// EventConnectionLost: an established session ended. It leads to halted,
+	// lost-disabled, exhausted or lost-reconnecting, as the guards decide.
 	EventConnectionLost Event = "connection-lost"
-	// EventConnectionLostNoRetry: an established session ended and reconnect is disabled.
-	EventConnectionLostNoRetry Event = "connection-lost-no-retry"
-	// EventBudgetExhausted: a failure or loss found the outage budget spent.
-	EventBudgetExhausted Event = "budget-exhausted"
-	// EventCloseTimeout: a server process did not exit within the close timeout.
-	EventCloseTimeout Event = "close-timeout"
 	// EventBackoffElapsed: the backoff delay elapsed; the next attempt starts.
 	EventBackoffElapsed Event = "backoff-elapsed"
 	// EventDispose: Close was called.
@@ -74,45 +72,94 @@ const (
 	EventDisposed Event = "disposed"
 )
 
-// stateInfo is what the table says about a state beyond its transitions:
-// the phrase log messages are built from, and the level they are logged at.
-type stateInfo struct {
-	phrase string
-	level  slog.Level
+// Payload is what an event of the connection machine carries: the guards
+// of [Table] read it to choose the next state, the entry actions read it
+// (the attempt to start, the delay to wait), and it becomes the
+// [Transition] record.
+type Payload struct {
+	Attempt     int           // as in Transition
+	MaxAttempts int           // as in Transition
+	Delay       time.Duration // the backoff before the next attempt
+	Err         error         // a *FailedError or *LostError, for a failure or loss
+	Generation  uint64        // the generation the step concerns; 0 for the newest
+
+	// The outcome of a failure or loss, which the guards read.
+	Released bool // the generation confirmed its process gone within CloseTimeout
+	Enabled  bool // the reconnect policy is enabled
+	Retry    bool // the outage budget granted another attempt after Delay
 }
 
-var stateInfos = map[State]stateInfo{
-	Connecting:       {"connecting", slog.LevelDebug},
-	Established:      {"connected", slog.LevelInfo},
-	FailedRetrying:   {"connection failed; retrying", slog.LevelWarn},
-	LostReconnecting: {"connection lost; reconnecting", slog.LevelWarn},
-	Exhausted:        {"giving up", slog.LevelError},
-	FailedDisabled:   {"connection failed and reconnect is disabled", slog.LevelError},
-	LostDisabled:     {"connection lost and reconnect is disabled", slog.LevelError},
-	Halted:           {"server process did not exit; reconnect halted", slog.LevelError},
-	Disposing:        {"disposing", slog.LevelDebug},
-	Disposed:         {"disposed", slog.LevelDebug},
+// kind is what a state says about the connection, beyond its name.
+type kind uint8
+
+const (
+	plain   kind = iota // nothing wrong
+	failed              // connection failed: the server did not come up
+	lost                // connection lost: an established connection dropped
+	stopped             // reconnecting stopped for another reason
+)
+
+// stateFacts is everything declared about one state.
+type stateFacts struct {
+	fsm.State[State]
+	phrase string     // the user-facing phrase log messages are built from
+	level  slog.Level // the level entering the state is logged at
+	kind   kind       // failed, lost, stopped or plain; drawn in red unless plain
+}
+
+// states declares every state once; [Table] and the State methods read it.
+var states = []stateFacts{
+	{fsm.State[State]{Name: Connecting, Doc: "opening a transport, initializing, listing tools"},
+		"connecting", slog.LevelDebug, plain},
+	{fsm.State[State]{Name: Established, Doc: "session up; tools registered"},
+		"connected", slog.LevelInfo, plain},
+	{fsm.State[State]{Name: FailedRetrying, Doc: "connection failed; retrying after backoff"},
+		"connection failed; retrying", slog.LevelWarn, failed},
+	{fsm.State[State]{Name: LostReconnecting, Doc: "connection lost; reconnecting after backoff; tools fail fast"},
+		"connection lost; reconnecting", slog.LevelWarn, lost},
+	{fsm.State[State]{Name: Exhausted, Doc: "outage budget spent; tools unregistered"},
+		"giving up", slog.LevelError, stopped},
+	{fsm.State[State]{Name: FailedDisabled, Doc: "connection failed; reconnect disabled; no tools"},
+		"connection failed and reconnect is disabled", slog.LevelError, failed},
+	{fsm.State[State]{Name: LostDisabled, Doc: "connection lost; reconnect disabled; tools fail fast"},
+		"connection lost and reconnect is disabled", slog.LevelError, lost},
+	{fsm.State[State]{Name: Halted, Doc: "old server process never exited; reconnect stopped"},
+		"server process did not exit; reconnect halted", slog.LevelError, stopped},
+	{fsm.State[State]{Name: Disposing, Doc: "Close called; quiescing"},
+		"disposing", slog.LevelDebug, plain},
+	{fsm.State[State]{Name: Disposed, Doc: "nothing left running", Terminal: true},
+		"disposed", slog.LevelDebug, plain},
+}
+
+// facts returns the declaration of s; an undeclared s gets the zero facts.
+func (s State) facts() stateFacts {
+	for _, f := range states {
+		if f.Name == s {
+			return f
+		}
+	}
+	return stateFacts{}
 }
 
 // Phrase is the user-facing phrase for the state, such as
 // "connection failed; retrying". Log messages are built from it, so a
 // failure before the connection came up and the loss of an established
 // connection can never be worded alike.
-func (s State) Phrase() string { return stateInfos[s].phrase }
+func (s State) Phrase() string { return s.facts().phrase }
 
 // Level is the slog level at which entering the state is logged.
-func (s State) Level() slog.Level { return stateInfos[s].level }
+func (s State) Level() slog.Level { return s.facts().level }
 
 // Failed reports whether the state is one of the "connection failed" states:
 // the server did not come up.
-func (s State) Failed() bool { return s == FailedRetrying || s == FailedDisabled }
+func (s State) Failed() bool { return s.facts().kind == failed }
 
 // Lost reports whether the state is one of the "connection lost" states: an
 // established connection dropped.
-func (s State) Lost() bool { return s == LostReconnecting || s == LostDisabled }
+func (s State) Lost() bool { return s.facts().kind == lost }
 
 // Terminal reports whether no transition leaves the state.
-func (s State) Terminal() bool { return s == Disposed }
+func (s State) Terminal() bool { return s.facts().Terminal }
 
 // String returns the state's name.
 func (s State) String() string { return string(s) }
@@ -120,59 +167,65 @@ func (s State) String() string { return string(s) }
 // String returns the event's name.
 func (e Event) String() string { return string(e) }
 
-// nonTerminal lists every state from which Close may dispose.
-var nonTerminal = []State{
-	Connecting, Established, FailedRetrying, LostReconnecting,
-	Exhausted, FailedDisabled, LostDisabled, Halted,
-}
+// The guards of [Table], tried in declaration order.
+var (
+	notReleased = func(p Payload) bool { return !p.Released }
+	disabled    = func(p Payload) bool { return !p.Enabled }
+	spent       = func(p Payload) bool { return !p.Retry }
+)
 
 // Table returns the connection machine's declaration: its states, events
-// and transitions. It is the single source the supervisor runs, the
+// and transitions, and the guards that choose among the outcomes of a
+// failure or loss. It is the single source the supervisor runs, the
 // diagrams are rendered from, and the table tests check.
 //
 // Invariants held by the table (and tested): lost-* states are entered only
 // from established; failed-* states only from connecting; nothing leaves
 // disposed; dispose is possible from every other state except disposing
 // itself, which is already on its way to disposed.
-func Table() fsm.Spec[State, Event] {
-	return fsm.Spec[State, Event]{
+//
+// Adding a state: declare it in the states list (doc, phrase, level,
+// kind), add its transitions here (with a guard if it is one outcome of an
+// existing event, placed before the unguarded fallback), give it an entry
+// action in Start if it needs one, then regenerate the diagrams.
+func Table() fsm.Spec[State, Event, Payload] {
+	spec := fsm.Spec[State, Event, Payload]{
 		Name:    "connection",
 		Initial: Connecting,
-		States: []fsm.State[State]{
-			{Name: Connecting, Doc: "opening a transport, initializing, listing tools"},
-			{Name: Established, Doc: "session up; tools registered"},
-			{Name: FailedRetrying, Doc: "connection failed; retrying after backoff", Failure: true},
-			{Name: LostReconnecting, Doc: "connection lost; reconnecting after backoff; tools fail fast", Failure: true},
-			{Name: Exhausted, Doc: "outage budget spent; tools unregistered", Failure: true},
-			{Name: FailedDisabled, Doc: "connection failed; reconnect disabled; no tools", Failure: true},
-			{Name: LostDisabled, Doc: "connection lost; reconnect disabled; tools fail fast", Failure: true},
-			{Name: Halted, Doc: "old server process never exited; reconnect stopped", Failure: true},
-			{Name: Disposing, Doc: "Close called; quiescing"},
-			{Name: Disposed, Doc: "nothing left running", Terminal: true},
-		},
 		Events: []fsm.Event[Event]{
 			{Name: EventConnected, Doc: "session initialized and tools swapped in"},
-			{Name: EventAttemptFailed, Doc: "attempt failed; budget grants a retry"},
-			{Name: EventAttemptFailedNoRetry, Doc: "attempt failed; reconnect disabled"},
-			{Name: EventConnectionLost, Doc: "established session ended; budget grants a reconnect"},
-			{Name: EventConnectionLostNoRetry, Doc: "established session ended; reconnect disabled"},
-			{Name: EventBudgetExhausted, Doc: "failure or loss with the outage budget spent"},
-			{Name: EventCloseTimeout, Doc: "server process did not exit within the close timeout"},
+			{Name: EventAttemptFailed, Doc: "the attempt failed"},
+			{Name: EventConnectionLost, Doc: "the established session ended"},
 			{Name: EventBackoffElapsed, Doc: "backoff delay elapsed"},
 			{Name: EventDispose, Doc: "Close called"},
 			{Name: EventDisposed, Doc: "every goroutine and process stopped"},
 		},
-		Transitions: []fsm.Transition[State, Event]{
+		Transitions: []fsm.Transition[State, Event, Payload]{
 			{Event: EventConnected, From: []State{Connecting}, To: Established},
+
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: Halted, Guard: notReleased, When: "not released"},
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedDisabled, Guard: disabled, When: "reconnect disabled"},
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: Exhausted, Guard: spent, When: "budget spent"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedRetrying},
-			{Event: EventAttemptFailedNoRetry, From: []State{Connecting}, To: FailedDisabled},
+
+			{Event: EventConnectionLost, From: []State{Established}, To: Halted, Guard: notReleased, When: "not released"},
+			{Event: EventConnectionLost, From: []State{Established}, To: LostDisabled, Guard: disabled, When: "reconnect disabled"},
+			{Event: EventConnectionLost, From: []State{Established}, To: Exhausted, Guard: spent, When: "budget spent"},
 			{Event: EventConnectionLost, From: []State{Established}, To: LostReconnecting},
-			{Event: EventConnectionLostNoRetry, From: []State{Established}, To: LostDisabled},
-			{Event: EventBudgetExhausted, From: []State{Connecting, Established}, To: Exhausted},
-			{Event: EventCloseTimeout, From: []State{Connecting, Established}, To: Halted},
+
 			{Event: EventBackoffElapsed, From: []State{FailedRetrying, LostReconnecting}, To: Connecting},
-			{Event: EventDispose, From: nonTerminal, To: Disposing},
 			{Event: EventDisposed, From: []State{Disposing}, To: Disposed},
 		},
 	}
+	dispose := fsm.Transition[State, Event, Payload]{Event: EventDispose, To: Disposing}
+	for _, f := range states {
+		st := f.State
+		st.Alarm = f.kind != plain
+		spec.States = append(spec.States, st)
+		if !st.Terminal && st.Name != Disposing {
+			dispose.From = append(dispose.From, st.Name)
+		}
+	}
+	spec.Transitions = append(spec.Transitions, dispose)
+	return spec
 }

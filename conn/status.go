@@ -47,28 +47,28 @@ const recoverHint = "fix the server, then reload its configuration or restart th
 // with a message derived from the target state, and reports it to
 // OnTransition. It runs on the loop, so transitions are delivered in order
 // and never concurrently.
-func (s *Supervisor) observe(st fsm.Step[State, Event]) {
-	info := s.next
-	if info.gen == 0 {
+func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
+	p := st.Data
+	if p.Generation == 0 {
 		// Steps that concern no failed or lost generation (a retry
 		// starting, disposal) concern the newest one.
-		info.gen = s.genSeq
+		p.Generation = s.genSeq
 	}
 	now := s.clk.Now()
 	t := Transition{
 		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, At: now,
-		Attempt: info.attempt, MaxAttempts: info.maxAttempts, Delay: info.delay, Err: info.err, Generation: info.gen,
+		Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Delay: p.Delay, Err: p.Err, Generation: p.Generation,
 	}
 	s.mu.Lock()
 	s.status.State = st.To
-	s.status.Attempt = info.attempt
+	s.status.Attempt = p.Attempt
 	s.status.Since = now
 	s.status.Delay, s.status.NextRetry = 0, time.Time{}
-	if st.To == FailedRetrying || st.To == LostReconnecting {
-		s.status.Delay, s.status.NextRetry = info.delay, now.Add(info.delay)
+	if s.retry != nil {
+		s.status.Delay, s.status.NextRetry = t.Delay, now.Add(t.Delay)
 	}
-	if info.err != nil {
-		s.status.LastErr = info.err
+	if p.Err != nil {
+		s.status.LastErr = p.Err
 	}
 	s.status.Generation = s.genSeq
 	s.mu.Unlock()

@@ -230,3 +230,14 @@ func (p *process) terminate() <-chan struct{} {
 	})
 	return p.exited
 }
+
+// validate reports a Stdio that could never start, so that Start rejects it.
+func (s *Stdio) validate() error {
+	if s.Path == "" {
+		return fmt.Errorf("Stdio.Path is empty: name the server program to run, as in conn.Command(\"npx\", ...)")
+	}
+	if s.TerminateDuration < 0 {
+		return fmt.Errorf("Stdio.TerminateDuration is %v: use a positive duration, or zero for %v", s.TerminateDuration, DefaultTerminateDuration)
+	}
+	return nil
+}

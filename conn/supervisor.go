@@ -15,7 +15,7 @@ import (
 // Supervisor keeps one MCP server connected and its tools registered. It
 // runs the connection machine of [Table]: every state change goes through
 // the machine, and the machine's entry callbacks start attempts, arm the
-// backoff timer, swap tools and close sessions.
+// backoff timer, unregister tools and dispose.
 //
 // All of a Supervisor's decisions are made on one goroutine, its event
 // loop; the generation goroutines only report to it. Its methods are safe
@@ -23,11 +23,11 @@ import (
 type Supervisor struct {
 	cfg     resolved
 	clk     clock.Clock
-	machine *fsm.Machine[State, Event]
+	machine *fsm.Machine[State, Event, Payload]
 	budget  *policy.Budget
 	release func() // the server-name reservation, if the registry has one
 
-	inbox     chan any
+	inbox     chan func()   // work for the loop, run there in order
 	kick      chan struct{} // a list_changed flag was set on some generation
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -43,15 +43,12 @@ type Supervisor struct {
 	status Status
 
 	// Loop-owned.
-	genSeq      uint64
-	pending     *generation // the attempt in flight
-	current     *generation // the generation whose tools are registered
-	published   []published
-	timer       *clock.Timer
-	timerSeq    uint64
-	readyDone   bool
-	closingSeen bool           // disposal started: the closing channel is handled
-	next        transitionInfo // what the transition being fired carries
+	genSeq    uint64
+	pending   *generation // the attempt in flight
+	current   *generation // the generation whose tools are registered
+	published []published
+	retry     *retryTimer // the armed backoff, in the backoff states
+	readyDone bool
 }
 
 type published struct {
@@ -59,43 +56,22 @@ type published struct {
 	unregister func()
 }
 
-// transitionInfo is the data a transition carries beyond from, to and event.
-type transitionInfo struct {
-	attempt, maxAttempts int
-	delay                time.Duration
-	err                  error
-	gen                  uint64
+// retryTimer is an armed backoff: the loop waits on its timer and then
+// fires backoff-elapsed with its payload.
+type retryTimer struct {
+	timer   *clock.Timer
+	payload Payload
 }
-
-// Messages to the event loop.
-type (
-	attemptResult struct {
-		g        *generation
-		tools    []Tool
-		err      error
-		released bool
-	}
-	lostMsg struct {
-		g        *generation
-		err      error
-		released bool
-	}
-	resyncResult struct {
-		g     *generation
-		tools []Tool
-		err   error
-	}
-	timerMsg    struct{ seq uint64 }
-	quiescedMsg struct{ incomplete bool }
-)
 
 // Start validates cfg and starts supervising the server. Invalid
 // configuration fails here with a [*ConfigError] naming the field.
 //
+// ctx bounds startup only: it is not the supervisor's lifetime, and
+// cancelling it later changes nothing (call [Supervisor.Close] to stop).
 // Without FailOnStartupError, Start returns at once and the first attempt
 // runs in the background; [Supervisor.Ready] reports its outcome. With it,
-// Start waits for the first attempt (bounded by ctx) and, if it fails,
-// returns its error and leaves nothing running.
+// Start waits for the first attempt (bounded by ctx) and, if it fails or
+// ctx ends first, returns the error and leaves nothing running.
 func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	r, err := cfg.resolve()
 	if err != nil {
@@ -104,7 +80,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s := &Supervisor{
 		cfg:     r,
 		clk:     r.Clock,
-		inbox:   make(chan any, 16),
+		inbox:   make(chan func(), 16),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -116,14 +92,21 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			return nil, err
 		}
 	}
-	s.machine, err = fsm.New(Table(), fsm.Options[State, Event]{
-		OnEnter: map[State]func(context.Context, fsm.Step[State, Event]){
-			Connecting:       func(context.Context, fsm.Step[State, Event]) { s.startAttempt() },
-			FailedRetrying:   func(context.Context, fsm.Step[State, Event]) { s.armTimer() },
-			LostReconnecting: func(context.Context, fsm.Step[State, Event]) { s.armTimer() },
-			Exhausted:        func(context.Context, fsm.Step[State, Event]) { s.unpublish() },
-			Disposing:        func(context.Context, fsm.Step[State, Event]) { s.dispose() },
-			Disposed:         func(context.Context, fsm.Step[State, Event]) { s.unpublish() },
+	type step = fsm.Step[State, Event, Payload]
+	s.machine, err = fsm.New(Table(), fsm.Options[State, Event, Payload]{
+		// The entry actions; each reads what it needs from the payload.
+		OnEnter: map[State]func(context.Context, step){
+			Connecting:       func(_ context.Context, st step) { s.startAttempt(st.Data.Attempt) },
+			FailedRetrying:   func(_ context.Context, st step) { s.armTimer(st.Data) },
+			LostReconnecting: func(_ context.Context, st step) { s.armTimer(st.Data) },
+			Exhausted:        func(context.Context, step) { s.unpublish() },
+			Disposing:        func(context.Context, step) { s.dispose() },
+			Disposed:         func(context.Context, step) { s.unpublish() },
+		},
+		// Leaving a backoff state, whichever way, disarms its timer.
+		OnExit: map[State]func(context.Context, step){
+			FailedRetrying:   func(context.Context, step) { s.disarm() },
+			LostReconnecting: func(context.Context, step) { s.disarm() },
 		},
 		Observer: s.observe,
 		OnError: func(ev Event, err error) {
@@ -138,7 +121,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		return nil, fmt.Errorf("conn: connection table: %w", err)
 	}
 	s.status = Status{Server: r.Name, State: Connecting, MaxAttempts: r.policy.MaxAttempts}
-	s.startAttempt()
+	s.startAttempt(0)
 	go s.loop()
 	if !r.FailOnStartupError {
 		return s, nil
@@ -196,9 +179,11 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	}
 }
 
-func (s *Supervisor) send(m any) {
+// post hands f to the loop, which runs it in order with everything else
+// it does; once the loop has finished, f is dropped.
+func (s *Supervisor) post(f func()) {
 	select {
-	case s.inbox <- m:
+	case s.inbox <- f:
 	case <-s.done:
 	}
 }
@@ -206,137 +191,108 @@ func (s *Supervisor) send(m any) {
 // loop is the supervisor's event loop. It owns every loop-owned field.
 func (s *Supervisor) loop() {
 	defer close(s.done)
-	for s.machine.State() != Disposed {
-		var closing chan struct{}
-		if !s.closingSeen {
-			closing = s.closing
+	closing := s.closing
+	for !s.machine.State().Terminal() {
+		var elapsed <-chan time.Time
+		if s.retry != nil {
+			elapsed = s.retry.timer.C
 		}
 		select {
-		case m := <-s.inbox:
-			s.handle(m)
+		case f := <-s.inbox:
+			f()
 		case <-s.kick:
 			s.listChanged()
+		case <-elapsed:
+			p := s.retry.payload
+			s.fire(EventBackoffElapsed, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})
 		case <-closing:
-			s.closingSeen = true
-			s.fire(EventDispose, transitionInfo{})
+			closing = nil // it stays closed: handle it once
+			if s.machine.Can(EventDispose) {
+				s.fire(EventDispose, Payload{})
+			}
 		}
 	}
 }
 
-func (s *Supervisor) handle(m any) {
-	switch m := m.(type) {
-	case attemptResult:
-		s.attemptDone(m)
-	case lostMsg:
-		s.lost(m)
-	case resyncResult:
-		s.resyncDone(m)
-	case timerMsg:
-		st := s.machine.State()
-		if m.seq == s.timerSeq && (st == FailedRetrying || st == LostReconnecting) {
-			s.fire(EventBackoffElapsed, transitionInfo{attempt: s.next.attempt, maxAttempts: s.next.maxAttempts})
-		}
-	case quiescedMsg:
-		if m.incomplete {
-			s.disposeErr = fmt.Errorf("conn: closing %q: a server process did not exit within %v: %w",
-				s.cfg.Name, s.cfg.CloseTimeout, ErrIncompleteShutdown)
-		}
-		if s.release != nil {
-			s.release()
-		}
-		s.fire(EventDisposed, transitionInfo{err: s.disposeErr})
-	}
-}
-
-// fire runs one event through the machine with the data its transition
-// record carries. Only the loop fires events.
-func (s *Supervisor) fire(ev Event, info transitionInfo) {
-	s.next = info
-	if err := s.machine.Fire(context.Background(), ev); err != nil {
+// fire runs one event through the machine with its payload. Only the loop
+// fires events.
+func (s *Supervisor) fire(ev Event, p Payload) {
+	if err := s.machine.FireWith(context.Background(), ev, p); err != nil {
 		s.cfg.Logger.Error("connection machine rejected an event; this is a bug in mcpfsm",
 			"server", s.cfg.Name, "state", string(s.machine.State()), "event", string(ev), "err", err)
 	}
 }
 
 // startAttempt is the entry action of connecting: a fresh generation.
-func (s *Supervisor) startAttempt() {
-	g := s.newGeneration(s.next.attempt)
+func (s *Supervisor) startAttempt(attempt int) {
+	g := s.newGeneration(attempt)
 	s.pending = g
 	s.workers.Add(1)
 	go g.run()
 }
 
-func (s *Supervisor) attemptDone(m attemptResult) {
-	g := m.g
+// attemptDone is the outcome of the pending attempt: its tools, or why it
+// failed and whether its process is gone.
+func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, released bool) {
 	if g != s.pending {
 		return // fenced: disposal retired it
 	}
-	if m.err == nil {
-		if err := s.swap(g, m.tools); err != nil {
-			// Phase two failed: the registry refused a tool. The attempt
-			// fails, but only after its session is closed.
-			s.workers.Add(1)
-			go func() {
-				defer s.workers.Done()
-				s.send(attemptResult{g: g, err: err, released: g.shutdownAndWait()})
-			}()
+	if err == nil {
+		if err = s.swap(g, tools); err == nil {
+			s.pending, s.current = nil, g
+			s.budget.Up()
+			s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
+			s.resolveReady(nil)
+			// The attempt's listing is done; a change that arrived during
+			// it starts the first re-sync now.
+			if g.changed.Swap(false) {
+				s.syncFire(g, SyncChanged)
+			}
+			s.syncFire(g, SyncListed)
 			return
 		}
-		s.pending, s.current = nil, g
-		s.budget.Up()
-		s.fire(EventConnected, transitionInfo{attempt: g.attempt, maxAttempts: s.cfg.policy.MaxAttempts, gen: g.id})
-		s.resolveReady(nil)
-		if g.changed.Swap(false) || g.dirty {
-			s.resync(g)
-		}
+		// Phase two failed: the registry refused a tool. The attempt
+		// fails, but only after its session is closed.
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			released := g.shutdownAndWait()
+			s.post(func() { s.attemptDone(g, nil, err, released) })
+		}()
 		return
 	}
 	s.pending = nil
-	ferr := &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: m.err}
-	s.cfg.Logger.Warn("connection attempt failed: "+m.err.Error(),
-		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", m.err)
+	ferr := &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
+	s.cfg.Logger.Warn("connection attempt failed: "+err.Error(),
+		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", err)
 	first := !s.readyDone
 	s.resolveReady(ferr)
-	switch {
-	case first && s.cfg.FailOnStartupError:
+	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
-		s.closeOnce.Do(func() { close(s.closing) })
-		s.closingSeen = true
-		s.fire(EventDispose, transitionInfo{attempt: g.attempt, err: ferr, gen: g.id})
-	case !m.released:
-		s.fire(EventCloseTimeout, transitionInfo{attempt: g.attempt, err: ferr, gen: g.id})
-	case !s.cfg.policy.Enabled:
-		s.fire(EventAttemptFailedNoRetry, transitionInfo{attempt: g.attempt, err: ferr, gen: g.id})
-	default:
-		s.down(EventAttemptFailed, ferr, g.id)
-	}
-}
-
-func (s *Supervisor) lost(m lostMsg) {
-	g := m.g
-	if g != s.current || s.machine.State() != Established {
-		return // fenced: a retired generation, or disposal closed it
-	}
-	lerr := &LostError{Server: s.cfg.Name, Generation: g.id, Err: m.err}
-	switch {
-	case !m.released:
-		s.fire(EventCloseTimeout, transitionInfo{err: lerr, gen: g.id})
-	case !s.cfg.policy.Enabled:
-		s.fire(EventConnectionLostNoRetry, transitionInfo{err: lerr, gen: g.id})
-	default:
-		s.down(EventConnectionLost, lerr, g.id)
-	}
-}
-
-// down consults the outage budget after a failure or loss.
-func (s *Supervisor) down(ev Event, err error, gen uint64) {
-	d := s.budget.Down()
-	info := transitionInfo{attempt: d.Attempt, maxAttempts: d.MaxAttempts, delay: d.Delay, err: err, gen: gen}
-	if d.Exhausted() {
-		s.fire(EventBudgetExhausted, info)
+		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})
 		return
 	}
-	s.fire(ev, info)
+	s.fire(EventAttemptFailed, s.outcome(g.attempt, ferr, g.id, released))
+}
+
+// lost is the end of an established generation's session.
+func (s *Supervisor) lost(g *generation, err error, released bool) {
+	if g != s.current || !s.machine.Can(EventConnectionLost) {
+		return // fenced: a retired generation, or disposal closed it
+	}
+	s.fire(EventConnectionLost, s.outcome(0, &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}, g.id, released))
+}
+
+// outcome is the payload of a failure or loss, from which the table's
+// guards choose the next state. The outage budget is charged only when
+// the generation was released: one that was not halts reconnecting.
+func (s *Supervisor) outcome(attempt int, err error, gen uint64, released bool) Payload {
+	p := Payload{Attempt: attempt, Err: err, Generation: gen, Released: released, Enabled: s.cfg.policy.Enabled}
+	if released {
+		d := s.budget.Down()
+		p.Attempt, p.MaxAttempts, p.Delay, p.Retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
+	}
+	return p
 }
 
 func (s *Supervisor) resolveReady(err error) {
@@ -348,68 +304,16 @@ func (s *Supervisor) resolveReady(err error) {
 	close(s.ready)
 }
 
-// armTimer is the entry action of the backoff states.
-func (s *Supervisor) armTimer() {
-	s.timerSeq++
-	seq := s.timerSeq
-	s.timer = s.clk.AfterFunc(s.next.delay, func() { s.send(timerMsg{seq: seq}) })
+// armTimer is the entry action of the backoff states: the loop fires
+// backoff-elapsed, with the attempt p grants, once p.Delay has passed.
+func (s *Supervisor) armTimer(p Payload) {
+	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), payload: p}
 }
 
-// dispose is the entry action of disposing: fence, cancel, close, then wait
-// for quiescence off the loop.
-func (s *Supervisor) dispose() {
-	if s.timer != nil {
-		s.timer.Stop()
+// disarm is the exit action of the backoff states.
+func (s *Supervisor) disarm() {
+	if s.retry != nil {
+		s.retry.timer.Stop()
+		s.retry = nil
 	}
-	s.resolveReady(fmt.Errorf("conn: %q: %w", s.cfg.Name, ErrClosed))
-	gens := []*generation{s.pending, s.current}
-	s.pending = nil
-	var barriers []*generation
-	for _, g := range gens {
-		if g != nil {
-			barriers = append(barriers, g)
-		}
-	}
-	// One deadline bounds all of disposal, armed before the disposing
-	// transition is reported, so a test on a fake clock that sees it can
-	// advance past it.
-	expired := make(chan struct{})
-	deadline := s.clk.AfterFunc(s.cfg.CloseTimeout, func() { close(expired) })
-	for _, g := range barriers {
-		g.shutdown()
-	}
-	go func() {
-		defer deadline.Stop()
-		ok := true
-		for _, g := range barriers {
-			select {
-			case <-g.released:
-			case <-expired:
-				select {
-				case <-g.released: // both were ready: released wins
-				default:
-					ok = false
-				}
-			}
-		}
-		// Every worker is bounded once its generation is shut down, unless a
-		// transport ignores cancellation (an HTTP session whose Close never
-		// returns, say). Such a worker is left behind and reported at the
-		// deadline rather than holding Close for ever.
-		quiet := make(chan struct{})
-		go func() {
-			s.workers.Wait()
-			close(quiet)
-		}()
-		select {
-		case <-quiet:
-		case <-expired:
-			select {
-			case <-quiet:
-			default:
-				ok = false
-			}
-		}
-		s.send(quiescedMsg{incomplete: !ok})
-	}()
 }

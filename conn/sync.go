@@ -1,6 +1,56 @@
 package conn
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MaxTools is the most tools one server may list. A longer list is an
+// invalid list: a hostile or broken server cannot exhaust the host's memory.
+const MaxTools = 50_000
+
+// listTools is phase one of a tool sync: fetch every page and build the
+// whole next set of tools, or fail and change nothing.
+func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
+	s := g.sup
+	var out []Tool
+	seen := map[string]bool{}
+	for raw, err := range g.sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
+		}
+		if raw == nil {
+			continue
+		}
+		if seen[raw.Name] {
+			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrInvalidToolList, raw.Name)
+		}
+		if len(out) == MaxTools {
+			return nil, fmt.Errorf("%w: more than %d tools", ErrInvalidToolList, MaxTools)
+		}
+		seen[raw.Name] = true
+		out = append(out, Tool{Name: PublicToolName(s.cfg.Name, raw.Name), Server: s.cfg.Name, Raw: raw, gen: g})
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(out); i++ {
+		if out[i].Name == out[i-1].Name {
+			return nil, fmt.Errorf("%w: tools %q and %q share the public name %q",
+				ErrInvalidToolList, out[i-1].Raw.Name, out[i].Raw.Name, out[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// signalChanged is the SDK's ToolListChangedHandler.
+func (g *generation) signalChanged() {
+	g.changed.Store(true)
+	select {
+	case g.sup.kick <- struct{}{}:
+	default: // a wake-up is already pending; the flag carries the news
+	}
+}
 
 // swap is phase two of a tool sync, run on the loop: unregister the
 // previous generation's tools and register the next ones, all or nothing.
@@ -71,57 +121,4 @@ func (s *Supervisor) setTools() {
 	s.mu.Lock()
 	s.status.Tools = names
 	s.mu.Unlock()
-}
-
-// listChanged handles the kick of a list_changed notification. Only the
-// current established generation re-syncs now; the pending attempt keeps
-// the news for after it is up, so a notification that arrives before or
-// during the first connect cannot take over the attempt's strict startup
-// registration.
-func (s *Supervisor) listChanged() {
-	if g := s.current; g != nil && s.machine.State() == Established && g.changed.Swap(false) {
-		s.cfg.Logger.Info("tool list changed, re-syncing", "server", s.cfg.Name, "state", string(Established), "generation", g.id)
-		s.resync(g)
-	}
-	if g := s.pending; g != nil && g.changed.Swap(false) {
-		g.dirty = true
-	}
-}
-
-// resync starts a re-sync of g, or marks one to follow the sync in flight:
-// one sync at a time, and a storm of notifications costs at most one more.
-func (s *Supervisor) resync(g *generation) {
-	if g.syncing {
-		g.dirty = true
-		return
-	}
-	g.syncing, g.dirty = true, false
-	s.workers.Add(1)
-	go func() {
-		defer s.workers.Done()
-		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
-		defer cancel()
-		tools, err := g.listTools(ctx)
-		s.send(resyncResult{g: g, tools: tools, err: err})
-	}()
-}
-
-func (s *Supervisor) resyncDone(m resyncResult) {
-	g := m.g
-	g.syncing = false
-	if g != s.current || s.machine.State() != Established || g.down.Load() {
-		// The generation was retired while it listed: whatever it fetched
-		// is stale, and a failure caused by closing it is no news.
-		return
-	}
-	if m.err != nil {
-		s.cfg.Logger.Error("tool re-sync failed: "+m.err.Error()+"; the previous tools stay registered",
-			"server", s.cfg.Name, "state", string(Established), "generation", g.id, "err", m.err)
-	} else if err := s.swap(g, m.tools); err != nil {
-		s.cfg.Logger.Error("tool re-sync failed: "+err.Error()+"; the previous tools stay registered",
-			"server", s.cfg.Name, "state", string(Established), "generation", g.id, "err", err)
-	}
-	if g.dirty {
-		s.resync(g)
-	}
 }

@@ -62,13 +62,14 @@ func TestTableStateNames(t *testing.T) {
 }
 
 // transitionsInto returns the sorted source states of every transition into
-// to, as "from --event-->" strings so a failure names the offending event.
+// to, as "from --label-->" strings so a failure names the offending event
+// and guard.
 func transitionsInto(to conn.State) []string {
 	var out []string
 	for _, tr := range conn.Table().Transitions {
 		if tr.To == to {
 			for _, from := range tr.From {
-				out = append(out, string(from)+" --"+string(tr.Event)+"-->")
+				out = append(out, string(from)+" --"+tr.Label()+"-->")
 			}
 		}
 	}
@@ -85,9 +86,11 @@ func TestTableFailedVersusLost(t *testing.T) {
 		want []string
 	}{
 		{conn.LostReconnecting, []string{"established --connection-lost-->"}},
-		{conn.LostDisabled, []string{"established --connection-lost-no-retry-->"}},
+		{conn.LostDisabled, []string{"established --connection-lost [reconnect disabled]-->"}},
 		{conn.FailedRetrying, []string{"connecting --attempt-failed-->"}},
-		{conn.FailedDisabled, []string{"connecting --attempt-failed-no-retry-->"}},
+		{conn.FailedDisabled, []string{"connecting --attempt-failed [reconnect disabled]-->"}},
+		{conn.Exhausted, []string{"connecting --attempt-failed [budget spent]-->", "established --connection-lost [budget spent]-->"}},
+		{conn.Halted, []string{"connecting --attempt-failed [not released]-->", "established --connection-lost [not released]-->"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, transitionsInto(tt.to)); diff != "" {
@@ -151,7 +154,7 @@ func TestTableDispose(t *testing.T) {
 		}
 		if to, ok := spec.Targets(st.Name)[conn.EventDispose]; ok {
 			got = append(got, st.Name)
-			if to != conn.Disposing {
+			if !slices.Equal(to, []conn.State{conn.Disposing}) {
 				t.Errorf("dispose from %s leads to %s, want %s", st.Name, to, conn.Disposing)
 			}
 		}
@@ -159,7 +162,7 @@ func TestTableDispose(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("states where dispose is permitted (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[conn.Event]conn.State{conn.EventDisposed: conn.Disposed}, spec.Targets(conn.Disposing)); diff != "" {
+	if diff := cmp.Diff(map[conn.Event][]conn.State{conn.EventDisposed: {conn.Disposed}}, spec.Targets(conn.Disposing)); diff != "" {
 		t.Errorf("events out of disposing (-want +got):\n%s", diff)
 	}
 }

@@ -22,17 +22,17 @@ func BenchmarkFire(b *testing.B) {
 	}
 
 	b.Run("mcpfsm", func(b *testing.B) {
-		spec := fsm.Spec[string, string]{
+		spec := fsm.Spec[string, string, struct{}]{
 			Name:    "pingpong",
 			Initial: "a",
 			States:  []fsm.State[string]{{Name: "a"}, {Name: "b"}},
 			Events:  []fsm.Event[string]{{Name: "ping"}, {Name: "pong"}},
-			Transitions: []fsm.Transition[string, string]{
+			Transitions: []fsm.Transition[string, string, struct{}]{
 				{Event: "ping", From: []string{"a"}, To: "b"},
 				{Event: "pong", From: []string{"b"}, To: "a"},
 			},
 		}
-		m := mustNew(b, spec, fsm.Options[string, string]{})
+		m := mustNew(b, spec, fsm.Options[string, string, struct{}]{})
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if err := m.Fire(ctx, pingPong(i)); err != nil {

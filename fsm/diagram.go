@@ -10,20 +10,21 @@ import (
 // Diagram colours, shared by DOT and Mermaid so both drawings of one Spec
 // look alike.
 const (
-	failureFill   = "#f8d7da"
-	failureStroke = "#b02a37"
+	alarmFill     = "#f8d7da"
+	alarmStroke   = "#b02a37"
 	highlightFill = "#cfe2ff"
 	highlightLine = "#0a58ca"
 )
 
-// edge is one (from, event, to) triple of the table.
-type edge[S ~string, E ~string] struct {
+// edge is one (from, label, to) triple of the table; the label is the
+// event, with its guard's condition when it has one.
+type edge[S ~string] struct {
 	from, to S
-	ev       E
+	label    string
 }
 
 // sortedStates returns the state declarations sorted by name.
-func (s Spec[S, E]) sortedStates() []State[S] {
+func (s Spec[S, E, D]) sortedStates() []State[S] {
 	out := slices.Clone(s.States)
 	slices.SortFunc(out, func(a, b State[S]) int { return cmp.Compare(a.Name, b.Name) })
 	return out
@@ -31,15 +32,15 @@ func (s Spec[S, E]) sortedStates() []State[S] {
 
 // edges returns every (from, event, to) triple sorted by from, to, event and
 // deduplicated, so diagrams do not depend on declaration order.
-func (s Spec[S, E]) edges() []edge[S, E] {
-	var out []edge[S, E]
+func (s Spec[S, E, D]) edges() []edge[S] {
+	var out []edge[S]
 	for _, t := range s.Transitions {
 		for _, f := range t.From {
-			out = append(out, edge[S, E]{from: f, to: t.To, ev: t.Event})
+			out = append(out, edge[S]{from: f, to: t.To, label: t.Label()})
 		}
 	}
-	slices.SortFunc(out, func(a, b edge[S, E]) int {
-		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.ev, b.ev))
+	slices.SortFunc(out, func(a, b edge[S]) int {
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.label, b.label))
 	})
 	return slices.Compact(out)
 }
@@ -51,11 +52,12 @@ func oneLine(doc string) string { return strings.Join(strings.Fields(doc), " ") 
 // the Spec's content (not on declaration order, map order or any machine's
 // state): states and edges are sorted by name, and several events between
 // the same pair of states share one edge labelled with the events one per
-// line. Each state is labelled with its name and Doc; terminal states have
-// a double border, failure states are filled in red, and the highlighted
+// line; a guarded transition is labelled "event [when]". Each state is
+// labelled with its name and Doc; terminal states have a double border,
+// alarm states are filled in red, and the highlighted
 // states (undeclared names are ignored) are drawn bold and filled in blue.
 // The output ends with a newline.
-func (s Spec[S, E]) DOT(highlight ...S) string {
+func (s Spec[S, E, D]) DOT(highlight ...S) string {
 	var b strings.Builder
 	b.WriteString("digraph " + dotQuote(s.Name) + " {\n")
 	b.WriteString("\trankdir=LR;\n")
@@ -84,11 +86,11 @@ func (s Spec[S, E]) DOT(highlight ...S) string {
 		style := []string{"rounded"}
 		lit := slices.Contains(highlight, st.Name)
 		switch {
-		case st.Failure:
+		case st.Alarm:
 			style = append(style, "filled")
-			attrs = append(attrs, `fillcolor="`+failureFill+`"`)
+			attrs = append(attrs, `fillcolor="`+alarmFill+`"`)
 			if !lit {
-				attrs = append(attrs, `color="`+failureStroke+`"`)
+				attrs = append(attrs, `color="`+alarmStroke+`"`)
 			}
 		case lit:
 			style = append(style, "filled")
@@ -108,7 +110,7 @@ func (s Spec[S, E]) DOT(highlight ...S) string {
 	for i := 0; i < len(edges); {
 		j, labels := i, []string{}
 		for ; j < len(edges) && edges[j].from == edges[i].from && edges[j].to == edges[i].to; j++ {
-			labels = append(labels, dotEscape(string(edges[j].ev)))
+			labels = append(labels, dotEscape(edges[j].label))
 		}
 		b.WriteString("\t" + dotQuote(string(edges[i].from)) + " -> " + dotQuote(string(edges[i].to)) +
 			` [label="` + strings.Join(labels, `\n`) + "\"];\n")
@@ -130,10 +132,10 @@ func dotQuote(s string) string { return `"` + dotEscape(s) + `"` }
 // name, and each event between two states is drawn as its own arrow. States
 // whose name is not a plain identifier ([A-Za-z0-9_]) get one (for example
 // `state "failed-retrying" as failed_retrying`). Docs become state
-// descriptions, terminal states get an arrow to [*], failure states get the
-// class "failure" and highlighted states (undeclared names are ignored) the
+// descriptions, guarded transitions are labelled "event [when]", terminal
+// states get an arrow to [*], alarm states get the class "alarm" and highlighted states (undeclared names are ignored) the
 // class "highlight". The output ends with a newline.
-func (s Spec[S, E]) Mermaid(highlight ...S) string {
+func (s Spec[S, E, D]) Mermaid(highlight ...S) string {
 	states := s.sortedStates()
 	ids := mermaidIDs(states)
 
@@ -155,7 +157,7 @@ func (s Spec[S, E]) Mermaid(highlight ...S) string {
 	}
 	b.WriteString("    [*] --> " + mermaidID(ids, s.Initial) + "\n")
 	for _, e := range s.edges() {
-		b.WriteString("    " + mermaidID(ids, e.from) + " --> " + mermaidID(ids, e.to) + " : " + mermaidText(string(e.ev)) + "\n")
+		b.WriteString("    " + mermaidID(ids, e.from) + " --> " + mermaidID(ids, e.to) + " : " + mermaidText(e.label) + "\n")
 	}
 	for _, st := range states {
 		if st.Terminal {
@@ -163,23 +165,23 @@ func (s Spec[S, E]) Mermaid(highlight ...S) string {
 		}
 	}
 
-	var failed, lit []string
+	var alarm, lit []string
 	for _, st := range states {
-		if st.Failure {
-			failed = append(failed, ids[st.Name])
+		if st.Alarm {
+			alarm = append(alarm, ids[st.Name])
 		}
 		if slices.Contains(highlight, st.Name) {
 			lit = append(lit, ids[st.Name])
 		}
 	}
-	if len(failed) > 0 {
-		b.WriteString("    classDef failure fill:" + failureFill + ",stroke:" + failureStroke + ",color:#000\n")
+	if len(alarm) > 0 {
+		b.WriteString("    classDef alarm fill:" + alarmFill + ",stroke:" + alarmStroke + ",color:#000\n")
 	}
 	if len(lit) > 0 {
 		b.WriteString("    classDef highlight fill:" + highlightFill + ",stroke:" + highlightLine + ",stroke-width:3px,font-weight:bold\n")
 	}
-	if len(failed) > 0 {
-		b.WriteString("    class " + strings.Join(failed, ",") + " failure\n")
+	if len(alarm) > 0 {
+		b.WriteString("    class " + strings.Join(alarm, ",") + " alarm\n")
 	}
 	if len(lit) > 0 {
 		b.WriteString("    class " + strings.Join(lit, ",") + " highlight\n")

@@ -50,7 +50,7 @@ func TestDiagramGolden(t *testing.T) {
 
 // shuffled returns s with every declaration list (and every From list)
 // in a random order.
-func shuffled(r *rand.Rand, s fsm.Spec[connState, connEvent]) fsm.Spec[connState, connEvent] {
+func shuffled(r *rand.Rand, s fsm.Spec[connState, connEvent, connData]) fsm.Spec[connState, connEvent, connData] {
 	r.Shuffle(len(s.States), func(i, j int) { s.States[i], s.States[j] = s.States[j], s.States[i] })
 	r.Shuffle(len(s.Events), func(i, j int) { s.Events[i], s.Events[j] = s.Events[j], s.Events[i] })
 	r.Shuffle(len(s.Transitions), func(i, j int) { s.Transitions[i], s.Transitions[j] = s.Transitions[j], s.Transitions[i] })
@@ -82,7 +82,7 @@ func TestDiagramDeterministic(t *testing.T) {
 }
 
 func TestDiagramDoesNotDependOnMachineState(t *testing.T) {
-	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{})
+	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent, connData]{})
 	before := m.Spec().DOT()
 	fire(t, m, "dial", "established")
 	if m.Spec().DOT() != before {
@@ -91,14 +91,14 @@ func TestDiagramDoesNotDependOnMachineState(t *testing.T) {
 }
 
 func TestMermaidIDs(t *testing.T) {
-	s := fsm.Spec[string, string]{
+	s := fsm.Spec[string, string, struct{}]{
 		Name:    "ids",
 		Initial: "a-b",
 		States: []fsm.State[string]{
 			{Name: "a-b", Doc: `say "hi"; bye: now`}, {Name: "a_b"}, {Name: "a.b", Terminal: true}, {Name: "note"},
 		},
 		Events: []fsm.Event[string]{{Name: "go"}, {Name: "hop"}},
-		Transitions: []fsm.Transition[string, string]{
+		Transitions: []fsm.Transition[string, string, struct{}]{
 			{Event: "go", From: []string{"a-b"}, To: "a_b"},
 			{Event: "go", From: []string{"a_b"}, To: "a.b"},
 			{Event: "hop", From: []string{"a-b"}, To: "note"},
@@ -125,12 +125,12 @@ func TestMermaidIDs(t *testing.T) {
 }
 
 func TestDOTEscaping(t *testing.T) {
-	s := fsm.Spec[string, string]{
+	s := fsm.Spec[string, string, struct{}]{
 		Name:        `q"uote`,
 		Initial:     "__start",
 		States:      []fsm.State[string]{{Name: "__start", Doc: "back\\slash \"quoted\"\nsecond line"}},
 		Events:      []fsm.Event[string]{{Name: "e"}},
-		Transitions: []fsm.Transition[string, string]{{Event: "e", From: []string{"__start"}, To: "__start"}},
+		Transitions: []fsm.Transition[string, string, struct{}]{{Event: "e", From: []string{"__start"}, To: "__start"}},
 	}
 	want := `digraph "q\"uote" {
 	rankdir=LR;
@@ -148,12 +148,12 @@ func TestDOTEscaping(t *testing.T) {
 }
 
 func TestDOTMergesParallelEdges(t *testing.T) {
-	s := fsm.Spec[string, string]{
+	s := fsm.Spec[string, string, struct{}]{
 		Name:    "merge",
 		Initial: "up",
 		States:  []fsm.State[string]{{Name: "up"}, {Name: "down", Terminal: true}},
 		Events:  []fsm.Event[string]{{Name: "crash"}, {Name: "abort"}, {Name: "stop"}},
-		Transitions: []fsm.Transition[string, string]{
+		Transitions: []fsm.Transition[string, string, struct{}]{
 			{Event: "stop", From: []string{"up"}, To: "down"},
 			{Event: "crash", From: []string{"up"}, To: "down"},
 			{Event: "abort", From: []string{"up"}, To: "down"},

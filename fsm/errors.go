@@ -35,22 +35,33 @@ func (e *SpecError) Error() string {
 func (e *SpecError) Is(target error) bool { return target == ErrInvalidSpec }
 
 // EventError reports an event that is not permitted in the machine's current
-// state. It matches errors.Is(err, ErrInvalidEvent).
+// state: no transition for it leaves the state, or every such transition
+// is guarded and no guard accepted the event's data. It matches
+// errors.Is(err, ErrInvalidEvent).
 type EventError struct {
 	Machine   string   // Spec.Name of the machine
 	Event     string   // the rejected event
 	State     string   // the state the machine was in
 	Permitted []string // events permitted in State, sorted
+	// Guards lists, in order, the conditions (When) of the transitions
+	// whose guards all rejected the data; empty when the event has no
+	// transition from State.
+	Guards []string
 }
 
 // Error implements error. The message lists the events that would have been
-// accepted, because that is what a caller needs to fix the call site.
+// accepted, or the guards that refused, because that is what a caller
+// needs to fix the call site.
 func (e *EventError) Error() string {
 	var b strings.Builder
 	b.WriteString("fsm ")
 	b.WriteString(quote(e.Machine))
 	b.WriteString(": event ")
 	b.WriteString(e.Event)
+	if len(e.Guards) > 0 {
+		b.WriteString(" in state " + e.State + ": no guard accepted its data (tried: " + strings.Join(e.Guards, ", ") + ")")
+		return b.String()
+	}
 	b.WriteString(" is not permitted in state ")
 	b.WriteString(e.State)
 	b.WriteString(" (permitted: ")

@@ -13,17 +13,17 @@ type (
 	doorEvent string
 )
 
-func doorSpec() fsm.Spec[doorState, doorEvent] {
-	return fsm.Spec[doorState, doorEvent]{
+func doorSpec() fsm.Spec[doorState, doorEvent, struct{}] {
+	return fsm.Spec[doorState, doorEvent, struct{}]{
 		Name:    "door",
 		Initial: "closed",
 		States: []fsm.State[doorState]{
 			{Name: "closed", Doc: "Shut, can be opened."},
 			{Name: "open", Doc: "Wide open."},
-			{Name: "broken", Doc: "Off its hinges.", Terminal: true, Failure: true},
+			{Name: "broken", Doc: "Off its hinges.", Terminal: true, Alarm: true},
 		},
 		Events: []fsm.Event[doorEvent]{{Name: "open"}, {Name: "close"}, {Name: "kick"}},
-		Transitions: []fsm.Transition[doorState, doorEvent]{
+		Transitions: []fsm.Transition[doorState, doorEvent, struct{}]{
 			{Event: "open", From: []doorState{"closed"}, To: "open"},
 			{Event: "close", From: []doorState{"open"}, To: "closed"},
 			{Event: "kick", From: []doorState{"closed", "open"}, To: "broken"},
@@ -32,14 +32,14 @@ func doorSpec() fsm.Spec[doorState, doorEvent] {
 }
 
 func ExampleNew() {
-	var m *fsm.Machine[doorState, doorEvent]
-	m, err := fsm.New(doorSpec(), fsm.Options[doorState, doorEvent]{
-		OnEnter: map[doorState]func(context.Context, fsm.Step[doorState, doorEvent]){
+	var m *fsm.Machine[doorState, doorEvent, struct{}]
+	m, err := fsm.New(doorSpec(), fsm.Options[doorState, doorEvent, struct{}]{
+		OnEnter: map[doorState]func(context.Context, fsm.Step[doorState, doorEvent, struct{}]){
 			// A spring closes the door: firing from a callback queues the
 			// event, which runs once this transition has completed.
-			"open": func(ctx context.Context, _ fsm.Step[doorState, doorEvent]) { _ = m.Fire(ctx, "close") },
+			"open": func(ctx context.Context, _ fsm.Step[doorState, doorEvent, struct{}]) { _ = m.Fire(ctx, "close") },
 		},
-		Observer: func(st fsm.Step[doorState, doorEvent]) {
+		Observer: func(st fsm.Step[doorState, doorEvent, struct{}]) {
 			fmt.Printf("%s --%s--> %s\n", st.From, st.Event, st.To)
 		},
 	})
@@ -65,7 +65,7 @@ func ExampleNew() {
 
 func ExampleSpec_Validate() {
 	s := doorSpec()
-	s.Transitions = append(s.Transitions, fsm.Transition[doorState, doorEvent]{
+	s.Transitions = append(s.Transitions, fsm.Transition[doorState, doorEvent, struct{}]{
 		Event: "close", From: []doorState{"broken"}, To: "closed",
 	})
 	err := s.Validate()
@@ -90,9 +90,9 @@ func ExampleSpec_Mermaid() {
 	//     open --> broken : kick
 	//     open --> closed : close
 	//     broken --> [*]
-	//     classDef failure fill:#f8d7da,stroke:#b02a37,color:#000
+	//     classDef alarm fill:#f8d7da,stroke:#b02a37,color:#000
 	//     classDef highlight fill:#cfe2ff,stroke:#0a58ca,stroke-width:3px,font-weight:bold
-	//     class broken failure
+	//     class broken alarm
 	//     class open highlight
 }
 

@@ -11,10 +11,17 @@ import (
 	looplab "github.com/looplab/fsm"
 )
 
-// Step is one completed transition.
-type Step[S ~string, E ~string] struct {
+// Step is one completed transition, with the data its event was fired
+// with.
+type Step[S ~string, E ~string, D any] struct {
 	From, To S
 	Event    E
+	// When is the condition of the guard that chose the transition, or
+	// empty for an unguarded one.
+	When string
+	// Data is what the event was fired with ([Machine.FireWith]); the zero
+	// D for [Machine.Fire].
+	Data D
 }
 
 // Options are the callbacks of a [Machine]. The zero value is valid.
@@ -23,13 +30,17 @@ type Step[S ~string, E ~string] struct {
 // queue (see [Machine.Fire]), one at a time and never concurrently with each
 // other, so they need no locking among themselves. They may call any
 // Machine method, including Fire.
-type Options[S ~string, E ~string] struct {
-	// OnEnter callbacks run after the state changed, in the firing goroutine,
-	// before Observer. Keys must be declared states (New rejects unknown keys).
-	// ctx is the context passed to the Fire that queued the event.
-	OnEnter map[S]func(ctx context.Context, st Step[S, E])
+type Options[S ~string, E ~string, D any] struct {
+	// OnExit callbacks run before the state changes: the guard has chosen
+	// the transition, and State still reports the state being left. Keys
+	// must be declared states (New rejects unknown keys). If one panics,
+	// the transition does not happen.
+	OnExit map[S]func(ctx context.Context, st Step[S, E, D])
+	// OnEnter callbacks run after the state changed, before Observer.
+	// Keys must be declared states (New rejects unknown keys).
+	OnEnter map[S]func(ctx context.Context, st Step[S, E, D])
 	// Observer sees every completed transition exactly once, in order, after OnEnter.
-	Observer func(st Step[S, E])
+	Observer func(st Step[S, E, D])
 	// OnError receives errors of events that were queued (fired re-entrantly or
 	// while another Fire was draining) and turned out not permitted when their turn came.
 	// It also receives the context error of a queued event whose context
@@ -40,126 +51,152 @@ type Options[S ~string, E ~string] struct {
 
 // Machine is a typed state machine built by [New] from a validated [Spec].
 // Its methods are safe for concurrent use.
-type Machine[S ~string, E ~string] struct {
-	spec     Spec[S, E]
-	engine   *looplab.FSM // holds the current state; has no callbacks, so it never calls back into us
-	nodes    []node[S, E] // one per state, sorted by name
-	index    map[S]int    // state name -> nodes index
-	observer func(Step[S, E])
+//
+// The looplab/fsm engine holds the current state, answers Can and runs the
+// OnEnter callbacks and the Observer from its enter_state callback. The
+// Machine adds what looplab lacks: typed names, guards that choose among
+// the transitions of one event, data carried into every callback, exit
+// callbacks that cannot jam the engine, real self-loops, and a
+// run-to-completion queue that makes re-entrant firing safe.
+type Machine[S ~string, E ~string, D any] struct {
+	spec     Spec[S, E, D]
+	engine   *looplab.FSM
+	exits    map[S]map[E][]arc[S, D] // per state and event, in guard order
+	events   map[S][]E               // per state, the permitted events, sorted
+	names    map[E][]string          // per event, its engine event names
+	onEnter  map[S]func(context.Context, Step[S, E, D])
+	onExit   map[S]func(context.Context, Step[S, E, D])
+	observer func(Step[S, E, D])
 	onError  func(E, error)
-
-	// cur is the nodes index of the engine's state, kept for the draining
-	// goroutine, the only one that reads or writes it (the drain hand-over
-	// under mu orders one drainer's writes before the next one's reads).
-	// It spares the hot path the engine's lock and any hashing.
-	cur int
 
 	// mu guards the run-to-completion queue. It is never held while the
 	// engine or a callback runs, which is why Fire cannot deadlock.
 	mu       sync.Mutex
 	draining bool // some goroutine is inside drain; everyone else enqueues
-	queue    []pending[E]
+	queue    []pending[E, D]
 	head     int // queue[head:] are the events still to run
 }
 
-// node is one state with its exits sorted by event, so that Available
-// needs no sorting and step finds a target by binary search.
-type node[S ~string, E ~string] struct {
-	name    S
-	events  []E   // permitted events, sorted
-	targets []int // nodes index reached by events[i]
-	onEnter func(context.Context, Step[S, E])
+// arc is one transition out of one state, as the engine knows it.
+type arc[S ~string, D any] struct {
+	name  string // the engine's event name: the transition's Label
+	to    S
+	guard func(D) bool
+	when  string
 }
 
 // pending is a queued event. own marks the event of the goroutine that is
 // draining: its error is returned from Fire rather than sent to OnError.
-type pending[E ~string] struct {
-	ctx context.Context
-	ev  E
-	own bool
+type pending[E ~string, D any] struct {
+	ctx  context.Context
+	ev   E
+	data D
+	own  bool
+}
+
+// firing is what a step hands the engine, which passes it to its
+// enter_state callback: the caller's context and the step.
+type firing[S ~string, E ~string, D any] struct {
+	ctx  context.Context
+	step Step[S, E, D]
 }
 
 // New validates spec (see [Spec.Validate]) and opts, and returns a Machine in
-// spec.Initial. The Machine keeps deep copies of spec and of opts.OnEnter.
-// An OnEnter key that is not a declared state is reported as a [*SpecError]
-// matching [ErrInvalidSpec]; nil OnEnter entries are ignored.
-func New[S ~string, E ~string](spec Spec[S, E], opts Options[S, E]) (*Machine[S, E], error) {
+// spec.Initial. The Machine keeps deep copies of spec and of the callback
+// maps. An OnEnter or OnExit key that is not a declared state is reported
+// as a [*SpecError] matching [ErrInvalidSpec]; nil entries are ignored.
+func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D]) (*Machine[S, E, D], error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	spec = spec.clone()
-	for state := range opts.OnEnter {
-		if _, ok := spec.State(state); !ok {
-			return nil, &SpecError{Spec: spec.Name, Entry: fmt.Sprintf("Options.OnEnter[%q]", state),
-				Reason: "is not a declared state; a callback keyed by it would never run"}
+	for name, cbs := range map[string]map[S]func(context.Context, Step[S, E, D]){"OnEnter": opts.OnEnter, "OnExit": opts.OnExit} {
+		for state := range cbs {
+			if _, ok := spec.State(state); !ok {
+				return nil, &SpecError{Spec: spec.Name, Entry: fmt.Sprintf("Options.%s[%q]", name, state),
+					Reason: "is not a declared state; a callback keyed by it would never run"}
+			}
 		}
 	}
-	m := &Machine[S, E]{
+	m := &Machine[S, E, D]{
 		spec:     spec,
-		index:    make(map[S]int, len(spec.States)),
+		exits:    make(map[S]map[E][]arc[S, D], len(spec.States)),
+		events:   make(map[S][]E, len(spec.States)),
+		names:    make(map[E][]string, len(spec.Events)),
+		onEnter:  maps.Clone(opts.OnEnter),
+		onExit:   maps.Clone(opts.OnExit),
 		observer: opts.Observer,
 		onError:  opts.OnError,
 	}
-	for i, st := range spec.sortedStates() {
-		m.nodes = append(m.nodes, node[S, E]{name: st.Name, onEnter: opts.OnEnter[st.Name]})
-		m.index[st.Name] = i
-	}
-	for i := range m.nodes {
-		n := &m.nodes[i]
-		targets := spec.Targets(n.name)
-		n.events = slices.Sorted(maps.Keys(targets))
-		for _, ev := range n.events {
-			n.targets = append(n.targets, m.index[targets[ev]])
-		}
-	}
-	m.cur = m.index[spec.Initial]
-
-	descs := make([]looplab.EventDesc, 0, len(spec.Transitions))
+	var descs []looplab.EventDesc
 	for _, t := range spec.Transitions {
+		name := t.Label()
+		if !slices.Contains(m.names[t.Event], name) {
+			m.names[t.Event] = append(m.names[t.Event], name)
+		}
 		src := make([]string, len(t.From))
 		for i, f := range t.From {
 			src[i] = string(f)
+			if m.exits[f] == nil {
+				m.exits[f] = map[E][]arc[S, D]{}
+			}
+			m.exits[f][t.Event] = append(m.exits[f][t.Event], arc[S, D]{name: name, to: t.To, guard: t.Guard, when: t.When})
 		}
-		descs = append(descs, looplab.EventDesc{Name: string(t.Event), Src: src, Dst: string(t.To)})
+		descs = append(descs, looplab.EventDesc{Name: name, Src: src, Dst: string(t.To)})
 	}
-	// No looplab callbacks, ever: every looplab trap (ignored keys,
-	// deadlocking or nesting re-entrant calls, cancelled contexts jamming
-	// the machine) lives in its callback machinery.
-	m.engine = looplab.NewFSM(string(spec.Initial), descs, nil)
+	for state, byEvent := range m.exits {
+		m.events[state] = slices.Sorted(maps.Keys(byEvent))
+	}
+	// The engine's enter_state callback is the one looplab callback used:
+	// it runs after the engine changed state and released its event lock,
+	// so a callback may call Can or State, and a panic leaves no lock held.
+	m.engine = looplab.NewFSM(string(spec.Initial), descs, looplab.Callbacks{
+		"enter_state": func(_ context.Context, e *looplab.Event) { m.entered(e.Args[0].(*firing[S, E, D])) },
+	})
 	return m, nil
 }
 
-// Fire runs event ev to completion, or queues it.
+// Fire runs event ev, with the zero data, to completion, or queues it; see
+// [Machine.FireWith].
+func (m *Machine[S, E, D]) Fire(ctx context.Context, ev E) error {
+	var zero D
+	return m.FireWith(ctx, ev, zero)
+}
+
+// FireWith runs event ev with data to completion, or queues it.
 //
-// Events run one at a time, in FIFO order, from a queue. Fire appends ev to
-// the queue. If no drain is in progress, the caller drains: it runs ev and
-// then every event queued meanwhile (by callbacks or other goroutines), in
-// order, and returns ev's own error. If a drain is in progress (a callback
-// firing re-entrantly, or another goroutine firing concurrently), Fire
-// enqueues ev and returns nil at once; if ev turns out not to be permitted
-// when its turn comes, the error goes to [Options.OnError]. Hence Fire never
-// deadlocks, even when called from OnEnter, Observer or OnError, and a
-// callback that fires an event sees that event run only after the callback
-// (and the rest of its own transition) has returned.
+// Events run one at a time, in FIFO order, from a queue. FireWith appends
+// ev to the queue. If no drain is in progress, the caller drains: it runs
+// ev and then every event queued meanwhile (by callbacks or other
+// goroutines), in order, and returns ev's own error. If a drain is in
+// progress (a callback firing re-entrantly, or another goroutine firing
+// concurrently), FireWith enqueues ev and returns nil at once; if ev turns
+// out not to be permitted when its turn comes, the error goes to
+// [Options.OnError]. Hence FireWith never deadlocks, even when called from
+// a callback, and a callback that fires an event sees that event run only
+// after the callback (and the rest of its own transition) has returned.
 //
 // Running an event means: if ctx is done, return an error wrapping
-// ctx.Err() (and context.Cause(ctx)) without changing state; if ev is not
-// permitted in the current state, return an [*EventError]; otherwise change
-// state, then call OnEnter for the new state with ctx, then Observer.
-// A self-loop (a transition whose To is one of its From) is a real
-// transition: OnEnter runs again and Observer sees Step{From: s, To: s}.
+// ctx.Err() (and context.Cause(ctx)) without changing state; choose the
+// first transition of (current state, ev) whose guard accepts data, or
+// return an [*EventError] if there is none; call OnExit of the current
+// state; change state; call OnEnter of the new state; call Observer. Every
+// callback gets ctx and a [Step] carrying data. A self-loop (a transition
+// whose To is one of its From) is a real transition: OnExit and OnEnter
+// run again and Observer sees Step{From: s, To: s}.
 //
-// If a callback panics, the panic propagates out of the Fire that was
-// draining, the state change that preceded the callback stands, and the
-// machine stays usable: events still queued at that moment run, in order,
-// at the start of the next Fire (their errors then go to OnError).
-func (m *Machine[S, E]) Fire(ctx context.Context, ev E) error {
+// If a callback panics, the panic propagates out of the call that was
+// draining (a panic in OnExit or a guard leaves the state unchanged; one
+// in OnEnter or Observer leaves the new state), and the machine stays
+// usable: events still queued at that moment run, in order, at the start
+// of the next Fire (their errors then go to OnError).
+func (m *Machine[S, E, D]) FireWith(ctx context.Context, ev E, data D) error {
 	if ctx.Err() != nil {
 		return m.ctxError(ctx, ev)
 	}
 	m.mu.Lock()
 	if m.draining {
-		m.queue = append(m.queue, pending[E]{ctx: ctx, ev: ev})
+		m.queue = append(m.queue, pending[E, D]{ctx: ctx, ev: ev, data: data})
 		m.mu.Unlock()
 		return nil
 	}
@@ -167,17 +204,17 @@ func (m *Machine[S, E]) Fire(ctx context.Context, ev E) error {
 	backlog := m.head < len(m.queue)
 	if backlog {
 		// Events left behind by a panicking drain go first: FIFO is kept.
-		m.queue = append(m.queue, pending[E]{ctx: ctx, ev: ev, own: true})
+		m.queue = append(m.queue, pending[E, D]{ctx: ctx, ev: ev, data: data, own: true})
 	}
 	m.mu.Unlock()
-	return m.drain(ctx, ev, backlog)
+	return m.drain(pending[E, D]{ctx: ctx, ev: ev, data: data}, backlog)
 }
 
-// drain runs ev (unless it is already queued, when backlog is set) and then
+// drain runs p (unless it is already queued, when backlog is set) and then
 // the queue until it is empty. Only one goroutine drains at a time; the
 // draining flag is handed over under mu, which also orders one drainer's
 // callbacks before the next drainer's.
-func (m *Machine[S, E]) drain(ctx context.Context, ev E, backlog bool) (err error) {
+func (m *Machine[S, E, D]) drain(p pending[E, D], backlog bool) (err error) {
 	done := false
 	defer func() {
 		if done {
@@ -194,7 +231,7 @@ func (m *Machine[S, E]) drain(ctx context.Context, ev E, backlog bool) (err erro
 	}()
 
 	if !backlog {
-		err = m.step(ctx, ev)
+		err = m.step(p)
 	}
 	for {
 		m.mu.Lock()
@@ -206,11 +243,11 @@ func (m *Machine[S, E]) drain(ctx context.Context, ev E, backlog bool) (err erro
 			return err
 		}
 		p := m.queue[m.head]
-		m.queue[m.head] = pending[E]{} // do not pin the caller's ctx
+		m.queue[m.head] = pending[E, D]{} // do not pin the caller's ctx and data
 		m.head++
 		m.mu.Unlock()
 
-		perr := m.step(p.ctx, p.ev)
+		perr := m.step(p)
 		switch {
 		case p.own:
 			err = perr
@@ -221,49 +258,61 @@ func (m *Machine[S, E]) drain(ctx context.Context, ev E, backlog bool) (err erro
 }
 
 // step runs one event. Only the draining goroutine calls it, so the state
-// cannot change between reading from and asking the engine to move.
-func (m *Machine[S, E]) step(ctx context.Context, ev E) error {
-	if ctx.Err() != nil {
-		return m.ctxError(ctx, ev)
+// cannot change between choosing the transition and asking the engine to
+// take it.
+func (m *Machine[S, E, D]) step(p pending[E, D]) error {
+	if p.ctx.Err() != nil {
+		return m.ctxError(p.ctx, p.ev)
 	}
-	from := &m.nodes[m.cur]
-	i, ok := slices.BinarySearch(from.events, ev)
-	if !ok {
-		// The engine was built from the same validated table and would say
-		// the same, only after scanning all of its transitions.
-		return m.notPermitted(from, ev)
+	from := S(m.engine.Current())
+	arcs := m.exits[from][p.ev]
+	i := slices.IndexFunc(arcs, func(a arc[S, D]) bool { return a.guard == nil || a.guard(p.data) })
+	if i < 0 {
+		return m.notPermitted(from, p.ev, arcs)
 	}
-	// The engine gets a context that is never cancelled: looplab jams
-	// forever on a cancelled one (issue #115), and with no looplab callbacks
-	// it has no other use for ctx. Our callbacks get the caller's ctx.
-	switch err := m.engine.Event(context.Background(), string(ev)); err.(type) {
+	a := arcs[i]
+	f := &firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}}
+	// Exit callbacks run here, not in looplab's leave_state: looplab runs
+	// that under its event lock (Can would block) and a panic there leaves
+	// it "in transition" for ever.
+	if exit := m.onExit[from]; exit != nil {
+		exit(p.ctx, f.step)
+	}
+	// WithoutCancel: looplab jams for ever on a context cancelled during
+	// Event (issue #115); callbacks get the caller's ctx through f.
+	switch err := m.engine.Event(context.WithoutCancel(p.ctx), a.name, f); err.(type) {
 	case nil:
 	case looplab.NoTransitionError:
-		// looplab's name for a self-loop; for us it is a transition.
+		// looplab runs no enter_state for a self-loop; for us it is a transition.
+		m.entered(f)
 	default:
-		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.spec.Name, ev, from.name, err)
-	}
-	m.cur = from.targets[i]
-	to := &m.nodes[m.cur]
-	st := Step[S, E]{From: from.name, To: to.name, Event: ev}
-	if to.onEnter != nil {
-		to.onEnter(ctx, st)
-	}
-	if m.observer != nil {
-		m.observer(st)
+		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.spec.Name, a.name, from, err)
 	}
 	return nil
 }
 
-func (m *Machine[S, E]) notPermitted(from *node[S, E], ev E) error {
-	permitted := make([]string, len(from.events))
-	for i, e := range from.events {
-		permitted[i] = string(e)
+// entered runs the callbacks of a completed state change.
+func (m *Machine[S, E, D]) entered(f *firing[S, E, D]) {
+	if enter := m.onEnter[f.step.To]; enter != nil {
+		enter(f.ctx, f.step)
 	}
-	return &EventError{Machine: m.spec.Name, Event: string(ev), State: string(from.name), Permitted: permitted}
+	if m.observer != nil {
+		m.observer(f.step)
+	}
 }
 
-func (m *Machine[S, E]) ctxError(ctx context.Context, ev E) error {
+func (m *Machine[S, E, D]) notPermitted(from S, ev E, arcs []arc[S, D]) error {
+	e := &EventError{Machine: m.spec.Name, Event: string(ev), State: string(from)}
+	for _, p := range m.events[from] {
+		e.Permitted = append(e.Permitted, string(p))
+	}
+	for _, a := range arcs {
+		e.Guards = append(e.Guards, a.when)
+	}
+	return e
+}
+
+func (m *Machine[S, E, D]) ctxError(ctx context.Context, ev E) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != err {
 		return fmt.Errorf("fsm %q: event %s not fired: %w: %w", m.spec.Name, ev, err, cause)
@@ -271,7 +320,7 @@ func (m *Machine[S, E]) ctxError(ctx context.Context, ev E) error {
 	return fmt.Errorf("fsm %q: event %s not fired: %w", m.spec.Name, ev, err)
 }
 
-func (m *Machine[S, E]) report(ev E, err error) {
+func (m *Machine[S, E, D]) report(ev E, err error) {
 	if m.onError != nil {
 		m.onError(ev, err)
 		return
@@ -281,20 +330,30 @@ func (m *Machine[S, E]) report(ev E, err error) {
 }
 
 // State returns the current state. It is safe from any goroutine and from
-// callbacks, and never waits for a running callback: during OnEnter and
-// Observer it already reports the new state.
-func (m *Machine[S, E]) State() S { return S(m.engine.Current()) }
+// callbacks, and never waits for a running callback: during OnExit it
+// still reports the state being left, during OnEnter and Observer already
+// the new state.
+func (m *Machine[S, E, D]) State() S { return S(m.engine.Current()) }
 
-// Can reports whether ev is permitted in the current state. It is safe from
-// any goroutine, including from callbacks, and never deadlocks. From another
-// goroutine the answer may be stale by the time it is used: Fire decides.
-func (m *Machine[S, E]) Can(ev E) bool { return m.engine.Can(string(ev)) }
+// Can reports whether some transition for ev leaves the current state. It
+// does not consult guards, which need the event's data. It is safe from
+// any goroutine, including from callbacks, and never deadlocks. From
+// another goroutine the answer may be stale by the time it is used: Fire
+// decides.
+func (m *Machine[S, E, D]) Can(ev E) bool {
+	for _, name := range m.names[ev] {
+		if m.engine.Can(name) {
+			return true
+		}
+	}
+	return false
+}
 
 // Available returns the events permitted in the current state, sorted.
 // The caller owns the returned slice.
-func (m *Machine[S, E]) Available() []E {
-	return slices.Clone(m.nodes[m.index[m.State()]].events)
+func (m *Machine[S, E, D]) Available() []E {
+	return slices.Clone(m.events[m.State()])
 }
 
 // Spec returns a deep copy of the Spec the Machine was built from.
-func (m *Machine[S, E]) Spec() Spec[S, E] { return m.spec.clone() }
+func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.spec.clone() }

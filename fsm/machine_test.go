@@ -13,7 +13,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
 
-type step = fsm.Step[connState, connEvent]
+type step = fsm.Step[connState, connEvent, connData]
 
 func TestTransitions(t *testing.T) {
 	tests := []struct {
@@ -26,15 +26,15 @@ func TestTransitions(t *testing.T) {
 		{
 			name:      "happy path",
 			events:    []connEvent{"dial", "established", "close"},
-			wantSteps: []step{{"idle", "connecting", "dial"}, {"connecting", "connected", "established"}, {"connected", "closed", "close"}},
+			wantSteps: []step{{From: "idle", To: "connecting", Event: "dial"}, {From: "connecting", To: "connected", Event: "established"}, {From: "connected", To: "closed", Event: "close"}},
 			wantState: "closed",
 		},
 		{
 			name:   "drop and retry",
 			events: []connEvent{"dial", "drop", "retry", "established", "drop", "give_up"},
 			wantSteps: []step{
-				{"idle", "connecting", "dial"}, {"connecting", "failed-retrying", "drop"}, {"failed-retrying", "connecting", "retry"},
-				{"connecting", "connected", "established"}, {"connected", "failed-retrying", "drop"}, {"failed-retrying", "closed", "give_up"},
+				{From: "idle", To: "connecting", Event: "dial"}, {From: "connecting", To: "failed-retrying", Event: "drop"}, {From: "failed-retrying", To: "connecting", Event: "retry"},
+				{From: "connecting", To: "connected", Event: "established"}, {From: "connected", To: "failed-retrying", Event: "drop"}, {From: "failed-retrying", To: "closed", Event: "give_up"},
 			},
 			wantState: "closed",
 		},
@@ -47,14 +47,14 @@ func TestTransitions(t *testing.T) {
 		{
 			name:      "nothing leaves terminal",
 			events:    []connEvent{"close", "dial"},
-			wantSteps: []step{{"idle", "closed", "close"}},
+			wantSteps: []step{{From: "idle", To: "closed", Event: "close"}},
 			wantState: "closed",
 			wantErr:   `fsm "conn": event dial is not permitted in state closed (permitted: none)`,
 		},
 		{
 			name:      "undeclared event",
 			events:    []connEvent{"dial", "explode"},
-			wantSteps: []step{{"idle", "connecting", "dial"}},
+			wantSteps: []step{{From: "idle", To: "connecting", Event: "dial"}},
 			wantState: "connecting",
 			wantErr:   `fsm "conn": event explode is not permitted in state connecting (permitted: drop, established)`,
 		},
@@ -91,7 +91,7 @@ func TestTransitions(t *testing.T) {
 }
 
 func TestEventErrorFields(t *testing.T) {
-	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{})
+	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent, connData]{})
 	err := m.Fire(t.Context(), "ping")
 	var ee *fsm.EventError
 	if !errors.As(err, &ee) {
@@ -104,7 +104,7 @@ func TestEventErrorFields(t *testing.T) {
 }
 
 func TestCanAndAvailable(t *testing.T) {
-	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{})
+	m := mustNew(t, connSpec(), fsm.Options[connState, connEvent, connData]{})
 	fire(t, m, "dial", "established")
 	if diff := cmp.Diff([]connEvent{"close", "drop", "ping"}, m.Available()); diff != "" {
 		t.Errorf("Available (-want +got):\n%s", diff)
@@ -120,7 +120,7 @@ func TestCanAndAvailable(t *testing.T) {
 	}
 }
 
-func fire(t *testing.T, m *fsm.Machine[connState, connEvent], evs ...connEvent) {
+func fire(t *testing.T, m *fsm.Machine[connState, connEvent, connData], evs ...connEvent) {
 	t.Helper()
 	for _, ev := range evs {
 		if err := m.Fire(t.Context(), ev); err != nil {
@@ -132,7 +132,7 @@ func fire(t *testing.T, m *fsm.Machine[connState, connEvent], evs ...connEvent) 
 func TestFireReentrant(t *testing.T) {
 	var (
 		rec    recorder
-		m      *fsm.Machine[connState, connEvent]
+		m      *fsm.Machine[connState, connEvent, connData]
 		during []connState // State() as seen inside callbacks
 	)
 	opts := rec.options()
@@ -176,11 +176,11 @@ func TestFireReentrant(t *testing.T) {
 		t.Fatalf("Fire(dial): %v", err)
 	}
 	want := []step{
-		{"idle", "connecting", "dial"},
-		{"connecting", "connected", "established"},
-		{"connected", "connected", "ping"}, // queued by OnEnter(connected)
+		{From: "idle", To: "connecting", Event: "dial"},
+		{From: "connecting", To: "connected", Event: "established"},
+		{From: "connected", To: "connected", Event: "ping"}, // queued by OnEnter(connected)
 		// retry, queued next by OnEnter(connected), was not permitted
-		{"connected", "closed", "close"}, // queued by Observer, after OnEnter returned
+		{From: "connected", To: "closed", Event: "close"}, // queued by Observer, after OnEnter returned
 	}
 	if diff := cmp.Diff(want, rec.steps); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
@@ -222,12 +222,12 @@ func TestFireCancelledContext(t *testing.T) {
 	type key struct{}
 	live := context.WithValue(t.Context(), key{}, "v")
 	var gotValue any
-	m2 := mustNew(t, connSpec(), fsm.Options[connState, connEvent]{
+	m2 := mustNew(t, connSpec(), fsm.Options[connState, connEvent, connData]{
 		OnEnter: map[connState]func(context.Context, step){
 			"connecting": func(ctx context.Context, _ step) { gotValue = ctx.Value(key{}) },
 		},
 	})
-	for _, m := range []*fsm.Machine[connState, connEvent]{m, m2} {
+	for _, m := range []*fsm.Machine[connState, connEvent, connData]{m, m2} {
 		if err := m.Fire(live, "dial"); err != nil {
 			t.Fatalf("Fire after a cancelled Fire: %v", err)
 		}
@@ -242,7 +242,7 @@ func TestFireCancelledContext(t *testing.T) {
 
 func TestQueuedCancelledContextGoesToOnError(t *testing.T) {
 	var rec recorder
-	var m *fsm.Machine[connState, connEvent]
+	var m *fsm.Machine[connState, connEvent, connData]
 	opts := rec.options()
 	ctx, cancel := context.WithCancel(t.Context())
 	opts.OnEnter = map[connState]func(context.Context, step){
@@ -273,8 +273,8 @@ func TestSelfLoop(t *testing.T) {
 	if entered != 3 {
 		t.Errorf("OnEnter(connected) ran %d times, want 3 (enter + 2 self-loops)", entered)
 	}
-	want := []step{{"idle", "connecting", "dial"}, {"connecting", "connected", "established"},
-		{"connected", "connected", "ping"}, {"connected", "connected", "ping"}}
+	want := []step{{From: "idle", To: "connecting", Event: "dial"}, {From: "connecting", To: "connected", Event: "established"},
+		{From: "connected", To: "connected", Event: "ping"}, {From: "connected", To: "connected", Event: "ping"}}
 	if diff := cmp.Diff(want, rec.steps); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
@@ -287,8 +287,8 @@ func TestQueuedErrorLoggedWithoutOnError(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(prev)
 
-	var m *fsm.Machine[connState, connEvent]
-	m = mustNew(t, connSpec(), fsm.Options[connState, connEvent]{
+	var m *fsm.Machine[connState, connEvent, connData]
+	m = mustNew(t, connSpec(), fsm.Options[connState, connEvent, connData]{
 		OnEnter: map[connState]func(context.Context, step){
 			"connecting": func(ctx context.Context, _ step) { _ = m.Fire(ctx, "close") },
 		},

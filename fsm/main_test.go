@@ -13,26 +13,27 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type (
 	connState string
 	connEvent string
+	connData  = int // what the tests' events carry; only guards read it
 )
 
 // connSpec is the example table shared by the tests: a connection that
 // dials, may fail and retry, pings itself while connected, and closes.
-func connSpec() fsm.Spec[connState, connEvent] {
-	return fsm.Spec[connState, connEvent]{
+func connSpec() fsm.Spec[connState, connEvent, connData] {
+	return fsm.Spec[connState, connEvent, connData]{
 		Name:    "conn",
 		Initial: "idle",
 		States: []fsm.State[connState]{
 			{Name: "idle", Doc: "Not connected; waiting for a dial."},
 			{Name: "connecting", Doc: "Dialling the server."},
 			{Name: "connected", Doc: "Session is up."},
-			{Name: "failed-retrying", Doc: "Connection lost; backing off.", Failure: true},
+			{Name: "failed-retrying", Doc: "Connection lost; backing off.", Alarm: true},
 			{Name: "closed", Doc: "Shut down for good.", Terminal: true},
 		},
 		Events: []fsm.Event[connEvent]{
 			{Name: "dial"}, {Name: "established"}, {Name: "drop"}, {Name: "retry"},
 			{Name: "give_up"}, {Name: "close"}, {Name: "ping", Doc: "Keep-alive."},
 		},
-		Transitions: []fsm.Transition[connState, connEvent]{
+		Transitions: []fsm.Transition[connState, connEvent, connData]{
 			{Event: "dial", From: []connState{"idle"}, To: "connecting"},
 			{Event: "established", From: []connState{"connecting"}, To: "connected"},
 			{Event: "drop", From: []connState{"connecting", "connected"}, To: "failed-retrying"},
@@ -47,18 +48,18 @@ func connSpec() fsm.Spec[connState, connEvent] {
 // recorder collects steps and queued errors. It needs no lock: Machine
 // promises its callbacks never run concurrently, and -race checks that.
 type recorder struct {
-	steps []fsm.Step[connState, connEvent]
+	steps []fsm.Step[connState, connEvent, connData]
 	errs  []error
 }
 
-func (r *recorder) options() fsm.Options[connState, connEvent] {
-	return fsm.Options[connState, connEvent]{
-		Observer: func(st fsm.Step[connState, connEvent]) { r.steps = append(r.steps, st) },
+func (r *recorder) options() fsm.Options[connState, connEvent, connData] {
+	return fsm.Options[connState, connEvent, connData]{
+		Observer: func(st fsm.Step[connState, connEvent, connData]) { r.steps = append(r.steps, st) },
 		OnError:  func(_ connEvent, err error) { r.errs = append(r.errs, err) },
 	}
 }
 
-func mustNew[S ~string, E ~string](t testing.TB, spec fsm.Spec[S, E], opts fsm.Options[S, E]) *fsm.Machine[S, E] {
+func mustNew[S ~string, E ~string, D any](t testing.TB, spec fsm.Spec[S, E, D], opts fsm.Options[S, E, D]) *fsm.Machine[S, E, D] {
 	t.Helper()
 	m, err := fsm.New(spec, opts)
 	if err != nil {

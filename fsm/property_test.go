@@ -20,7 +20,7 @@ type key struct{ state, event string }
 // every state reachable, extra random edges (self-loops included) fill the
 // table, only used events are declared, and only states without outgoing
 // edges may be terminal. It returns the spec and its reference table.
-func genSpec(t *rapid.T) (fsm.Spec[string, string], map[key]string) {
+func genSpec(t *rapid.T) (fsm.Spec[string, string, struct{}], map[key]string) {
 	nStates := rapid.IntRange(1, 6).Draw(t, "states")
 	nEvents := rapid.IntRange(1, 4).Draw(t, "events")
 	state := func(i int) string { return fmt.Sprintf("s-%d", i) } // '-' exercises Mermaid ids
@@ -40,7 +40,7 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string], map[key]string) {
 		}
 	}
 
-	spec := fsm.Spec[string, string]{Name: "random", Initial: state(0)}
+	spec := fsm.Spec[string, string, struct{}]{Name: "random", Initial: state(0)}
 	hasOut := map[string]bool{}
 	grouped := map[[2]string][]string{} // (event, to) -> from, so From lists have several entries
 	used := map[string]bool{}
@@ -55,7 +55,7 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string], map[key]string) {
 			Name:     s,
 			Doc:      "state " + s,
 			Terminal: !hasOut[s] && rapid.Bool().Draw(t, "terminal"),
-			Failure:  rapid.Bool().Draw(t, "failure"),
+			Alarm:  rapid.Bool().Draw(t, "failure"),
 		})
 	}
 	for j := range nEvents {
@@ -71,7 +71,7 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string], map[key]string) {
 	for _, g := range groups {
 		from := grouped[g]
 		slices.Sort(from)
-		spec.Transitions = append(spec.Transitions, fsm.Transition[string, string]{Event: g[0], From: from, To: g[1]})
+		spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, struct{}]{Event: g[0], From: from, To: g[1]})
 	}
 	return spec, table
 }
@@ -92,7 +92,7 @@ type pend struct {
 
 // fire returns the expected steps, the events expected at OnError, and
 // whether the caller's own event fails.
-func (md *model) fire(ev string) (steps []fsm.Step[string, string], errEvents []string, ownErr bool) {
+func (md *model) fire(ev string) (steps []fsm.Step[string, string, struct{}], errEvents []string, ownErr bool) {
 	queue := []pend{{ev, true}}
 	for len(queue) > 0 {
 		p := queue[0]
@@ -106,7 +106,7 @@ func (md *model) fire(ev string) (steps []fsm.Step[string, string], errEvents []
 			}
 			continue
 		}
-		steps = append(steps, fsm.Step[string, string]{From: md.cur, To: to, Event: p.ev})
+		steps = append(steps, fsm.Step[string, string, struct{}]{From: md.cur, To: to, Event: p.ev})
 		md.cur = to
 		for _, r := range md.react[to] {
 			if md.budget > 0 {
@@ -151,14 +151,14 @@ func TestPropertyMatchesModel(t *testing.T) {
 		}
 
 		var (
-			m         *fsm.Machine[string, string]
+			m         *fsm.Machine[string, string, struct{}]
 			budget    = md.budget
-			steps     []fsm.Step[string, string]
+			steps     []fsm.Step[string, string, struct{}]
 			errEvents []string
 		)
-		opts := fsm.Options[string, string]{
-			OnEnter:  map[string]func(context.Context, fsm.Step[string, string]){},
-			Observer: func(st fsm.Step[string, string]) { steps = append(steps, st) },
+		opts := fsm.Options[string, string, struct{}]{
+			OnEnter:  map[string]func(context.Context, fsm.Step[string, string, struct{}]){},
+			Observer: func(st fsm.Step[string, string, struct{}]) { steps = append(steps, st) },
 			OnError: func(ev string, err error) {
 				if !errors.Is(err, fsm.ErrInvalidEvent) {
 					t.Errorf("OnError(%s) got %v, want ErrInvalidEvent", ev, err)
@@ -167,7 +167,7 @@ func TestPropertyMatchesModel(t *testing.T) {
 			},
 		}
 		for _, s := range spec.States {
-			opts.OnEnter[s.Name] = func(ctx context.Context, _ fsm.Step[string, string]) {
+			opts.OnEnter[s.Name] = func(ctx context.Context, _ fsm.Step[string, string, struct{}]) {
 				for _, r := range md.react[s.Name] {
 					if budget > 0 {
 						budget--
@@ -227,7 +227,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 	names := []string{"", "a", "b", "c"}
 	name := rapid.SampledFrom(names)
 	rapid.Check(t, func(t *rapid.T) {
-		spec := fsm.Spec[string, string]{
+		spec := fsm.Spec[string, string, struct{}]{
 			Name:    rapid.SampledFrom([]string{"", "x"}).Draw(t, "name"),
 			Initial: name.Draw(t, "initial"),
 		}
@@ -238,7 +238,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 			spec.Events = append(spec.Events, fsm.Event[string]{Name: n})
 		}
 		for range rapid.IntRange(0, 5).Draw(t, "transitions") {
-			spec.Transitions = append(spec.Transitions, fsm.Transition[string, string]{
+			spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, struct{}]{
 				Event: name.Draw(t, "event"), From: rapid.SliceOfN(name, 0, 2).Draw(t, "from"), To: name.Draw(t, "to"),
 			})
 		}
@@ -251,7 +251,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 			}
 			return
 		}
-		m, err := fsm.New(spec, fsm.Options[string, string]{})
+		m, err := fsm.New(spec, fsm.Options[string, string, struct{}]{})
 		if err != nil {
 			t.Fatalf("New rejected a valid spec: %v", err)
 		}

@@ -10,7 +10,9 @@ type State[S ~string] struct {
 	Name     S
 	Doc      string // one line; used as diagram label/note
 	Terminal bool   // no transition may leave it
-	Failure  bool   // drawn in a distinct failure colour
+	// Alarm draws the state in the diagrams' alarm colour (red): a state
+	// an operator should notice. It has no effect on the machine.
+	Alarm bool
 }
 
 // Event declares one event of a [Spec].
@@ -22,23 +24,50 @@ type Event[E ~string] struct {
 // Transition says that Event moves the machine from any of the From states
 // to To. A transition whose To is one of its From states is a self-loop; it
 // is a real transition (see [Machine.Fire]).
-type Transition[S ~string, E ~string] struct {
+//
+// Several transitions may share a (from, event) pair when all but the last
+// have a Guard: the machine takes the first, in declaration order, whose
+// Guard accepts the data the event was fired with (a nil Guard accepts
+// everything). So the table, not the code that fires the event, chooses
+// among the outcomes of one event.
+type Transition[S ~string, E ~string, D any] struct {
 	Event E
 	From  []S
 	To    S
+	// Guard, if set, decides from the event's data whether this transition
+	// is taken. It must be a pure function of its argument: it runs on the
+	// firing goroutine before anything changes, and may run for a
+	// transition that is then not taken.
+	Guard func(D) bool
+	// When names the Guard's condition, as diagrams and errors show it
+	// ("event [when]"). It is required with a Guard and forbidden without.
+	When string
+}
+
+// Label is the transition's name in diagrams: "event" or "event [when]".
+func (t Transition[S, E, D]) Label() string {
+	if t.When == "" {
+		return string(t.Event)
+	}
+	return string(t.Event) + " [" + t.When + "]"
 }
 
 // Spec is the declaration of a state machine: the single table that
-// [New], [Spec.DOT], [Spec.Mermaid] and tests all read.
+// [New], [Spec.DOT], [Spec.Mermaid] and tests all read. S names its states,
+// E its events, and D is the data an event carries ([Machine.FireWith]):
+// guards read it, and callbacks and the observer receive it in [Step].
+// A machine whose events carry nothing uses struct{}.
 //
-// The order of declarations carries no meaning: machines and diagrams built
-// from two Specs that differ only in declaration order are identical.
-type Spec[S ~string, E ~string] struct {
+// The order of declarations carries no meaning, except among the guarded
+// transitions of one (from, event) pair, which are tried in order: machines
+// and diagrams built from two Specs that differ only in the order of other
+// declarations are identical.
+type Spec[S ~string, E ~string, D any] struct {
 	Name        string
 	Initial     S
 	States      []State[S]
 	Events      []Event[E]
-	Transitions []Transition[S, E]
+	Transitions []Transition[S, E, D]
 }
 
 // Validate reports the first problem of the table as a [*SpecError] naming
@@ -47,13 +76,16 @@ type Spec[S ~string, E ~string] struct {
 // It rejects: an empty spec name; empty state or event names; duplicate
 // state or event declarations; a state used (Initial, From, To) but not
 // declared; an event used but not declared; a declared event never used;
-// a duplicate (from, event) pair; a state unreachable from Initial; a
-// transition out of a terminal state; a transition with no From.
+// a (from, event) pair whose transitions are not all guarded but the last
+// (an unguarded transition ends the pair); a Guard without When or When
+// without Guard; two guarded transitions of one pair with the same When;
+// a state unreachable from Initial; a transition out of a terminal state;
+// a transition with no From.
 //
 // Checks run in a fixed order (name, states, events, initial, transitions
 // in declaration order, unused events, unreachable states), so the same
 // Spec always yields the same error.
-func (s Spec[S, E]) Validate() error {
+func (s Spec[S, E, D]) Validate() error {
 	fail := func(entry, format string, args ...any) error {
 		return &SpecError{Spec: s.Name, Entry: entry, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -93,12 +125,23 @@ func (s Spec[S, E]) Validate() error {
 		from S
 		ev   E
 	}
-	seen := make(map[pair]int)
+	type arm struct {
+		last  int             // the latest transition of the pair
+		ended bool            // an unguarded transition closed the pair
+		whens map[string]bool // the When of every guarded transition
+	}
+	seen := make(map[pair]*arm)
 	used := make(map[E]bool, len(s.Events))
 	for i, t := range s.Transitions {
 		entry := fmt.Sprintf("Transitions[%d] (event %q)", i, t.Event)
 		if t.Event == "" {
 			return fail(fmt.Sprintf("Transitions[%d]", i), "has an empty event name")
+		}
+		if t.Guard != nil && t.When == "" {
+			return fail(entry, "has a Guard but no When; name the condition, diagrams and errors show it")
+		}
+		if t.Guard == nil && t.When != "" {
+			return fail(entry, "has When %q but no Guard; add the Guard or drop the When", t.When)
 		}
 		if _, ok := events[t.Event]; !ok {
 			return fail(entry, "event %q is not declared; add it to Events", t.Event)
@@ -119,13 +162,20 @@ func (s Spec[S, E]) Validate() error {
 				return fail(entry, "leaves terminal state %q; terminal states have no outgoing transitions", from)
 			}
 			p := pair{from, t.Event}
-			if j, dup := seen[p]; dup {
-				if j == i {
-					return fail(entry, "lists source state %q twice", from)
-				}
-				return fail(entry, "duplicates Transitions[%d] for (from %q, event %q); a (from, event) pair must have one target", j, from, t.Event)
+			a := seen[p]
+			switch {
+			case a == nil:
+				a = &arm{last: -1, whens: map[string]bool{}}
+				seen[p] = a
+			case a.last == i:
+				return fail(entry, "lists source state %q twice", from)
+			case a.ended:
+				return fail(entry, "duplicates Transitions[%d] for (from %q, event %q); a (from, event) pair must have one target, or guards on all of its transitions but the last", a.last, from, t.Event)
+			case t.When != "" && a.whens[t.When]:
+				return fail(entry, "repeats the guard %q of Transitions[%d] for (from %q, event %q); name each condition once", t.When, a.last, from, t.Event)
 			}
-			seen[p] = i
+			a.last, a.ended = i, t.Guard == nil
+			a.whens[t.When] = true
 		}
 	}
 	for i, ev := range s.Events {
@@ -144,7 +194,7 @@ func (s Spec[S, E]) Validate() error {
 }
 
 // reachable returns the states reachable from Initial (Initial included).
-func (s Spec[S, E]) reachable() map[S]bool {
+func (s Spec[S, E, D]) reachable() map[S]bool {
 	reach := map[S]bool{s.Initial: true}
 	work := []S{s.Initial}
 	for len(work) > 0 {
@@ -161,7 +211,7 @@ func (s Spec[S, E]) reachable() map[S]bool {
 }
 
 // State returns the declaration of the named state.
-func (s Spec[S, E]) State(name S) (State[S], bool) {
+func (s Spec[S, E, D]) State(name S) (State[S], bool) {
 	for _, st := range s.States {
 		if st.Name == name {
 			return st, true
@@ -171,7 +221,7 @@ func (s Spec[S, E]) State(name S) (State[S], bool) {
 }
 
 // Event returns the declaration of the named event.
-func (s Spec[S, E]) Event(name E) (Event[E], bool) {
+func (s Spec[S, E, D]) Event(name E) (Event[E], bool) {
 	for _, ev := range s.Events {
 		if ev.Name == name {
 			return ev, true
@@ -180,15 +230,25 @@ func (s Spec[S, E]) Event(name E) (Event[E], bool) {
 	return Event[E]{}, false
 }
 
-// Targets returns, for every event permitted in state from, the state it
-// leads to. It returns an empty, non-nil map for terminal or unknown states.
-// If the Spec is invalid and lists a (from, event) pair twice, the last
-// declaration wins, as it does in looplab.
-func (s Spec[S, E]) Targets(from S) map[E]S {
-	out := make(map[E]S)
+// Targets returns, for every event permitted in state from, the states it
+// may lead to, in the order their guards are tried (one state for an
+// unguarded event). It returns an empty, non-nil map for terminal or
+// unknown states.
+func (s Spec[S, E, D]) Targets(from S) map[E][]S {
+	out := make(map[E][]S)
+	for _, t := range s.Exits(from) {
+		out[t.Event] = append(out[t.Event], t.To)
+	}
+	return out
+}
+
+// Exits returns the transitions that leave state from, in declaration
+// order, which is the order their guards are tried.
+func (s Spec[S, E, D]) Exits(from S) []Transition[S, E, D] {
+	var out []Transition[S, E, D]
 	for _, t := range s.Transitions {
 		if slices.Contains(t.From, from) {
-			out[t.Event] = t.To
+			out = append(out, t)
 		}
 	}
 	return out
@@ -196,7 +256,7 @@ func (s Spec[S, E]) Targets(from S) map[E]S {
 
 // Sources returns the states with a transition into to, sorted and
 // deduplicated. A self-loop makes to one of its own sources.
-func (s Spec[S, E]) Sources(to S) []S {
+func (s Spec[S, E, D]) Sources(to S) []S {
 	var out []S
 	for _, t := range s.Transitions {
 		if t.To == to {
@@ -210,11 +270,11 @@ func (s Spec[S, E]) Sources(to S) []S {
 // clone returns a deep copy, so that a Machine cannot be changed through
 // slices its caller still holds, and callers of [Machine.Spec] cannot change
 // the Machine.
-func (s Spec[S, E]) clone() Spec[S, E] {
+func (s Spec[S, E, D]) clone() Spec[S, E, D] {
 	c := s
 	c.States = slices.Clone(s.States)
 	c.Events = slices.Clone(s.Events)
-	c.Transitions = make([]Transition[S, E], len(s.Transitions))
+	c.Transitions = make([]Transition[S, E, D], len(s.Transitions))
 	for i, t := range s.Transitions {
 		t.From = slices.Clone(t.From)
 		c.Transitions[i] = t

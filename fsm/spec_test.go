@@ -11,8 +11,8 @@ import (
 )
 
 type (
-	spec = fsm.Spec[connState, connEvent]
-	tr   = fsm.Transition[connState, connEvent]
+	spec = fsm.Spec[connState, connEvent, connData]
+	tr   = fsm.Transition[connState, connEvent, connData]
 )
 
 func TestValidate(t *testing.T) {
@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		}, `fsm: invalid spec "conn": Transitions[7] (event "dial"): leaves terminal state "closed"; terminal states have no outgoing transitions`},
 		{"duplicate pair", func(s *spec) {
 			s.Transitions = append(s.Transitions, tr{Event: "drop", From: []connState{"connected"}, To: "idle"})
-		}, `fsm: invalid spec "conn": Transitions[7] (event "drop"): duplicates Transitions[2] for (from "connected", event "drop"); a (from, event) pair must have one target`},
+		}, `fsm: invalid spec "conn": Transitions[7] (event "drop"): duplicates Transitions[2] for (from "connected", event "drop"); a (from, event) pair must have one target, or guards on all of its transitions but the last`},
 		{"duplicate source in one transition", func(s *spec) { s.Transitions[5].From = []connState{"idle", "idle"} },
 			`fsm: invalid spec "conn": Transitions[5] (event "close"): lists source state "idle" twice`},
 		{"unused event", func(s *spec) { s.Events = append(s.Events, fsm.Event[connEvent]{Name: "reset"}) },
@@ -86,7 +86,7 @@ func TestValidate(t *testing.T) {
 			if !errors.As(err, &se) || se.Spec != s.Name {
 				t.Errorf("errors.As(err, *SpecError) failed or wrong Spec: %#v", err)
 			}
-			if _, nerr := fsm.New(s, fsm.Options[connState, connEvent]{}); nerr == nil || nerr.Error() != err.Error() {
+			if _, nerr := fsm.New(s, fsm.Options[connState, connEvent, connData]{}); nerr == nil || nerr.Error() != err.Error() {
 				t.Errorf("New error = %v, want the Validate error", nerr)
 			}
 		})
@@ -94,8 +94,8 @@ func TestValidate(t *testing.T) {
 }
 
 func TestNewRejectsUnknownOnEnterKey(t *testing.T) {
-	_, err := fsm.New(connSpec(), fsm.Options[connState, connEvent]{
-		OnEnter: map[connState]func(ctx context.Context, st fsm.Step[connState, connEvent]){"conected": nil},
+	_, err := fsm.New(connSpec(), fsm.Options[connState, connEvent, connData]{
+		OnEnter: map[connState]func(ctx context.Context, st fsm.Step[connState, connEvent, connData]){"conected": nil},
 	})
 	want := `fsm: invalid spec "conn": Options.OnEnter["conected"]: is not a declared state; a callback keyed by it would never run`
 	if err == nil || err.Error() != want || !errors.Is(err, fsm.ErrInvalidSpec) {
@@ -114,10 +114,10 @@ func TestSpecLookups(t *testing.T) {
 	if ev, ok := s.Event("ping"); !ok || ev.Doc != "Keep-alive." {
 		t.Errorf("Event(ping) = %+v, %v", ev, ok)
 	}
-	if diff := cmp.Diff(map[connEvent]connState{"established": "connected", "drop": "failed-retrying"}, s.Targets("connecting")); diff != "" {
+	if diff := cmp.Diff(map[connEvent][]connState{"established": {"connected"}, "drop": {"failed-retrying"}}, s.Targets("connecting")); diff != "" {
 		t.Errorf("Targets(connecting) (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[connEvent]connState{}, s.Targets("closed")); diff != "" {
+	if diff := cmp.Diff(map[connEvent][]connState{}, s.Targets("closed")); diff != "" {
 		t.Errorf("Targets(closed) (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]connState{"connected", "connecting"}, s.Sources("failed-retrying")); diff != "" {
@@ -133,7 +133,7 @@ func TestSpecLookups(t *testing.T) {
 
 func TestMachineSpecIsACopy(t *testing.T) {
 	orig := connSpec()
-	m := mustNew(t, orig, fsm.Options[connState, connEvent]{})
+	m := mustNew(t, orig, fsm.Options[connState, connEvent, connData]{})
 	orig.Transitions[0].From[0] = "connected" // caller mutates its table afterwards
 	got := m.Spec()
 	got.States[0].Name = "mutated"

@@ -107,7 +107,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.FailedRetrying, conn.Connecting, conn.EventBackoffElapsed, 2, 0},
 				{conn.Connecting, conn.FailedRetrying, conn.EventAttemptFailed, 3, 4 * time.Second},
 				{conn.FailedRetrying, conn.Connecting, conn.EventBackoffElapsed, 3, 0},
-				{conn.Connecting, conn.Exhausted, conn.EventBudgetExhausted, 3, 0},
+				{conn.Connecting, conn.Exhausted, conn.EventAttemptFailed, 3, 0},
 			},
 			logs: []conntest.LogLine{
 				warnLine("connection attempt failed: open transport: generation 1 refused"),
@@ -141,7 +141,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Established, conn.LostReconnecting, conn.EventConnectionLost, 3, 4 * time.Second},
 				{conn.LostReconnecting, conn.Connecting, conn.EventBackoffElapsed, 3, 0},
 				{conn.Connecting, conn.Established, conn.EventConnected, 3, 0},
-				{conn.Established, conn.Exhausted, conn.EventBudgetExhausted, 3, 0},
+				{conn.Established, conn.Exhausted, conn.EventConnectionLost, 3, 0},
 			},
 			logs: []conntest.LogLine{
 				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
@@ -177,7 +177,7 @@ func TestConnectionMachine(t *testing.T) {
 			script: []step{expect(conn.Established), crash, expect(conn.LostDisabled), expectTools("mcp__fx__echo")},
 			want: []rec{
 				{conn.Connecting, conn.Established, conn.EventConnected, 0, 0},
-				{conn.Established, conn.LostDisabled, conn.EventConnectionLostNoRetry, 0, 0},
+				{conn.Established, conn.LostDisabled, conn.EventConnectionLost, 0, 0},
 			},
 			logs: []conntest.LogLine{
 				errorLine("connection lost and reconnect is disabled; registered tools will fail until you fix the server, then reload its configuration or restart the host"),
@@ -189,7 +189,7 @@ func TestConnectionMachine(t *testing.T) {
 			policy: disabled,
 			script: []step{expect(conn.FailedDisabled), expectTools()},
 			want: []rec{
-				{conn.Connecting, conn.FailedDisabled, conn.EventAttemptFailedNoRetry, 0, 0},
+				{conn.Connecting, conn.FailedDisabled, conn.EventAttemptFailed, 0, 0},
 			},
 			logs: []conntest.LogLine{
 				warnLine("connection attempt failed: open transport: generation 1 refused"),

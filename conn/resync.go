@@ -1,0 +1,133 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpfsm/mcpfsm/fsm"
+)
+
+// SyncState is a state of a generation's tool-sync machine ([SyncTable]).
+type SyncState string
+
+// The states of the tool-sync machine.
+const (
+	// SyncListing: a tools/list is in flight (the attempt's own, or a re-sync).
+	SyncListing SyncState = "listing"
+	// SyncStale: a list_changed arrived while listing; list again when done.
+	SyncStale SyncState = "listing-stale"
+	// SyncIdle: the registered tools are the last listing's.
+	SyncIdle SyncState = "in-sync"
+)
+
+// SyncEvent is an event of the tool-sync machine.
+type SyncEvent string
+
+// The events of the tool-sync machine.
+const (
+	// SyncChanged: the server sent notifications/tools/list_changed.
+	SyncChanged SyncEvent = "list-changed"
+	// SyncListed: a listing finished (and, if it succeeded, was swapped in).
+	SyncListed SyncEvent = "listed"
+)
+
+// SyncTable returns the declaration of the tool-sync machine each
+// generation runs on the supervisor's loop: at most one listing at a time,
+// and a storm of list_changed notifications costs at most one more. A
+// generation starts in listing, because its attempt lists the tools, so a
+// notification that arrives before the connection is up only marks the
+// listing stale: the attempt's own listing still decides startup, and the
+// re-sync follows once the generation is established.
+func SyncTable() fsm.Spec[SyncState, SyncEvent, struct{}] {
+	return fsm.Spec[SyncState, SyncEvent, struct{}]{
+		Name:    "tool-sync",
+		Initial: SyncListing,
+		States: []fsm.State[SyncState]{
+			{Name: SyncListing, Doc: "tools/list in flight"},
+			{Name: SyncStale, Doc: "tools/list in flight; the server changed its tools meanwhile"},
+			{Name: SyncIdle, Doc: "registered tools are the last listing's"},
+		},
+		Events: []fsm.Event[SyncEvent]{
+			{Name: SyncChanged, Doc: "notifications/tools/list_changed arrived"},
+			{Name: SyncListed, Doc: "a listing finished"},
+		},
+		Transitions: []fsm.Transition[SyncState, SyncEvent, struct{}]{
+			{Event: SyncChanged, From: []SyncState{SyncIdle}, To: SyncListing},
+			{Event: SyncChanged, From: []SyncState{SyncListing, SyncStale}, To: SyncStale},
+			{Event: SyncListed, From: []SyncState{SyncListing}, To: SyncIdle},
+			{Event: SyncListed, From: []SyncState{SyncStale}, To: SyncListing},
+		},
+	}
+}
+
+// newSync returns g's tool-sync machine; entering listing (never the
+// initial one, which is the attempt's) starts a re-sync.
+func (s *Supervisor) newSync(g *generation) *fsm.Machine[SyncState, SyncEvent, struct{}] {
+	m, err := fsm.New(SyncTable(), fsm.Options[SyncState, SyncEvent, struct{}]{
+		OnEnter: map[SyncState]func(context.Context, fsm.Step[SyncState, SyncEvent, struct{}]){
+			SyncListing: func(_ context.Context, st fsm.Step[SyncState, SyncEvent, struct{}]) {
+				if st.Event == SyncChanged {
+					s.cfg.Logger.Info("tool list changed, re-syncing", "server", s.cfg.Name, "state", string(s.State()), "generation", g.id)
+				}
+				s.resync(g)
+			},
+		},
+		OnError: func(ev SyncEvent, err error) {
+			s.cfg.Logger.Error("tool-sync machine rejected a queued event; this is a bug in mcpfsm",
+				"server", s.cfg.Name, "event", string(ev), "err", err)
+		},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // SyncTable is tested to be valid
+	}
+	return m
+}
+
+// syncFire runs one event on g's tool-sync machine. Only the loop fires.
+func (s *Supervisor) syncFire(g *generation, ev SyncEvent) {
+	if err := g.sync.Fire(context.Background(), ev); err != nil {
+		s.cfg.Logger.Error("tool-sync machine rejected an event; this is a bug in mcpfsm",
+			"server", s.cfg.Name, "generation", g.id, "event", string(ev), "err", err)
+	}
+}
+
+// listChanged handles the kick of a list_changed notification, for the
+// generation whose tools are registered (unless it is down) and for the
+// attempt in flight, whose machine is still listing.
+func (s *Supervisor) listChanged() {
+	for _, g := range []*generation{s.current, s.pending} {
+		if g != nil && !g.down.Load() && g.changed.Swap(false) {
+			s.syncFire(g, SyncChanged)
+		}
+	}
+}
+
+// resync lists g's tools off the loop and hands the result back to it.
+func (s *Supervisor) resync(g *generation) {
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
+		defer cancel()
+		tools, err := g.listTools(ctx)
+		s.post(func() { s.resyncDone(g, tools, err) })
+	}()
+}
+
+// resyncDone swaps a re-sync's tools in, or logs why it could not; either
+// way the previous tools stay until a listing succeeds.
+func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
+	if g != s.current || g.down.Load() {
+		// The generation was retired while it listed: whatever it fetched
+		// is stale, and a failure caused by closing it is no news.
+		return
+	}
+	if err == nil {
+		err = s.swap(g, tools)
+	}
+	if err != nil {
+		s.cfg.Logger.Error("tool re-sync failed: "+err.Error()+"; the previous tools stay registered",
+			"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err)
+	}
+	s.syncFire(g, SyncListed)
+}
