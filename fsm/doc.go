@@ -1,31 +1,42 @@
-// Package fsm is a small generic layer over github.com/looplab/fsm that turns
-// its string API into typed, validated, deadlock-free state machines with
-// deterministic diagram export.
+// Package fsm declares typed, validated state machines as data and runs
+// them on github.com/looplab/fsm, with deterministic diagram export.
 //
-// A machine is declared once, as data, in a [Spec]: its states, its events
-// and the transitions between them. [Spec.Validate] rejects tables with
-// holes in them (undeclared or unreachable states, unused events, ambiguous
-// transitions, exits from terminal states), [New] builds a [Machine] from a
-// valid Spec, and [Spec.DOT] and [Spec.Mermaid] draw the same table, so the
-// code, the diagrams and the tests all read one declaration.
+// A machine is declared once, as data, in a [Spec]: its states, its events,
+// the transitions between them and the guards that choose among the
+// transitions of one event. [Spec.Validate] rejects tables with holes in
+// them (undeclared or unreachable states, unused events, ambiguous or
+// unreachable transitions, exits from terminal states), [New] builds a
+// [Machine] from a valid Spec, and [Spec.DOT] and [Spec.Mermaid] draw the
+// same table, so the code, the diagrams and the tests all read one
+// declaration. Package fsmtest runs scripts of events on a machine and
+// returns the trace, for go-cmp comparisons.
 //
-// # Why not looplab directly
+// Events carry typed data (the Spec's third type parameter): a guard reads
+// it to choose the transition, and OnExit, OnEnter and the Observer receive
+// it in the [Step], so whatever a transition needs travels with it.
 //
-// looplab/fsm is used purely as the transition engine: this package
-// registers no looplab callbacks at all, which removes looplab's traps by
-// construction:
+// # What looplab does, and where this package works around it
 //
-//   - callback keys that match no state or event are silently ignored by
-//     looplab; here callbacks are keyed by the typed state and [New] rejects
-//     undeclared keys;
-//   - firing an event from a looplab callback deadlocks or nests; here
-//     callbacks run after the transition, under a run-to-completion queue
-//     (see [Machine.Fire]);
-//   - an event fired with an already-cancelled context leaves a looplab
-//     machine stuck "in transition" forever (looplab issue #115); here the
-//     context is checked before the engine is touched and never reaches it;
-//   - a self-loop is not a transition for looplab (it reports
-//     NoTransitionError); here it is a real one;
-//   - looplab's Visualize and AvailableTransitions are non-deterministic;
-//     here every listing is sorted and diagrams are generated from the Spec.
+// The looplab engine holds the current state ([Machine.State]), answers
+// [Machine.Can], and runs OnEnter and the Observer from its enter_state
+// callback. Each place where looplab is wrong has one workaround, with its
+// test:
+//
+//   - an event fired with a context that is cancelled before the engine
+//     has finished leaves it stuck "in transition" for ever (looplab issue
+//     #115): the engine gets context.WithoutCancel, callbacks the caller's
+//     context (TestCancelDuringTransition, TestFireCancelledContext);
+//   - a self-loop is not a transition for looplab (it runs no enter_state
+//     and reports NoTransitionError): the Machine runs the callbacks itself
+//     (TestSelfLoop);
+//   - looplab runs leave_state under its event lock, so Can blocks and a
+//     panic jams the engine: OnExit runs before the engine is asked to move
+//     (TestExitPanicLeavesState);
+//   - firing from a looplab callback deadlocks or nests: events fired
+//     while one runs are queued and run to completion in order
+//     (see [Machine.Fire], TestFireReentrant);
+//   - callback keys that match no state are ignored by looplab: here they
+//     are typed and [New] rejects undeclared ones;
+//   - looplab's Visualize and AvailableTransitions are non-deterministic:
+//     here every listing is sorted and diagrams come from the Spec.
 package fsm
