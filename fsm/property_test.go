@@ -55,7 +55,7 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string, struct{}], map[key]string) {
 			Name:     s,
 			Doc:      "state " + s,
 			Terminal: !hasOut[s] && rapid.Bool().Draw(t, "terminal"),
-			Alarm:  rapid.Bool().Draw(t, "failure"),
+			Alarm:    rapid.Bool().Draw(t, "failure"),
 		})
 	}
 	for j := range nEvents {
