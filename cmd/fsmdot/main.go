@@ -26,11 +26,15 @@ const (
 	exitUsage = 2 // bad flags or arguments
 )
 
-// The files -write produces and -check compares, in DIR.
+// The files -write produces and -check compares, in DIR: the connection
+// machine's, and the tool-sync machine's (conn.SyncTable).
 const (
-	dotFile     = "connection.dot"
-	mermaidFile = "connection.mmd"
-	svgFile     = "connection.svg"
+	dotFile         = "connection.dot"
+	mermaidFile     = "connection.mmd"
+	svgFile         = "connection.svg"
+	syncDotFile     = "tool-sync.dot"
+	syncMermaidFile = "tool-sync.mmd"
+	syncSvgFile     = "tool-sync.svg"
 )
 
 // installHint tells the user how to get Graphviz, which only SVG needs.
@@ -57,12 +61,13 @@ Formats:
            (apt-get install graphviz, or brew install graphviz)
 
 -write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
-is installed, DIR/connection.svg (otherwise it says so and skips the svg).
-'go generate ./conn' runs it on diagrams/.
+is installed, DIR/connection.svg (otherwise it says so and skips the svg),
+and the same three files of the tool-sync machine (conn.SyncTable), named
+tool-sync.*. 'go generate ./conn' runs it on diagrams/.
 
--check DIR exits 1, naming each file, when DIR/connection.dot or
-DIR/connection.mmd is missing or differs from fresh output. It does not
-need Graphviz and does not check the svg.
+-check DIR exits 1, naming each file, when one of the .dot or .mmd files
+is missing or differs from fresh output. It does not need Graphviz and
+does not check the svgs.
 
 Exit status: 0 on success, 1 on stale diagrams or a failure, 2 on bad usage.
 
@@ -201,10 +206,12 @@ func stateNames() []string {
 // textDiagrams returns the file names and contents that -write produces
 // and -check compares; they need no external tool.
 func textDiagrams() []struct{ name, body string } {
-	spec := conn.Table()
+	spec, sync := conn.Table(), conn.SyncTable()
 	return []struct{ name, body string }{
 		{dotFile, spec.DOT()},
 		{mermaidFile, spec.Mermaid()},
+		{syncDotFile, sync.DOT()},
+		{syncMermaidFile, sync.Mermaid()},
 	}
 }
 
@@ -220,7 +227,7 @@ func checkDir(dir string) []string {
 		case err != nil:
 			stale = append(stale, fmt.Sprintf("%s cannot be read: %v", path, err))
 		case string(got) != d.body:
-			stale = append(stale, path+" is stale: it differs from conn.Table()")
+			stale = append(stale, path+" is stale: it differs from conn.Table() or conn.SyncTable()")
 		}
 	}
 	return stale
@@ -238,15 +245,23 @@ func writeDir(dir string, stderr io.Writer) error {
 			return err
 		}
 	}
-	svg, err := renderSVG(conn.Table().DOT())
-	if errors.Is(err, errNoDot) {
-		fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", filepath.Join(dir, svgFile), err, installHint)
-		return nil
+	for _, d := range []struct{ name, dot string }{
+		{svgFile, conn.Table().DOT()},
+		{syncSvgFile, conn.SyncTable().DOT()},
+	} {
+		svg, err := renderSVG(d.dot)
+		if errors.Is(err, errNoDot) {
+			fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", filepath.Join(dir, d.name), err, installHint)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := writeIfChanged(filepath.Join(dir, d.name), svg); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	return writeIfChanged(filepath.Join(dir, svgFile), svg)
+	return nil
 }
 
 // writeIfChanged writes body to path unless the file already holds it, so
