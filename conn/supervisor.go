@@ -237,35 +237,43 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	if g != s.pending {
 		return // fenced: disposal retired it
 	}
+	first := !s.readyDone
 	if err == nil {
-		if err = s.swap(g, tools); err == nil {
-			s.pending, s.current = nil, g
-			s.budget.Up()
-			s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
-			s.resolveReady(nil)
-			// The attempt's listing is done; a change that arrived during
-			// it starts the first re-sync now.
-			if g.changed.Swap(false) {
-				s.syncFire(g, SyncChanged)
+		if serr := s.swap(g, tools); serr != nil {
+			if first && s.cfg.FailOnStartupError {
+				// Strict startup registers the tools or fails Start, and
+				// the attempt fails only once its session is closed.
+				s.workers.Add(1)
+				go func() {
+					defer s.workers.Done()
+					released := g.shutdownAndWait()
+					s.post(func() { s.attemptDone(g, nil, serr, released) })
+				}()
+				return
 			}
-			s.syncFire(g, SyncListed)
-			return
+			// A refused registration is a naming problem that a respawn
+			// cannot fix: stay connected with no tools (the previous ones
+			// point at a dead generation) and register at the next change.
+			s.unpublish()
+			s.cfg.Logger.Error("registering tools failed: "+serr.Error()+"; connected with no tools until the server's tool list changes",
+				"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", serr)
 		}
-		// Phase two failed: the registry refused a tool. The attempt
-		// fails, but only after its session is closed.
-		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			released := g.shutdownAndWait()
-			s.post(func() { s.attemptDone(g, nil, err, released) })
-		}()
+		s.pending, s.current = nil, g
+		s.budget.Up()
+		s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
+		s.resolveReady(nil)
+		// The attempt's listing is done; a change that arrived during it
+		// starts the first re-sync now.
+		if g.changed.Swap(false) {
+			s.syncFire(g, SyncChanged)
+		}
+		s.syncFire(g, SyncListed)
 		return
 	}
 	s.pending = nil
 	ferr := &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
 	s.cfg.Logger.Warn("connection attempt failed: "+err.Error(),
 		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", err)
-	first := !s.readyDone
 	s.resolveReady(ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.

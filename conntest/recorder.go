@@ -25,20 +25,56 @@ type LogLine struct {
 
 // Recorder captures a supervisor's transitions (pass OnTransition as
 // Config.OnTransition) and log lines (pass Logger() as Config.Logger).
+// Recording never blocks the supervisor, however many records the test
+// leaves unread.
 type Recorder struct {
-	trans chan conn.Transition
-
-	mu    sync.Mutex
-	seen  []conn.Transition
-	lines []LogLine
-	attrs []map[string]string
+	mu      sync.Mutex
+	unread  []conn.Transition // recorded, not yet read by Next
+	seen    []conn.Transition
+	lines   []LogLine
+	attrs   []map[string]string
+	changed chan struct{} // closed and replaced at every new record
 }
 
 // NewRecorder returns an empty recorder.
-func NewRecorder() *Recorder { return &Recorder{trans: make(chan conn.Transition, 1<<16)} }
+func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{})} }
 
 // OnTransition records t; use it as conn.Config.OnTransition.
-func (r *Recorder) OnTransition(t conn.Transition) { r.trans <- t }
+func (r *Recorder) OnTransition(t conn.Transition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unread = append(r.unread, t)
+	r.notify()
+}
+
+// notify wakes the waiters; r.mu is held.
+func (r *Recorder) notify() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// await calls ready under the recorder's lock until it reports true, each
+// time something new is recorded, for up to limit; it reports whether
+// ready did.
+func (r *Recorder) await(limit time.Duration, ready func() bool) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		ok, ch := ready(), r.changed
+		r.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return ready()
+		}
+	}
+}
 
 // Logger returns a logger whose records the recorder keeps.
 func (r *Recorder) Logger() *slog.Logger { return slog.New(&handler{r: r}) }
@@ -47,16 +83,19 @@ func (r *Recorder) Logger() *slog.Logger { return slog.New(&handler{r: r}) }
 // tb if none comes.
 func (r *Recorder) Next(tb T, limit time.Duration) conn.Transition {
 	tb.Helper()
-	select {
-	case t := <-r.trans:
-		r.mu.Lock()
+	var t conn.Transition
+	if !r.await(limit, func() bool {
+		if len(r.unread) == 0 {
+			return false
+		}
+		t = r.unread[0]
+		r.unread = r.unread[1:]
 		r.seen = append(r.seen, t)
-		r.mu.Unlock()
-		return t
-	case <-time.After(limit):
+		return true
+	}) {
 		tb.Fatalf("no transition within %v; seen %s", limit, Path(r.Seen()))
-		return conn.Transition{}
 	}
+	return t
 }
 
 // Expect waits for transitions into states, in order, each within limit,
@@ -77,11 +116,32 @@ func (r *Recorder) Expect(tb T, limit time.Duration, states ...conn.State) []con
 // NoTransition fails tb if a transition is waiting to be read.
 func (r *Recorder) NoTransition(tb T) {
 	tb.Helper()
-	select {
-	case t := <-r.trans:
+	r.mu.Lock()
+	unread := append([]conn.Transition(nil), r.unread...)
+	r.mu.Unlock()
+	if len(unread) > 0 {
+		t := unread[0]
 		tb.Fatalf("unexpected transition %s -> %s (%s)", t.From, t.To, t.Event)
-	default:
 	}
+}
+
+// WaitLog waits up to limit for a log line at level whose message starts
+// with prefix and returns it; it fails tb if none comes.
+func (r *Recorder) WaitLog(tb T, limit time.Duration, level slog.Level, prefix string) LogLine {
+	tb.Helper()
+	var found LogLine
+	if !r.await(limit, func() bool {
+		for _, l := range r.lines {
+			if l.Level == level && strings.HasPrefix(l.Msg, prefix) {
+				found = l
+				return true
+			}
+		}
+		return false
+	}) {
+		tb.Fatalf("no %v log line starting %q within %v; have %v", level, prefix, limit, r.Logs(slog.LevelDebug))
+	}
+	return found
 }
 
 // Seen returns the transitions read by Next and Expect so far.
@@ -158,5 +218,6 @@ func (h *handler) Handle(_ context.Context, rec slog.Record) error {
 	defer h.r.mu.Unlock()
 	h.r.lines = append(h.r.lines, LogLine{rec.Level, rec.Message})
 	h.r.attrs = append(h.r.attrs, attrs)
+	h.r.notify()
 	return nil
 }

@@ -61,10 +61,12 @@ type Server struct {
 	gate     chan struct{}
 	frozen   chan struct{}
 
-	opened  chan int
-	held    chan *HeldTransport
-	entered chan struct{}
-	stalled chan string
+	// What the server reports to the test. Pushing never blocks the
+	// supervisor under test; Close stops the feeds.
+	opened  *feed[int]
+	held    *feed[*HeldTransport]
+	entered *feed[struct{}]
+	stalled *feed[string]
 }
 
 // NewServer returns a server that follows plan, one behaviour per opened
@@ -76,10 +78,10 @@ func NewServer(plan ...Behaviour) *Server {
 	s := &Server{
 		MCP:     mcp.NewServer(&mcp.Implementation{Name: "conntest", Version: "v1"}, nil),
 		plan:    plan,
-		opened:  make(chan int, 1024),
-		held:    make(chan *HeldTransport, 1024),
-		entered: make(chan struct{}, 1024),
-		stalled: make(chan string, 1024),
+		opened:  newFeed[int](),
+		held:    newFeed[*HeldTransport](),
+		entered: newFeed[struct{}](),
+		stalled: newFeed[string](),
 	}
 	s.MCP.AddReceivingMiddleware(s.gateList)
 	return s
@@ -111,10 +113,10 @@ func (s *Server) Opens() int {
 }
 
 // Opened delivers the number of each generation as its transport opens.
-func (s *Server) Opened() <-chan int { return s.opened }
+func (s *Server) Opened() <-chan int { return s.opened.C() }
 
 // HeldTransports delivers the transports of Held and HeldRefuse generations.
-func (s *Server) HeldTransports() <-chan *HeldTransport { return s.held }
+func (s *Server) HeldTransports() <-chan *HeldTransport { return s.held.C() }
 
 func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	s.mu.Lock()
@@ -127,13 +129,13 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 		}
 	}
 	s.mu.Unlock()
-	s.opened <- n
+	s.opened.push(n)
 	switch b {
 	case Refuse:
 		return nil, fmt.Errorf("generation %d refused", n)
 	case HeldRefuse:
 		ht := newHeld(failingTransport{})
-		s.held <- ht
+		s.held.push(ht)
 		return ht, nil
 	case Hang:
 		c1, c2 := s.pipe()
@@ -158,7 +160,7 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	var t mcp.Transport = &mcp.IOTransport{Reader: c1, Writer: c1}
 	if b == Held {
 		ht := newHeld(t)
-		s.held <- ht
+		s.held.push(ht)
 		return ht, nil
 	}
 	return t, nil
@@ -235,7 +237,7 @@ func (s *Server) hold(slot *chan struct{}) func() {
 }
 
 // ListEntered delivers a value for every tools/list that reached a hold.
-func (s *Server) ListEntered() <-chan struct{} { return s.entered }
+func (s *Server) ListEntered() <-chan struct{} { return s.entered.C() }
 
 // Freeze makes the server stop answering, pings included, while its
 // connections stay open: a hung server. Requests wait until thaw is called
@@ -244,7 +246,7 @@ func (s *Server) Freeze() (thaw func()) { return s.hold(&s.frozen) }
 
 // Stalled delivers the method of every request that reached a frozen
 // server.
-func (s *Server) Stalled() <-chan string { return s.stalled }
+func (s *Server) Stalled() <-chan string { return s.stalled.C() }
 
 func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -252,10 +254,7 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 		frozen := s.frozen
 		s.mu.Unlock()
 		if frozen != nil {
-			select {
-			case s.stalled <- method:
-			default:
-			}
+			s.stalled.push(method)
 			select {
 			case <-frozen:
 			case <-ctx.Done():
@@ -267,7 +266,7 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 			gate := s.gate
 			s.mu.Unlock()
 			if gate != nil {
-				s.entered <- struct{}{}
+				s.entered.push(struct{}{})
 				select {
 				case <-gate:
 				case <-ctx.Done():
@@ -279,8 +278,9 @@ func (s *Server) gateList(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// Close releases every hold (HoldLists, Freeze) and ends every server-side
-// session and hung connection. Call it after
+// Close releases every hold (HoldLists, Freeze), ends every server-side
+// session and hung connection, and stops delivering on the channels of
+// Opened, HeldTransports, ListEntered and Stalled. Call it after
 // the supervisor's Close: a transport the supervisor opened but abandoned
 // before connecting it (disposal raced the attempt) cannot be closed by the
 // supervisor, since an mcp.Transport has no Close, and otherwise leaves its
@@ -303,6 +303,10 @@ func (s *Server) Close() {
 	for _, ss := range sessions {
 		_ = ss.Close()
 	}
+	s.opened.stop()
+	s.held.stop()
+	s.entered.stop()
+	s.stalled.stop()
 }
 
 // HeldTransport is a transport whose close signal the test controls.

@@ -142,50 +142,6 @@ func TestDuplicateServerNameRejected(t *testing.T) {
 	}
 }
 
-// A registry conflict rolls the generation back: none of its tools stay,
-// the other server's tool is untouched, and the attempt counts as failed.
-func TestRegistryConflictRollsBack(t *testing.T) {
-	reg := conn.NewRegistry()
-	other := conn.Tool{Name: "mcp__fx__b", Server: "other"}
-	if _, err := reg.Register(other); err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "fixture"}, nil)
-	for _, n := range []string{"a", "b", "c"} {
-		srv.AddTool(&mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}}, nil)
-	}
-	trans := make(chan conn.Transition, 10)
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Registry: reg, Clock: clock.NewMock(), Logger: conntest.NewRecorder().Logger(),
-		Reconnect:    &small,
-		OnTransition: func(tr conn.Transition) { trans <- tr },
-		Transport: conn.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := srv.Connect(ctx, st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close(context.Background())
-	var tr conn.Transition
-	select {
-	case tr = <-trans:
-	case <-time.After(waitLimit):
-		t.Fatal("no transition")
-	}
-	if tr.To != conn.FailedRetrying || !errors.Is(tr.Err, conn.ErrToolConflict) {
-		t.Fatalf("got -> %s err %v, want failed-retrying with ErrToolConflict", tr.To, tr.Err)
-	}
-	got := reg.Tools()
-	if diff := cmp.Diff([]conn.Tool{other}, got, cmpopts.IgnoreUnexported(conn.Tool{})); diff != "" {
-		t.Errorf("registry (-want +got):\n%s", diff)
-	}
-}
-
 // No replacement before a failed generation reports closed; once it does,
 // the backoff starts.
 func TestNoReplacementBeforeFailedGenerationReportsClosed(t *testing.T) {
