@@ -198,6 +198,11 @@ func TestDisposalBoundedWhenCloseNeverReported(t *testing.T) {
 		t.Fatal("Close did not return after CloseTimeout")
 	}
 	h.expect(conn.Disposed)
+	// A host that ignores Close's error still learns it from the log.
+	want := "shutdown may be incomplete: a server process did not exit within CloseTimeout (5s); check for a leftover process"
+	if lines := h.rec.Logs(slog.LevelError); len(lines) != 1 || lines[0].Msg != want {
+		t.Errorf("error logs = %v, want [%s]", lines, want)
+	}
 	ht.Release()
 }
 
