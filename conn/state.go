@@ -105,30 +105,37 @@ type stateFacts struct {
 	phrase string     // the user-facing phrase log messages are built from
 	level  slog.Level // the level entering the state is logged at
 	kind   kind       // failed, lost, stopped or plain; drawn in red unless plain
+	// say builds the log line of entering the state from its phrase, and
+	// the attributes beyond server, state, generation and err; nil means
+	// the phrase alone.
+	say func(phrase string, t Transition, closeTimeout time.Duration) (msg string, attrs []any)
 }
 
-// states declares every state once; [Table] and the State methods read it.
+// states declares every state once: its doc and terminality (the fsm
+// declaration), its phrase, log level, kind (which also decides its
+// diagram colour) and log line. [Table], the State methods and the log
+// lines all read it.
 var states = []stateFacts{
 	{fsm.State[State]{Name: Connecting, Doc: "opening a transport, initializing, listing tools"},
-		"connecting", slog.LevelDebug, plain},
+		"connecting", slog.LevelDebug, plain, nil},
 	{fsm.State[State]{Name: Established, Doc: "session up; tools registered"},
-		"connected", slog.LevelInfo, plain},
+		"connected", slog.LevelInfo, plain, sayConnected},
 	{fsm.State[State]{Name: FailedRetrying, Doc: "connection failed; retrying after backoff"},
-		"connection failed; retrying", slog.LevelWarn, failed},
+		"connection failed; retrying", slog.LevelWarn, failed, sayBackoff},
 	{fsm.State[State]{Name: LostReconnecting, Doc: "connection lost; reconnecting after backoff; tools fail fast"},
-		"connection lost; reconnecting", slog.LevelWarn, lost},
+		"connection lost; reconnecting", slog.LevelWarn, lost, sayBackoff},
 	{fsm.State[State]{Name: Exhausted, Doc: "outage budget spent; tools unregistered"},
-		"giving up", slog.LevelError, stopped},
+		"giving up", slog.LevelError, stopped, sayExhausted},
 	{fsm.State[State]{Name: FailedDisabled, Doc: "connection failed; reconnect disabled; no tools"},
-		"connection failed and reconnect is disabled", slog.LevelError, failed},
+		"connection failed and reconnect is disabled", slog.LevelError, failed, sayFailedDisabled},
 	{fsm.State[State]{Name: LostDisabled, Doc: "connection lost; reconnect disabled; tools fail fast"},
-		"connection lost and reconnect is disabled", slog.LevelError, lost},
+		"connection lost and reconnect is disabled", slog.LevelError, lost, sayLostDisabled},
 	{fsm.State[State]{Name: Halted, Doc: "old server process never exited; reconnect stopped"},
-		"server process did not exit; reconnect halted", slog.LevelError, stopped},
+		"server process did not exit; reconnect halted", slog.LevelError, stopped, sayHalted},
 	{fsm.State[State]{Name: Disposing, Doc: "Close called; quiescing"},
-		"disposing", slog.LevelDebug, plain},
+		"disposing", slog.LevelDebug, plain, nil},
 	{fsm.State[State]{Name: Disposed, Doc: "nothing left running", Terminal: true},
-		"disposed", slog.LevelDebug, plain},
+		"disposed", slog.LevelDebug, plain, nil},
 }
 
 // facts returns the declaration of s; an undeclared s gets the zero facts.

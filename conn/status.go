@@ -78,39 +78,53 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	}
 }
 
-// logTransition writes the log line of a transition. The message is built
-// from the target state's phrase, so "connection failed" and "connection
-// lost" follow from the state and cannot be mixed up.
+// logTransition writes the log line of a transition, at the target
+// state's level, with the message its say function builds from the
+// state's phrase; so "connection failed" and "connection lost" follow from
+// the state and cannot be mixed up.
 func (s *Supervisor) logTransition(t Transition) {
-	attrs := []any{"server", t.Server, "state", string(t.To), "generation", t.Generation}
-	var msg string
-	switch t.To {
-	case FailedRetrying, LostReconnecting:
-		msg = fmt.Sprintf("%s in %v (attempt %d/%d)", t.To.Phrase(), t.Delay, t.Attempt, t.MaxAttempts)
-		attrs = append(attrs, "attempt", t.Attempt, "max_attempts", t.MaxAttempts, "delay", t.Delay)
-	case Established:
-		if t.Attempt == 0 {
-			msg = "connected and registered tools"
-		} else {
-			msg = fmt.Sprintf("reconnected and re-synced tools (attempt %d/%d)", t.Attempt, t.MaxAttempts)
-			attrs = append(attrs, "attempt", t.Attempt, "max_attempts", t.MaxAttempts)
-		}
-	case Exhausted:
-		msg = fmt.Sprintf("%s after %d consecutive failed reconnect attempts; tools unregistered; %s",
-			t.To.Phrase(), t.MaxAttempts, recoverHint)
-		attrs = append(attrs, "max_attempts", t.MaxAttempts)
-	case FailedDisabled:
-		msg = t.To.Phrase() + "; no tools were registered; " + recoverHint
-	case LostDisabled:
-		msg = t.To.Phrase() + "; registered tools will fail until you " + recoverHint
-	case Halted:
-		msg = fmt.Sprintf("%s: it did not exit within CloseTimeout (%v); not reconnecting, to avoid two server processes at once; %s",
-			t.To.Phrase(), s.cfg.CloseTimeout, recoverHint)
-	default:
-		msg = t.To.Phrase()
+	f := t.To.facts()
+	msg, extra := f.phrase, []any(nil)
+	if f.say != nil {
+		msg, extra = f.say(f.phrase, t, s.cfg.CloseTimeout)
 	}
+	attrs := append([]any{"server", t.Server, "state", string(t.To), "generation", t.Generation}, extra...)
 	if t.Err != nil {
 		attrs = append(attrs, "err", t.Err)
 	}
-	s.cfg.Logger.Log(context.Background(), t.To.Level(), msg, attrs...)
+	s.cfg.Logger.Log(context.Background(), f.level, msg, attrs...)
+}
+
+// The log lines of the states that say more than their phrase; the states
+// list names which state uses which.
+
+func sayBackoff(phrase string, t Transition, _ time.Duration) (string, []any) {
+	return fmt.Sprintf("%s in %v (attempt %d/%d)", phrase, t.Delay, t.Attempt, t.MaxAttempts),
+		[]any{"attempt", t.Attempt, "max_attempts", t.MaxAttempts, "delay", t.Delay}
+}
+
+func sayConnected(_ string, t Transition, _ time.Duration) (string, []any) {
+	if t.Attempt == 0 {
+		return "connected and registered tools", nil
+	}
+	return fmt.Sprintf("reconnected and re-synced tools (attempt %d/%d)", t.Attempt, t.MaxAttempts),
+		[]any{"attempt", t.Attempt, "max_attempts", t.MaxAttempts}
+}
+
+func sayExhausted(phrase string, t Transition, _ time.Duration) (string, []any) {
+	return fmt.Sprintf("%s after %d consecutive failed reconnect attempts; tools unregistered; %s", phrase, t.MaxAttempts, recoverHint),
+		[]any{"max_attempts", t.MaxAttempts}
+}
+
+func sayFailedDisabled(phrase string, _ Transition, _ time.Duration) (string, []any) {
+	return phrase + "; no tools were registered; " + recoverHint, nil
+}
+
+func sayLostDisabled(phrase string, _ Transition, _ time.Duration) (string, []any) {
+	return phrase + "; registered tools will fail until you " + recoverHint, nil
+}
+
+func sayHalted(phrase string, _ Transition, closeTimeout time.Duration) (string, []any) {
+	return fmt.Sprintf("%s: it did not exit within CloseTimeout (%v); not reconnecting, to avoid two server processes at once; %s",
+		phrase, closeTimeout, recoverHint), nil
 }
