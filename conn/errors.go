@@ -33,7 +33,7 @@ var (
 // ConfigError reports an invalid [Config] field. It matches
 // errors.Is(err, ErrInvalidConfig).
 type ConfigError struct {
-	Field string // the Config field, such as "Name" or "Reconnect.MaxDelay"
+	Field string // the Config field, such as "Name" or "Reconnect" (whose Err then names the policy field)
 	Rule  string // what the field must be, phrased as advice
 	Err   error  // an underlying cause, if any
 }

@@ -67,21 +67,31 @@ func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
 	return t.gen.call(ctx, t.Name, t.Raw.Name, args)
 }
 
-// ToolRegistry is the ready-made [Registry] and [ServerReserver]: a
-// concurrency-safe map from public tool name to [Tool]. The zero value is
-// not usable; call [NewRegistry].
+// ToolRegistry is the ready-made [Registry], [Replacer] and
+// [ServerReserver]: a concurrency-safe map from public tool name to
+// [Tool]. The zero value is an empty registry ready to use, as is the one
+// [NewRegistry] returns. A ToolRegistry must not be copied after first use.
 type ToolRegistry struct {
 	mu      sync.RWMutex
 	tools   map[string]*registration
-	servers map[string]*struct{}
+	servers map[string]*reservation
 	changed chan struct{} // closed and replaced at every change of tools
 }
 
 type registration struct{ tool Tool }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *ToolRegistry {
-	return &ToolRegistry{tools: map[string]*registration{}, servers: map[string]*struct{}{}, changed: make(chan struct{})}
+// reservation is one Reserve's claim on a server name; its pointer tells
+// a stale release from the current one (so it must not be zero-sized).
+type reservation struct{ server string }
+
+// NewRegistry returns an empty registry; new(ToolRegistry) is the same.
+func NewRegistry() *ToolRegistry { return new(ToolRegistry) }
+
+// init makes a zero registry usable; r.mu is held for writing.
+func (r *ToolRegistry) init() {
+	if r.tools == nil {
+		r.tools, r.servers, r.changed = map[string]*registration{}, map[string]*reservation{}, make(chan struct{})
+	}
 }
 
 // Register adds t under t.Name. It fails with [ErrToolConflict] when the name
@@ -93,6 +103,7 @@ func (r *ToolRegistry) Register(t Tool) (func(), error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
 	if old, ok := r.tools[t.Name]; ok {
 		return nil, conflict(t, old.tool)
 	}
@@ -114,8 +125,9 @@ func (r *ToolRegistry) Register(t Tool) (func(), error) {
 //
 // Taking the channel before reading Tools means no change is missed.
 func (r *ToolRegistry) Changed() <-chan struct{} {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
 	return r.changed
 }
 
@@ -150,6 +162,7 @@ func (r *ToolRegistry) add(t Tool) func() {
 func (r *ToolRegistry) Replace(old, next []Tool) ([]func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
 	remove := make(map[string]bool, len(old))
 	for _, t := range old {
 		if reg, ok := r.tools[t.Name]; ok && reg.tool.Server == t.Server && reg.tool.gen == t.gen {
@@ -183,9 +196,10 @@ func (r *ToolRegistry) Replace(old, next []Tool) ([]func(), error) {
 // Reserve claims a server name for one supervisor. It fails with
 // [ErrDuplicateServer] while another supervisor holds the name.
 func (r *ToolRegistry) Reserve(server string) (func(), error) {
-	tok := new(struct{})
+	tok := &reservation{server}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
 	if _, ok := r.servers[server]; ok {
 		return nil, fmt.Errorf("%w: %q is already supervised with this registry; give each server a distinct Name",
 			ErrDuplicateServer, server)

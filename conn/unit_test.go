@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"regexp"
@@ -151,4 +152,39 @@ func TestRegistry(t *testing.T) {
 	if _, err := r.Call(t.Context(), "mcp__a__x", nil); err == nil {
 		t.Error("call of an unregistered tool succeeded")
 	}
+}
+
+func TestZeroToolRegistryIsUsable(t *testing.T) {
+	var r conn.ToolRegistry
+	ch := r.Changed()
+	un, err := r.Register(conn.Tool{Name: "mcp__a__x", Server: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("Changed not closed by a registration")
+	}
+	if _, ok := r.Lookup("mcp__a__x"); !ok {
+		t.Error("Lookup after Register failed")
+	}
+	un()
+	if got := r.Tools(); len(got) != 0 {
+		t.Errorf("Tools after unregister = %v", got)
+	}
+	release, err := r.Reserve("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	release2, err := r.Reserve("a")
+	if err != nil {
+		t.Fatalf("Reserve after release: %v", err)
+	}
+	release() // a stale release must not free the new reservation
+	if _, err := r.Reserve("a"); !errors.Is(err, conn.ErrDuplicateServer) {
+		t.Errorf("Reserve while held = %v, want ErrDuplicateServer", err)
+	}
+	release2()
 }

@@ -26,8 +26,7 @@
 // decodes and resolves it; [Resolve] resolves a [Config] decoded elsewhere
 // or built in code; [Policy.Validate] judges a Policy built in code. The
 // upper delay bound is the JavaScript timer maximum ([DelayLimitMs]), so a
-// config file means the same thing to the TypeScript reference
-// implementation. Unknown keys, wrong JSON types, fractional milliseconds or
+// config file means the same thing to a host written in JavaScript. Unknown keys, wrong JSON types, fractional milliseconds or
 // attempts, out-of-range values and trailing data are rejected; every error
 // matches [ErrInvalid] and carries [*FieldError] values whose messages start
 // with the caller's path:

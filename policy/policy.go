@@ -15,13 +15,13 @@ const (
 )
 
 // Upper bounds. They exist so that every accepted value fits the types that
-// carry it, and so that configurations stay portable to the TypeScript
-// reference implementation.
+// carry it, and so that configurations stay portable to hosts written in
+// JavaScript.
 const (
 	// DelayLimitMs is the largest accepted delay in milliseconds: 2^31-1,
-	// the JavaScript timer maximum (setTimeout fires immediately above it),
-	// which the reference implementation enforces. Go timers have no such
-	// limit; keeping it means one config file means the same in both.
+	// the JavaScript timer maximum (setTimeout fires immediately above it).
+	// Go timers have no such limit; keeping it means one config file means
+	// the same to a Go host and a JavaScript one.
 	DelayLimitMs = math.MaxInt32
 
 	// DelayLimit is DelayLimitMs as a duration, about 24.8 days.
