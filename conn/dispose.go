@@ -42,22 +42,6 @@ func (s *Supervisor) dispose() {
 	}()
 }
 
-// waitOrExpire waits for done or expired and reports whether done was
-// reached; when both are ready, done wins.
-func waitOrExpire(done, expired <-chan struct{}) bool {
-	select {
-	case <-done:
-		return true
-	case <-expired:
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
 // quiesced ends disposal. An incomplete shutdown is logged at error, not
 // only returned: a host that ignores Close's error must still learn that
 // a server process may have outlived its supervisor.
