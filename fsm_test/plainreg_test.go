@@ -65,6 +65,8 @@ func TestPlainRegistrySwapRollsBackOnConflict(t *testing.T) {
 	if diff := cmp.Diff([]string{"mcp__fx__a@fx", "mcp__fx__b@fx", "mcp__fx__c@other"}, names); diff != "" {
 		t.Errorf("registry after a refused swap (-want +got):\n%s", diff)
 	}
+	// The rollback re-registers before the failure is logged: wait for the line.
+	rec.WaitLog(t, waitLimit, slog.LevelError, "tool re-sync failed: ")
 	errs := rec.Logs(slog.LevelError)
 	if len(errs) != 1 || !strings.HasPrefix(errs[0].Msg, "tool re-sync failed: register tool \"mcp__fx__c\": tool name already registered") {
 		t.Errorf("error logs = %v", errs)
