@@ -39,7 +39,3 @@ func (h *HTTP) validate() error {
 	}
 	return nil
 }
-
-// validator is implemented by the package's own transports, so that Start
-// rejects their bad settings instead of failing every attempt.
-type validator interface{ validate() error }

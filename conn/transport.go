@@ -36,3 +36,7 @@ func (f TransportFunc) Open(ctx context.Context) (mcp.Transport, error) { return
 type Terminator interface {
 	Terminate() <-chan struct{}
 }
+
+// validator is implemented by the package's own transports, so that Start
+// rejects their bad settings instead of failing every attempt.
+type validator interface{ validate() error }
