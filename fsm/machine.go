@@ -69,6 +69,12 @@ type Machine[S ~string, E ~string, D any] struct {
 	observer func(Step[S, E, D])
 	onError  func(E, error)
 
+	// inflight is the step the engine is taking, for its enter_state
+	// callback. Only the draining goroutine uses it (the drain hand-over
+	// under mu orders one drainer's use before the next one's), and a
+	// re-entrant Fire is queued, so steps never nest.
+	inflight firing[S, E, D]
+
 	// mu guards the run-to-completion queue. It is never held while the
 	// engine or a callback runs, which is why Fire cannot deadlock.
 	mu       sync.Mutex
@@ -94,8 +100,7 @@ type pending[E ~string, D any] struct {
 	own  bool
 }
 
-// firing is what a step hands the engine, which passes it to its
-// enter_state callback: the caller's context and the step.
+// firing is a step being taken, with the caller's context.
 type firing[S ~string, E ~string, D any] struct {
 	ctx  context.Context
 	step Step[S, E, D]
@@ -151,7 +156,7 @@ func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D])
 	// it runs after the engine changed state and released its event lock,
 	// so a callback may call Can or State, and a panic leaves no lock held.
 	m.engine = looplab.NewFSM(string(spec.Initial), descs, looplab.Callbacks{
-		"enter_state": func(_ context.Context, e *looplab.Event) { m.entered(e.Args[0].(*firing[S, E, D])) },
+		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
 	})
 	return m, nil
 }
@@ -271,16 +276,18 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 		return m.notPermitted(from, p.ev, arcs)
 	}
 	a := arcs[i]
-	f := &firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}}
+	m.inflight = firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}}
+	f := &m.inflight
+	defer func() { m.inflight = firing[S, E, D]{} }() // do not pin the caller's ctx and data
 	// Exit callbacks run here, not in looplab's leave_state: looplab runs
 	// that under its event lock (Can would block) and a panic there leaves
 	// it "in transition" for ever.
 	if exit := m.onExit[from]; exit != nil {
 		exit(p.ctx, f.step)
 	}
-	// WithoutCancel: looplab jams for ever on a context cancelled during
-	// Event (issue #115); callbacks get the caller's ctx through f.
-	switch err := m.engine.Event(context.WithoutCancel(p.ctx), a.name, f); err.(type) {
+	// Background: looplab jams for ever on a context cancelled during
+	// Event (issue #115); callbacks get the caller's ctx through inflight.
+	switch err := m.engine.Event(context.Background(), a.name); err.(type) {
 	case nil:
 	case looplab.NoTransitionError:
 		// looplab runs no enter_state for a self-loop; for us it is a transition.
