@@ -16,11 +16,22 @@ import (
 // key is one (state, event) cell of the reference table.
 type key struct{ state, event string }
 
+// alt is a guarded alternative of a cell: taken when the event's data is
+// at least min.
+type alt struct {
+	min int
+	to  string
+}
+
+func (a alt) when() string { return fmt.Sprintf("data >= %d", a.min) }
+
 // genSpec draws a valid spec by construction: a chain s0 -> s1 -> ... makes
 // every state reachable, extra random edges (self-loops included) fill the
 // table, only used events are declared, and only states without outgoing
-// edges may be terminal. It returns the spec and its reference table.
-func genSpec(t *rapid.T) (fsm.Spec[string, string, struct{}], map[key]string) {
+// edges may be terminal; some cells get a guarded alternative, declared
+// before the cell's unguarded transition. It returns the spec, its
+// reference table and the guarded alternatives.
+func genSpec(t *rapid.T) (fsm.Spec[string, string, int], map[key]string, map[key]alt) {
 	nStates := rapid.IntRange(1, 6).Draw(t, "states")
 	nEvents := rapid.IntRange(1, 4).Draw(t, "events")
 	state := func(i int) string { return fmt.Sprintf("s-%d", i) } // '-' exercises Mermaid ids
@@ -40,7 +51,21 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string, struct{}], map[key]string) {
 		}
 	}
 
-	spec := fsm.Spec[string, string, struct{}]{Name: "random", Initial: state(0)}
+	alts := make(map[key]alt)
+	spec := fsm.Spec[string, string, int]{Name: "random", Initial: state(0)}
+	for i := range nStates {
+		for j := range nEvents {
+			k := key{state(i), event(j)}
+			if _, ok := table[k]; ok && rapid.IntRange(0, 2).Draw(t, "guarded alternative?") == 0 {
+				a := alt{min: rapid.IntRange(1, 3).Draw(t, "guard min"), to: state(rapid.IntRange(0, nStates-1).Draw(t, "guarded target"))}
+				alts[k] = a
+				spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, int]{
+					Event: k.event, From: []string{k.state}, To: a.to,
+					Guard: func(d int) bool { return d >= a.min }, When: a.when(),
+				})
+			}
+		}
+	}
 	hasOut := map[string]bool{}
 	grouped := map[[2]string][]string{} // (event, to) -> from, so From lists have several entries
 	used := map[string]bool{}
@@ -71,29 +96,31 @@ func genSpec(t *rapid.T) (fsm.Spec[string, string, struct{}], map[key]string) {
 	for _, g := range groups {
 		from := grouped[g]
 		slices.Sort(from)
-		spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, struct{}]{Event: g[0], From: from, To: g[1]})
+		spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, int]{Event: g[0], From: from, To: g[1]})
 	}
-	return spec, table
+	return spec, table, alts
 }
 
 // model is the reference implementation: a map lookup per event and a FIFO
 // queue for events fired from callbacks.
 type model struct {
 	table  map[key]string
+	alts   map[key]alt
 	cur    string
 	react  map[string][]string // events fired by OnEnter of a state
 	budget int                 // bounds re-entrant fires so reaction cycles end
 }
 
 type pend struct {
-	ev  string
-	own bool
+	ev   string
+	data int
+	own  bool
 }
 
 // fire returns the expected steps, the events expected at OnError, and
 // whether the caller's own event fails.
-func (md *model) fire(ev string) (steps []fsm.Step[string, string, struct{}], errEvents []string, ownErr bool) {
-	queue := []pend{{ev, true}}
+func (md *model) fire(ev string, data int) (steps []fsm.Step[string, string, int], errEvents []string, ownErr bool) {
+	queue := []pend{{ev, data, true}}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
@@ -106,12 +133,16 @@ func (md *model) fire(ev string) (steps []fsm.Step[string, string, struct{}], er
 			}
 			continue
 		}
-		steps = append(steps, fsm.Step[string, string, struct{}]{From: md.cur, To: to, Event: p.ev})
+		when := ""
+		if a, ok := md.alts[key{md.cur, p.ev}]; ok && p.data >= a.min {
+			to, when = a.to, a.when()
+		}
+		steps = append(steps, fsm.Step[string, string, int]{From: md.cur, To: to, Event: p.ev, When: when, Data: p.data})
 		md.cur = to
 		for _, r := range md.react[to] {
 			if md.budget > 0 {
 				md.budget--
-				queue = append(queue, pend{r, false})
+				queue = append(queue, pend{r, 0, false})
 			}
 		}
 	}
@@ -135,7 +166,7 @@ func (md *model) available() []string {
 // deadlock.
 func TestPropertyMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		spec, table := genSpec(t)
+		spec, table, alts := genSpec(t)
 		if err := spec.Validate(); err != nil {
 			t.Fatalf("generated spec is invalid: %v\n%s", err, spec.DOT())
 		}
@@ -144,21 +175,21 @@ func TestPropertyMatchesModel(t *testing.T) {
 		for _, e := range spec.Events {
 			names = append(names, e.Name)
 		}
-		md := &model{table: table, cur: spec.Initial, react: map[string][]string{},
+		md := &model{table: table, alts: alts, cur: spec.Initial, react: map[string][]string{},
 			budget: rapid.IntRange(0, 20).Draw(t, "budget")}
 		for _, s := range spec.States {
 			md.react[s.Name] = rapid.SliceOfN(rapid.SampledFrom(names), 0, 2).Draw(t, "reactions "+s.Name)
 		}
 
 		var (
-			m         *fsm.Machine[string, string, struct{}]
+			m         *fsm.Machine[string, string, int]
 			budget    = md.budget
-			steps     []fsm.Step[string, string, struct{}]
+			steps     []fsm.Step[string, string, int]
 			errEvents []string
 		)
-		opts := fsm.Options[string, string, struct{}]{
-			OnEnter:  map[string]func(context.Context, fsm.Step[string, string, struct{}]){},
-			Observer: func(st fsm.Step[string, string, struct{}]) { steps = append(steps, st) },
+		opts := fsm.Options[string, string, int]{
+			OnEnter:  map[string]func(context.Context, fsm.Step[string, string, int]){},
+			Observer: func(st fsm.Step[string, string, int]) { steps = append(steps, st) },
 			OnError: func(ev string, err error) {
 				if !errors.Is(err, fsm.ErrInvalidEvent) {
 					t.Errorf("OnError(%s) got %v, want ErrInvalidEvent", ev, err)
@@ -167,7 +198,7 @@ func TestPropertyMatchesModel(t *testing.T) {
 			},
 		}
 		for _, s := range spec.States {
-			opts.OnEnter[s.Name] = func(ctx context.Context, _ fsm.Step[string, string, struct{}]) {
+			opts.OnEnter[s.Name] = func(ctx context.Context, _ fsm.Step[string, string, int]) {
 				for _, r := range md.react[s.Name] {
 					if budget > 0 {
 						budget--
@@ -184,10 +215,11 @@ func TestPropertyMatchesModel(t *testing.T) {
 		}
 
 		evs := rapid.SliceOfN(rapid.SampledFrom(names), 0, 30).Draw(t, "fired")
-		for _, ev := range evs {
+		for i, ev := range evs {
+			data := rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("data %d", i))
 			steps, errEvents = nil, nil
-			wantSteps, wantErrEvents, wantOwnErr := md.fire(ev)
-			err := m.Fire(context.Background(), ev)
+			wantSteps, wantErrEvents, wantOwnErr := md.fire(ev, data)
+			err := m.FireWith(context.Background(), ev, data)
 			if wantOwnErr != (err != nil) {
 				t.Fatalf("Fire(%s) = %v, model says failure=%v", ev, err, wantOwnErr)
 			}
@@ -227,7 +259,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 	names := []string{"", "a", "b", "c"}
 	name := rapid.SampledFrom(names)
 	rapid.Check(t, func(t *rapid.T) {
-		spec := fsm.Spec[string, string, struct{}]{
+		spec := fsm.Spec[string, string, int]{
 			Name:    rapid.SampledFrom([]string{"", "x"}).Draw(t, "name"),
 			Initial: name.Draw(t, "initial"),
 		}
@@ -238,7 +270,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 			spec.Events = append(spec.Events, fsm.Event[string]{Name: n})
 		}
 		for range rapid.IntRange(0, 5).Draw(t, "transitions") {
-			spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, struct{}]{
+			spec.Transitions = append(spec.Transitions, fsm.Transition[string, string, int]{
 				Event: name.Draw(t, "event"), From: rapid.SliceOfN(name, 0, 2).Draw(t, "from"), To: name.Draw(t, "to"),
 			})
 		}
@@ -251,7 +283,7 @@ func TestPropertyValidateNeverPanics(t *testing.T) {
 			}
 			return
 		}
-		m, err := fsm.New(spec, fsm.Options[string, string, struct{}]{})
+		m, err := fsm.New(spec, fsm.Options[string, string, int]{})
 		if err != nil {
 			t.Fatalf("New rejected a valid spec: %v", err)
 		}
