@@ -24,6 +24,10 @@ type Transition struct {
 	// established connection dropped).
 	Err        error
 	Generation uint64 // the generation the step concerns
+	// Dropped is how many transitions a [Supervisor.Watch] channel lost
+	// right before this one because its reader fell behind; always 0
+	// for OnTransition.
+	Dropped int
 }
 
 // Status is a snapshot of a [Supervisor].
@@ -76,6 +80,7 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	if s.cfg.OnTransition != nil {
 		s.cfg.OnTransition(t)
 	}
+	s.watch.deliver(t)
 }
 
 // logTransition writes the log line of a transition, at the target

@@ -41,6 +41,7 @@ type Supervisor struct {
 
 	mu     sync.Mutex // guards status
 	status Status
+	watch  watchers // the channels of Watch
 
 	// Loop-owned.
 	genSeq    uint64
