@@ -75,6 +75,12 @@ type Config struct {
 	// It runs on the supervisor's event loop: it must not block or call
 	// Close.
 	OnTransition func(Transition)
+	// OnCall, if set, is called once for every call of one of the
+	// supervisor's tools, fast-failed calls included, after the call
+	// ends, on the caller's goroutine. Calls run concurrently, so it must
+	// be safe for concurrent use, and it should be cheap: it delays the
+	// call's return. Package metrics provides one.
+	OnCall func(CallRecord)
 }
 
 // resolved is a validated Config with every default applied.

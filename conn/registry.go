@@ -64,7 +64,7 @@ func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
 	if t.gen == nil || t.Raw == nil {
 		return nil, fmt.Errorf("conn: tool %q was not published by a supervisor", t.Name)
 	}
-	return t.gen.call(ctx, t.Name, t.Raw.Name, args)
+	return t.gen.callObserved(ctx, t.Name, t.Raw.Name, args)
 }
 
 // ToolRegistry is the ready-made [Registry], [Replacer] and
