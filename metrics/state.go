@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"context"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// tracked is a supervisor reported by the observable instruments, with
+// its attribute sets built once.
+type tracked struct {
+	server metric.MeasurementOption
+	states []stateSet // one per state of conn.Table(), in table order
+}
+
+type stateSet struct {
+	state conn.State
+	opt   metric.MeasurementOption
+}
+
+// Track reports sup's state (mcpfsm.connection.state) and its registered
+// tools (mcpfsm.connection.tools) at every collection until sup is
+// disposed, or until the returned function is called. Tracking a
+// supervisor twice reports it once, and either function stops it.
+func (m *Metrics) Track(sup *conn.Supervisor) (untrack func()) {
+	server := sup.Status().Server
+	tr := &tracked{server: metric.WithAttributeSet(attribute.NewSet(serverAttr(server)))}
+	for _, st := range conn.Table().States {
+		tr.states = append(tr.states, stateSet{st.Name, metric.WithAttributeSet(attribute.NewSet(
+			serverAttr(server), attribute.String(KeyState, string(st.Name))))})
+	}
+	m.mu.Lock()
+	if _, ok := m.tracked[sup]; !ok {
+		m.tracked[sup] = tr
+	}
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.tracked, sup)
+	}
+}
+
+// observe is the callback of the observable instruments. A disposed
+// supervisor is reported no more and forgotten.
+func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for sup, tr := range m.tracked {
+		st := sup.Status()
+		if st.State == conn.Disposed {
+			delete(m.tracked, sup)
+			continue
+		}
+		for _, s := range tr.states {
+			v := int64(0)
+			if s.state == st.State {
+				v = 1
+			}
+			o.ObserveInt64(m.state, v, s.opt)
+		}
+		o.ObserveInt64(m.tools, int64(len(st.Tools)), tr.server)
+	}
+	return nil
+}
