@@ -36,8 +36,7 @@ func (m *Metrics) OnCall(r conn.CallRecord) {
 			code = strconv.FormatInt(rpc.Code, 10)
 		}
 	}
-	set := m.attrs.get(callKey{r.Server, r.RawTool, r.Outcome, code})
-	m.calls.Record(context.Background(), r.Duration.Seconds(), metric.WithAttributeSet(set))
+	m.calls.Record(context.Background(), r.Duration.Seconds(), m.attrs.get(callKey{r.Server, r.RawTool, r.Outcome, code})...)
 }
 
 // callKey is what a call's attributes depend on.
@@ -47,27 +46,31 @@ type callKey struct {
 	code         string // JSON-RPC error code, if any
 }
 
-// callAttrs caches the attribute set of each callKey: building a set sorts
-// and copies its attributes, which would cost more than recording.
+// callAttrs caches the record options (the attribute set) of each
+// callKey: building a set sorts and copies its attributes, which would
+// cost more than recording.
 type callAttrs struct {
-	sets sync.Map // callKey -> attribute.Set
-	n    sync.Mutex
-	size int
+	mu   sync.RWMutex
+	opts map[callKey][]metric.RecordOption
 }
 
-func (c *callAttrs) get(k callKey) attribute.Set {
-	if s, ok := c.sets.Load(k); ok {
-		return s.(attribute.Set)
+func (c *callAttrs) get(k callKey) []metric.RecordOption {
+	c.mu.RLock()
+	opts, ok := c.opts[k]
+	c.mu.RUnlock()
+	if ok {
+		return opts
 	}
-	s := k.attributes()
-	c.n.Lock()
-	if c.size < maxCachedSets {
-		if _, loaded := c.sets.LoadOrStore(k, s); !loaded {
-			c.size++
-		}
+	opts = []metric.RecordOption{metric.WithAttributeSet(k.attributes())}
+	c.mu.Lock()
+	if c.opts == nil {
+		c.opts = map[callKey][]metric.RecordOption{}
 	}
-	c.n.Unlock()
-	return s
+	if len(c.opts) < maxCachedSets {
+		c.opts[k] = opts
+	}
+	c.mu.Unlock()
+	return opts
 }
 
 func (k callKey) attributes() attribute.Set {

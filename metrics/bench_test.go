@@ -1,0 +1,136 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/metrics"
+)
+
+// benchPair is one in-process echo server supervised twice on the real
+// clock: once plainly and once measured by a Metrics on the OpenTelemetry
+// SDK (a ManualReader, so aggregation runs as in production).
+type benchPair struct {
+	plain, measured *conn.ToolRegistry
+}
+
+func newBenchPair(b *testing.B) *benchPair {
+	b.Helper()
+	ctx := context.Background()
+	srv := conntest.NewServer()
+	srv.AddEchoTool("echo")
+	s := newSDK(b)
+	m, err := metrics.New(s.mp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &benchPair{plain: conn.NewRegistry(), measured: conn.NewRegistry()}
+	quiet := slog.New(slog.DiscardHandler)
+	plain, err := conn.Start(ctx, conn.Config{Name: "fx", Transport: srv.Transport(), Registry: p.plain,
+		FailOnStartupError: true, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	measured, err := m.Start(ctx, conn.Config{Name: "fx", Transport: srv.Transport(), Registry: p.measured,
+		FailOnStartupError: true, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		closeSup(b, plain)
+		closeSup(b, measured)
+		_ = m.Close()
+		srv.Close()
+	})
+	p.call(b, p.plain)
+	p.call(b, p.measured)
+	return p
+}
+
+func (p *benchPair) call(b *testing.B, reg *conn.ToolRegistry) {
+	res, err := reg.Call(context.Background(), "mcp__fx__echo", nil)
+	if err != nil || res.IsError {
+		b.Fatalf("call: %v %+v", err, res)
+	}
+}
+
+// BenchmarkCallPath measures what the metrics hook adds to a tool call:
+// "plain" and "metrics" alone, and "paired", which runs blocks of both in
+// alternating order in one loop and reports the measured path's time as a
+// ratio of the plain one (the target is at most 1.01) and its extra
+// allocations per call.
+func BenchmarkCallPath(b *testing.B) {
+	p := newBenchPair(b)
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p.call(b, p.plain)
+		}
+	})
+	b.Run("metrics", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p.call(b, p.measured)
+		}
+	})
+	b.Run("paired", func(b *testing.B) {
+		regs := [2]*conn.ToolRegistry{p.plain, p.measured}
+		var took [2]time.Duration
+		const block = 32
+		b.ResetTimer()
+		for i, left := 0, b.N; left > 0; i++ {
+			n := min(block, left)
+			left -= n
+			for k := range 2 {
+				j := (i + k) % 2 // alternate which path runs first
+				t0 := time.Now()
+				for range n {
+					p.call(b, regs[j])
+				}
+				took[j] += time.Since(t0)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+		b.ReportMetric(float64(took[0])/float64(b.N), "plain-ns")
+		b.ReportMetric(float64(took[1])/float64(b.N), "metrics-ns")
+	})
+}
+
+// BenchmarkOnCall is the hook alone: recording one CallRecord into the
+// SDK, the cost the measured call path adds.
+func BenchmarkOnCall(b *testing.B) {
+	s := newSDK(b)
+	m, err := metrics.New(s.mp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ok := conn.CallRecord{Server: "fx", Tool: "mcp__fx__echo", RawTool: "echo", Duration: 3 * time.Millisecond, Outcome: conn.OutcomeOK}
+	failed := ok
+	failed.Outcome, failed.Err = conn.OutcomeError, errors.New("boom")
+	for _, c := range []struct {
+		name string
+		rec  conn.CallRecord
+	}{{"ok", ok}, {"error", failed}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.OnCall(c.rec)
+			}
+		})
+		b.Run(c.name+"-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					m.OnCall(c.rec)
+				}
+			})
+		})
+	}
+}
