@@ -52,24 +52,8 @@ func newCallFixture(t *testing.T) *callFixture {
 			return nil, ctx.Err()
 		})
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 3}
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Transport: f.srv.Transport(), Registry: f.reg, Reconnect: &p, CallTimeout: callTimeout,
-		FailOnStartupError: true, Clock: f.clk, Logger: quiet(), OnTransition: f.rec.OnTransition,
-		OnCall: func(r conn.CallRecord) { f.calls <- r },
-	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	f.sup = sup
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), watchLimit)
-		defer cancel()
-		if err := sup.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		f.srv.Close()
-	})
-	f.rec.Expect(t, watchLimit, conn.Established)
+	f.sup = startEstablished(t, f.srv, f.rec, conn.Config{Registry: f.reg, Reconnect: &p, CallTimeout: callTimeout,
+		Clock: f.clk, OnCall: func(r conn.CallRecord) { f.calls <- r }})
 	return f
 }
 

@@ -45,26 +45,35 @@ func newWatchFixture(t *testing.T, maxAttempts int) *watchFixture {
 	f := &watchFixture{clk: clock.NewMock(), srv: conntest.NewServer(), rec: conntest.NewRecorder()}
 	f.srv.AddEchoTool("echo")
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: maxAttempts}
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Transport: f.srv.Transport(), Registry: conn.NewRegistry(), Reconnect: &p,
-		FailOnStartupError: true, Clock: f.clk, Logger: quiet(), OnTransition: f.rec.OnTransition,
-	})
+	f.sup = startEstablished(t, f.srv, f.rec, conn.Config{Reconnect: &p, Clock: f.clk})
+	return f
+}
+
+// startEstablished starts a supervisor named fx of srv with cfg, on the
+// recorder, and waits until it is established (FailOnStartupError), so no
+// transition precedes what the test does next; the initial transition is
+// read off the recorder. The supervisor and srv are closed at the end.
+func startEstablished(t *testing.T, srv *conntest.Server, rec *conntest.Recorder, cfg conn.Config) *conn.Supervisor {
+	t.Helper()
+	cfg.Name, cfg.Transport, cfg.FailOnStartupError = "fx", srv.Transport(), true
+	cfg.Logger, cfg.OnTransition = quiet(), rec.OnTransition
+	if cfg.Registry == nil {
+		cfg.Registry = conn.NewRegistry()
+	}
+	sup, err := conn.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	f.sup = sup
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), watchLimit)
 		defer cancel()
 		if err := sup.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		f.srv.Close()
+		srv.Close()
 	})
-	// The initial established transition went to the recorder before
-	// Start returned; it is not part of what the tests watch.
-	f.rec.Expect(t, watchLimit, conn.Established)
-	return f
+	rec.Expect(t, watchLimit, conn.Established)
+	return sup
 }
 
 // outage crashes the server with refusals planned and runs n failed

@@ -11,7 +11,6 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
-	"github.com/mcpfsm/mcpfsm/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,11 +26,7 @@ func newBenchPair(b *testing.B) *benchPair {
 	ctx := context.Background()
 	srv := conntest.NewServer()
 	srv.AddEchoTool("echo")
-	s := newSDK(b)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, m := newMetrics(b)
 	p := &benchPair{plain: conn.NewRegistry(), measured: conn.NewRegistry()}
 	quiet := slog.New(slog.DiscardHandler)
 	plain, err := conn.Start(ctx, conn.Config{Name: "fx", Transport: srv.Transport(), Registry: p.plain,
@@ -47,7 +42,6 @@ func newBenchPair(b *testing.B) *benchPair {
 	b.Cleanup(func() {
 		closeSup(b, plain)
 		closeSup(b, measured)
-		_ = m.Close()
 		srv.Close()
 	})
 	p.call(b, p.plain)
@@ -116,12 +110,7 @@ func BenchmarkCallPath(b *testing.B) {
 // BenchmarkOnCall is the hook alone: recording one CallRecord into the
 // SDK, the cost the measured call path adds.
 func BenchmarkOnCall(b *testing.B) {
-	s := newSDK(b)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	_, m := newMetrics(b)
 	ok := conn.CallRecord{Server: "fx", Tool: "mcp__fx__echo", RawTool: "echo", Duration: 3 * time.Millisecond, Outcome: conn.OutcomeOK}
 	failed := ok
 	failed.Outcome, failed.Err = conn.OutcomeError, errors.New("boom")

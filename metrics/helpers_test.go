@@ -52,7 +52,7 @@ func render(s attribute.Set) string {
 	var parts []string
 	for it := s.Iter(); it.Next(); {
 		kv := it.Attribute()
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(parts, ",")
 }
@@ -127,3 +127,15 @@ func sortStrings(s []string) []string { slices.Sort(s); return s }
 
 // jsonrpcError is what a server's JSON-RPC error answer unwraps to.
 var jsonrpcError = jsonrpc.Error{Code: -32603, Message: "internal error"}
+
+// newMetrics returns a Metrics on a fresh SDK, closed when the test ends.
+func newMetrics(t testing.TB) (sdk, *metrics.Metrics) {
+	t.Helper()
+	s := newSDK(t)
+	m, err := metrics.New(s.mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return s, m
+}

@@ -45,12 +45,7 @@ func stateGauge(cur conn.State) map[string]float64 {
 // calls of every outcome, a loss, a failed reconnect, a call during the
 // outage, and Close. Every instrument is read through a ManualReader.
 func TestSupervisorLifecycle(t *testing.T) {
-	s := newSDK(t)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := newMetrics(t)
 	clk := clock.NewMock()
 	rec := conntest.NewRecorder()
 	srv := conntest.NewServer(conntest.Refuse, conntest.Accept)
@@ -149,12 +144,7 @@ func TestSupervisorLifecycle(t *testing.T) {
 // Call durations and the error attributes of each outcome, recorded from
 // CallRecords directly.
 func TestOnCallAttributes(t *testing.T) {
-	s := newSDK(t)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := newMetrics(t)
 	rpcErr := fmt.Errorf("calling %q: %w", "tools/call", &jsonrpcError)
 	for _, r := range []conn.CallRecord{
 		{Server: "fx", RawTool: "a", Duration: 250 * time.Millisecond, Outcome: conn.OutcomeOK},
@@ -183,12 +173,7 @@ func TestOnCallAttributes(t *testing.T) {
 // A host that adds and removes supervisors at run time: each is reported
 // from Track until it is disposed or untracked, the others undisturbed.
 func TestTrackManySupervisors(t *testing.T) {
-	s := newSDK(t)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := newMetrics(t)
 	clk := clock.NewMock()
 	srv := newServer(t)
 	start := func(name string) *conn.Supervisor {
@@ -210,7 +195,7 @@ func TestTrackManySupervisors(t *testing.T) {
 		}
 		return sortStrings(out)
 	}
-	a, b := start("a"), start("b")
+	a, _ := start("a"), start("b")
 	if diff := cmp.Diff([]string{"mcpfsm.server.name=a:2", "mcpfsm.server.name=b:2"}, servers()); diff != "" {
 		t.Errorf("two servers (-want +got):\n%s", diff)
 	}
@@ -230,18 +215,12 @@ func TestTrackManySupervisors(t *testing.T) {
 	if got := servers(); len(got) != 0 {
 		t.Errorf("after Close: %v", got)
 	}
-	_ = b
 }
 
 // Instrument keeps the hooks a config already has, and each supervisor
 // keeps its own outage.
 func TestInstrumentChainsHooks(t *testing.T) {
-	s := newSDK(t)
-	m, err := metrics.New(s.mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := newMetrics(t)
 	var trs []conn.Transition
 	var calls []conn.CallRecord
 	cfg := m.Instrument(conn.Config{
