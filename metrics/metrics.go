@@ -26,12 +26,13 @@ const (
 	KeyCallOutcome     = "mcpfsm.call.outcome"
 )
 
-// Bucket boundaries, in seconds. Tool calls span milliseconds to
-// CallTimeout (5 minutes by default); outages span one backoff delay to
-// hours of a server left exhausted.
+// Bucket boundaries, in seconds, advised to the SDK (a View can replace
+// them). Tool calls span milliseconds to CallTimeout (5 minutes by
+// default); outages span one backoff delay to hours of a server left
+// exhausted.
 var (
-	CallBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
-	OutageBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	callBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	outageBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 )
 
 // Metrics holds the instruments that measure supervisors. One Metrics
@@ -73,12 +74,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.outages, err = meter.Float64Histogram("mcpfsm.connection.outage.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("How long a server was unavailable, from losing its connection (or failing to make the first one) until it was established again or closed."),
-		metric.WithExplicitBucketBoundaries(OutageBuckets...))
+		metric.WithExplicitBucketBoundaries(outageBuckets...))
 	add(err)
 	m.calls, err = meter.Float64Histogram("mcp.client.operation.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
-		metric.WithExplicitBucketBoundaries(CallBuckets...))
+		metric.WithExplicitBucketBoundaries(callBuckets...))
 	add(err)
 	m.state, err = meter.Int64ObservableGauge("mcpfsm.connection.state",
 		metric.WithUnit("{state}"),
