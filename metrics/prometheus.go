@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/otlptranslator"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 )
 
 // Prometheus returns a MeterProvider and an http.Handler that serves every
@@ -37,7 +38,11 @@ func Prometheus() (*sdkmetric.MeterProvider, http.Handler, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics.Prometheus: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp),
+		// Records carry no span (calls are recorded after they end), so
+		// the default trace-based filter would never keep an exemplar:
+		// skip asking it on every record.
+		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	return mp, h, nil
 }
