@@ -8,6 +8,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Defaults for the zero values of [Config]'s durations.
@@ -70,6 +71,32 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the supervisor's logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// Client holds the SDK's client options, installed on the client of
+	// every generation: capabilities and the handlers a server's requests
+	// and notifications reach (elicitation, sampling, logging, progress,
+	// resource updates, list changes). The supervisor composes its own
+	// handling with them, never replacing them, but runs them off the
+	// SDK's goroutines so that a slow handler cannot keep the supervisor
+	// from noticing a dead server: notification handlers run one at a
+	// time, in arrival order, on one goroutine of the supervisor (at most
+	// 1024 wait; more are dropped and logged), and each request handler
+	// on its own goroutine; a request whose server cancels it or whose
+	// connection ends gets an error at once even if its handler has not
+	// returned. Every handler's context is cancelled by Close, which waits
+	// for running handlers at most CloseTimeout. Client.KeepAlive is
+	// rejected: use Config.KeepAlive. Client.Logger, if set, replaces
+	// Config.Logger for the SDK's own logs. Nil means no handlers.
+	Client *mcp.ClientOptions
+	// Implementation is the client identity sent in initialize. Nil means
+	// "mcpfsm" at this module's version from the build information
+	// ("(devel)" when there is none).
+	Implementation *mcp.Implementation
+	// Roots are the roots offered to the server from the first generation
+	// on; change them with [Supervisor.SetRoots].
+	Roots []*mcp.Root
+	// Catalog, if set, receives the server's resources, resource templates
+	// and prompts; see [Catalog]. Nil means they are not listed.
+	Catalog *Catalog
 	// OnTransition, if set, is called for every transition of the
 	// connection machine, in order, exactly once each, never concurrently.
 	// It runs on the supervisor's event loop: it must not block or call
@@ -105,6 +132,17 @@ func (c Config) resolve() (resolved, error) {
 	if c.Registry == nil {
 		return r, &ConfigError{Field: "Registry", Rule: "is nil: pass conn.NewRegistry() or your own Registry"}
 	}
+	if err := checkClient(c.Client); err != nil {
+		return r, err
+	}
+	if c.Implementation != nil && c.Implementation.Name == "" {
+		return r, &ConfigError{Field: "Implementation.Name", Rule: "is empty: name the host, or leave Implementation nil for \"mcpfsm\""}
+	}
+	roots, err := cloneRoots(c.Roots)
+	if err != nil {
+		return r, &ConfigError{Field: "Roots", Rule: "is invalid", Err: err}
+	}
+	r.Roots = roots
 	r.policy = policy.Default()
 	if c.Reconnect != nil {
 		r.policy = *c.Reconnect

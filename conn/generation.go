@@ -39,6 +39,8 @@ type generation struct {
 
 	// Owned by the supervisor's loop.
 	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable
+
+	ext genSession // the session beyond its tools (session.go)
 }
 
 func (s *Supervisor) newGeneration(attempt int) *generation {
@@ -102,13 +104,7 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		}
 		return nil, ErrClosed
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpfsm", Version: "v1"}, &mcp.ClientOptions{
-		// The handler only signals: it runs on the SDK's connection
-		// goroutine, where blocking stalls the session and Close deadlocks.
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.signalChanged() },
-		// No KeepAlive here: the supervisor pings itself (keepalive.go).
-		Logger: s.cfg.Logger.With("server", s.cfg.Name, "generation", g.id),
-	})
+	client := g.newClient()
 	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", causeOf(ctx, err))
@@ -117,7 +113,14 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		_ = sess.Close()
 		return nil, ErrClosed
 	}
-	return g.listTools(ctx)
+	tools, err := g.listTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return tools, nil
 }
 
 // causeOf reports an expired clock deadline as context.DeadlineExceeded

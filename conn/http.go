@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,6 +21,17 @@ type HTTP struct {
 	Endpoint string
 	// Client is the HTTP client to use. Nil means http.DefaultClient.
 	Client *http.Client
+	// Header is added to every request, such as a static
+	// "Authorization: Bearer ..." or an API key. The headers the SDK sets
+	// itself (content type, session and protocol version, and
+	// Authorization when OAuthHandler has a token) take precedence.
+	Header http.Header
+	// OAuthHandler, if set, authorizes the requests (package
+	// github.com/modelcontextprotocol/go-sdk/auth has handlers for the
+	// authorization code and client credentials flows). One handler serves
+	// every generation, so the tokens it holds survive a reconnect and a
+	// reconnect does not log in again.
+	OAuthHandler auth.OAuthHandler
 }
 
 // Streamable returns an [HTTP] transport for endpoint.
@@ -29,13 +42,33 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 	if err := h.validate(); err != nil {
 		return nil, err
 	}
-	return &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: h.Client}, nil
+	client := h.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	watch := &authWatch{}
+	hc := *client
+	hc.Transport = &headerTransport{next: client.Transport, header: h.Header, watch: watch}
+	return &httpTransport{
+		StreamableClientTransport: &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: &hc, OAuthHandler: h.OAuthHandler},
+		watch:                     watch,
+	}, nil
 }
 
 func (h *HTTP) validate() error {
 	u, err := url.Parse(h.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("HTTP.Endpoint %q is not an http(s) URL with a host: use the server's full MCP URL, such as https://host/mcp", h.Endpoint)
+	}
+	for k, vs := range h.Header {
+		if k == "" || strings.ContainsAny(k, " :\t\r\n") {
+			return fmt.Errorf("HTTP.Header has the invalid name %q: use a header name such as Authorization", k)
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n") {
+				return fmt.Errorf("HTTP.Header[%q] has a line break in its value: remove it", k)
+			}
+		}
 	}
 	return nil
 }

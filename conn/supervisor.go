@@ -50,6 +50,8 @@ type Supervisor struct {
 	published []published
 	retry     *retryTimer // the armed backoff, in the backoff states
 	readyDone bool
+
+	ext sessionState // the session beyond its tools (session.go)
 }
 
 type published struct {
@@ -120,6 +122,12 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			s.release()
 		}
 		return nil, fmt.Errorf("conn: connection table: %w", err)
+	}
+	if err := s.startSession(); err != nil {
+		if s.release != nil {
+			s.release()
+		}
+		return nil, err
 	}
 	s.status = Status{Server: r.Name, State: Connecting, MaxAttempts: r.policy.MaxAttempts}
 	s.startAttempt(0)
@@ -260,6 +268,7 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 				"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", serr)
 		}
 		s.pending, s.current = nil, g
+		s.established(g)
 		s.budget.Up()
 		s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
 		s.resolveReady(nil)

@@ -106,6 +106,7 @@ func (s *Supervisor) swap(g *generation, next []Tool) error {
 
 // unpublish unregisters every tool of the supervisor.
 func (s *Supervisor) unpublish() {
+	s.dropCatalog()
 	for _, p := range s.published {
 		p.unregister()
 	}

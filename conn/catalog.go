@@ -1,0 +1,358 @@
+package conn
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Catalog is the union of the resources, resource templates and prompts of
+// every server supervised with it (Config.Catalog), for a host that shows
+// them to a model and reads them by a stable name. A supervisor lists its
+// server's catalog at connect and again on each resources or prompts
+// list_changed notification, and swaps it in all or nothing, like its
+// tools. During an outage the last catalog stays listed and reading from
+// it fails fast with an error matching [ErrUnavailable]; at exhaustion and
+// at Close it is dropped. A server that does not advertise resources or
+// prompts simply lists none. The zero value is not usable; call
+// [NewCatalog].
+type Catalog struct {
+	mu      sync.RWMutex
+	servers map[string]*catalogServer
+	changed chan struct{}
+}
+
+// catalogServer is one supervisor's entry: reserved at Start, filled by
+// each successful listing.
+type catalogServer struct {
+	sup *Supervisor
+	cat *serverCatalog // nil until the first listing, and after a drop
+}
+
+// serverCatalog is one listing of one server, built whole before it is
+// published.
+type serverCatalog struct {
+	resources []Resource
+	templates []ResourceTemplate
+	prompts   []Prompt
+}
+
+// Resource is one resource a server listed.
+type Resource struct {
+	Server string        // the supervisor's Name
+	Raw    *mcp.Resource // as the server listed it; Raw.URI names it on the wire
+	sup    *Supervisor
+}
+
+// Read reads the resource through its server's supervisor; see
+// [Supervisor.ReadResource].
+func (r Resource) Read(ctx context.Context) (*mcp.ReadResourceResult, error) {
+	if r.sup == nil || r.Raw == nil {
+		return nil, fmt.Errorf("conn: resource of server %q was not published by a supervisor", r.Server)
+	}
+	return r.sup.ReadResource(ctx, r.Raw.URI)
+}
+
+// ResourceTemplate is one resource template a server listed. Read a
+// resource built from it with [Catalog.ReadResource].
+type ResourceTemplate struct {
+	Server string
+	Raw    *mcp.ResourceTemplate
+}
+
+// Prompt is one prompt a server listed, under a public name built like a
+// tool's ([PublicToolName]), unique across the servers of one Catalog.
+type Prompt struct {
+	Name   string // mcp__<server>__<prompt>
+	Server string
+	Raw    *mcp.Prompt // Raw.Name is what goes on the wire
+	sup    *Supervisor
+}
+
+// Get gets the prompt through its server's supervisor; see
+// [Supervisor.GetPrompt].
+func (p Prompt) Get(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
+	if p.sup == nil || p.Raw == nil {
+		return nil, fmt.Errorf("conn: prompt %q was not published by a supervisor", p.Name)
+	}
+	return p.sup.GetPrompt(ctx, p.Raw.Name, args)
+}
+
+// NewCatalog returns an empty catalog.
+func NewCatalog() *Catalog {
+	return &Catalog{servers: map[string]*catalogServer{}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel closed at the next change of the catalog: one
+// server's listing swapped in or dropped is one change. Take the channel
+// before reading the catalog, as with [ToolRegistry.Changed].
+func (c *Catalog) Changed() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.changed
+}
+
+func (c *Catalog) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// reserve claims server for s, as Start does with a registry.
+func (c *Catalog) reserve(server string, s *Supervisor) (func(), error) {
+	entry := &catalogServer{sup: s}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.servers[server]; ok {
+		return nil, fmt.Errorf("%w: %q is already supervised with this catalog; give each server a distinct Name",
+			ErrDuplicateServer, server)
+	}
+	c.servers[server] = entry
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.servers[server] == entry {
+			delete(c.servers, server)
+			if entry.cat != nil {
+				c.notify()
+			}
+		}
+	}, nil
+}
+
+// publish swaps in a server's listing (nil drops it) in one step.
+func (c *Catalog) publish(server string, cat *serverCatalog) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entry, ok := c.servers[server]
+	if !ok || (entry.cat == nil && cat == nil) {
+		return
+	}
+	entry.cat = cat
+	c.notify()
+}
+
+// Resources returns every listed resource, sorted by server, then URI.
+func (c *Catalog) Resources() []Resource {
+	return collect(c, func(sc *serverCatalog) []Resource { return sc.resources })
+}
+
+// ResourceTemplates returns every listed resource template, sorted by
+// server, then URI template.
+func (c *Catalog) ResourceTemplates() []ResourceTemplate {
+	return collect(c, func(sc *serverCatalog) []ResourceTemplate { return sc.templates })
+}
+
+// Prompts returns every listed prompt, sorted by public name.
+func (c *Catalog) Prompts() []Prompt {
+	out := collect(c, func(sc *serverCatalog) []Prompt { return sc.prompts })
+	slices.SortFunc(out, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// collect concatenates one kind of entry over the servers, in server order.
+func collect[T any](c *Catalog, of func(*serverCatalog) []T) []T {
+	c.mu.RLock()
+	names := make([]string, 0, len(c.servers))
+	for name, e := range c.servers {
+		if e.cat != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var out []T
+	for _, name := range names {
+		out = append(out, of(c.servers[name].cat)...)
+	}
+	c.mu.RUnlock()
+	return out
+}
+
+// LookupPrompt returns the prompt listed under a public name.
+func (c *Catalog) LookupPrompt(publicName string) (Prompt, bool) {
+	for _, p := range c.Prompts() {
+		if p.Name == publicName {
+			return p, true
+		}
+	}
+	return Prompt{}, false
+}
+
+// GetPrompt gets the prompt listed under publicName; see [Prompt.Get].
+func (c *Catalog) GetPrompt(ctx context.Context, publicName string, args map[string]string) (*mcp.GetPromptResult, error) {
+	p, ok := c.LookupPrompt(publicName)
+	if !ok {
+		return nil, fmt.Errorf("conn: no prompt named %q is listed", publicName)
+	}
+	return p.Get(ctx, args)
+}
+
+// ReadResource reads uri from the named server, whether the server listed
+// it or it was built from one of its templates. The server must be
+// supervised with this catalog.
+func (c *Catalog) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
+	c.mu.RLock()
+	e, ok := c.servers[server]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("conn: no server named %q is supervised with this catalog", server)
+	}
+	return e.sup.ReadResource(ctx, uri)
+}
+
+// MaxCatalog is the most resources, templates or prompts (each) one server
+// may list; a longer list is invalid, as with [MaxTools].
+const MaxCatalog = MaxTools
+
+// listCatalog is phase one of a catalog sync: list what the server
+// advertises, every page, or fail and change nothing.
+func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
+	s := g.sup
+	caps := g.sess.InitializeResult().Capabilities
+	cat := &serverCatalog{}
+	if caps != nil && caps.Resources != nil {
+		var err error
+		if cat.resources, err = listAll(ctx, "resources", g.sess.Resources(ctx, nil), func(r *mcp.Resource) (Resource, string) {
+			return Resource{Server: s.cfg.Name, Raw: r, sup: s}, r.URI
+		}); err != nil {
+			return nil, err
+		}
+		if cat.templates, err = listAll(ctx, "resource templates", g.sess.ResourceTemplates(ctx, nil), func(r *mcp.ResourceTemplate) (ResourceTemplate, string) {
+			return ResourceTemplate{Server: s.cfg.Name, Raw: r}, r.URITemplate
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		var err error
+		if cat.prompts, err = listAll(ctx, "prompts", g.sess.Prompts(ctx, nil), func(p *mcp.Prompt) (Prompt, string) {
+			return Prompt{Name: PublicToolName(s.cfg.Name, p.Name), Server: s.cfg.Name, Raw: p, sup: s}, p.Name
+		}); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(cat.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+		for i := 1; i < len(cat.prompts); i++ {
+			if cat.prompts[i].Name == cat.prompts[i-1].Name {
+				return nil, fmt.Errorf("list prompts: prompts %q and %q share the public name %q",
+					cat.prompts[i-1].Raw.Name, cat.prompts[i].Raw.Name, cat.prompts[i].Name)
+			}
+		}
+	}
+	return cat, nil
+}
+
+// listAll drains a paginated listing into entries sorted by key, refusing
+// duplicate keys and lists longer than MaxCatalog.
+func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, error], mk func(*R) (T, string)) ([]T, error) {
+	type keyed struct {
+		key string
+		v   T
+	}
+	var out []keyed
+	seen := map[string]bool{}
+	for raw, err := range seq {
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", what, causeOf(ctx, err))
+		}
+		if raw == nil {
+			continue
+		}
+		v, key := mk(raw)
+		if seen[key] {
+			return nil, fmt.Errorf("list %s: %q is listed twice", what, key)
+		}
+		if len(out) == MaxCatalog {
+			return nil, fmt.Errorf("list %s: more than %d", what, MaxCatalog)
+		}
+		seen[key] = true
+		out = append(out, keyed{key, v})
+	}
+	slices.SortFunc(out, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	vs := make([]T, len(out))
+	for i, k := range out {
+		vs[i] = k.v
+	}
+	return vs, nil
+}
+
+// catalogState is a supervisor's side of its catalog.
+type catalogState struct {
+	release func() // the catalog reservation
+}
+
+// catalogChanged handles a resources or prompts list_changed of g: the
+// established generation re-lists now (one listing at a time; a storm
+// costs at most one more), a generation still connecting re-lists once it
+// is established.
+func (g *generation) catalogChanged() {
+	s := g.sup
+	if s.cfg.Catalog == nil {
+		return
+	}
+	g.ext.mu.Lock()
+	defer g.ext.mu.Unlock()
+	if !g.ext.live || g.ext.syncing {
+		g.ext.more = true
+		return
+	}
+	g.ext.syncing, g.ext.more = true, false
+	// The generation's goroutine counts as a worker until its session has
+	// ended, and the session cannot end while this handler runs: adding
+	// one here never races the disposal's wait.
+	s.workers.Add(1)
+	go g.resyncCatalog()
+}
+
+func (g *generation) resyncCatalog() {
+	s := g.sup
+	defer s.workers.Done()
+	for {
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
+		cat, err := g.listCatalog(ctx)
+		cancel()
+		if err != nil {
+			if !g.down.Load() {
+				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
+					"server", s.cfg.Name, "generation", g.id, "err", err)
+			}
+		} else {
+			s.publishCatalog(g, cat)
+		}
+		g.ext.mu.Lock()
+		if !g.ext.more || g.down.Load() {
+			g.ext.syncing = false
+			g.ext.mu.Unlock()
+			return
+		}
+		g.ext.more = false
+		g.ext.mu.Unlock()
+	}
+}
+
+// publishCatalog swaps in a re-listed catalog unless g was retired while it
+// listed. The check and the swap hold the catalog's lock, and the drop at
+// exhaustion takes it too, so a stale listing never follows a drop.
+func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
+	c := s.cfg.Catalog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.ext.live.Load() != g || g.down.Load() {
+		return
+	}
+	if e, ok := c.servers[s.cfg.Name]; ok {
+		e.cat = cat
+		c.notify()
+	}
+}
+
+// dropCatalog removes the server's listing (at exhaustion and disposal).
+func (s *Supervisor) dropCatalog() {
+	if c := s.cfg.Catalog; c != nil {
+		c.publish(s.cfg.Name, nil)
+	}
+}

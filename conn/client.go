@@ -1,0 +1,246 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// modulePath is this module's path, to find its version in build info.
+const modulePath = "github.com/mcpfsm/mcpfsm"
+
+// defaultImplementation is the client identity sent in initialize when
+// Config.Implementation is nil: "mcpfsm" at the module's version as the
+// build recorded it, "(devel)" when the build recorded none.
+var defaultImplementation = sync.OnceValue(func() mcp.Implementation {
+	v := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == modulePath {
+			v = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == modulePath {
+				v = d.Version
+				if d.Replace != nil && d.Replace.Version != "" {
+					v = d.Replace.Version
+				}
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return mcp.Implementation{Name: "mcpfsm", Version: v}
+})
+
+// checkClient rejects the client options the supervisor owns itself.
+func checkClient(o *mcp.ClientOptions) error {
+	if o == nil {
+		return nil
+	}
+	if o.KeepAlive != 0 || o.KeepAliveFailureThreshold != 0 {
+		return &ConfigError{Field: "Client.KeepAlive", Rule: "is set: the supervisor pings the server itself; use Config.KeepAlive instead, which ends a hung session without waiting for its calls"}
+	}
+	//lint:ignore SA1019 sampling is deprecated upstream but still served; conn passes it through.
+	if o.CreateMessageHandler != nil && o.CreateMessageWithToolsHandler != nil {
+		return &ConfigError{Field: "Client.CreateMessageHandler", Rule: "and Client.CreateMessageWithToolsHandler are both set: set only one (the SDK panics on both)"}
+	}
+	return nil
+}
+
+// newClient builds the client of one generation: the user's options, with
+// the supervisor's own handling composed in front of theirs. The SDK calls
+// notification handlers one at a time on the session's handler goroutine,
+// and a session whose handler is still running never reports its end; so
+// the user's notification handlers are queued to the supervisor's handler
+// goroutine, and its request handlers run on their own goroutine that the
+// session stops waiting for once the request is cancelled (see
+// [Config.Client]).
+func (g *generation) newClient() *mcp.Client {
+	s := g.sup
+	var opts mcp.ClientOptions
+	if s.cfg.Client != nil {
+		opts = *s.cfg.Client
+	}
+	user := opts
+	cb := s.ext.callbacks
+	if opts.Logger == nil {
+		opts.Logger = s.cfg.Logger
+	}
+	opts.Logger = opts.Logger.With("server", s.cfg.Name, "generation", g.id)
+	// No KeepAlive here: the supervisor pings itself (keepalive.go).
+	opts.KeepAlive, opts.KeepAliveFailureThreshold = 0, 0
+
+	// The supervisor's own handlers only signal: they run on the SDK's
+	// handler goroutine, where blocking stalls the session.
+	userTools := queued(cb, user.ToolListChangedHandler)
+	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		g.signalChanged()
+		userTools(ctx, req)
+	}
+	userResources := queued(cb, user.ResourceListChangedHandler)
+	opts.ResourceListChangedHandler = func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
+		g.catalogChanged()
+		userResources(ctx, req)
+	}
+	userPrompts := queued(cb, user.PromptListChangedHandler)
+	opts.PromptListChangedHandler = func(ctx context.Context, req *mcp.PromptListChangedRequest) {
+		g.catalogChanged()
+		userPrompts(ctx, req)
+	}
+	opts.ResourceUpdatedHandler = queuedOrNil(cb, user.ResourceUpdatedHandler)
+	opts.LoggingMessageHandler = queuedOrNil(cb, user.LoggingMessageHandler) //lint:ignore SA1019 logging is deprecated upstream but still served.
+	opts.ProgressNotificationHandler = queuedOrNil(cb, user.ProgressNotificationHandler)
+	opts.ElicitationCompleteHandler = queuedOrNil(cb, user.ElicitationCompleteHandler)
+	opts.ElicitationHandler = guarded(cb, user.ElicitationHandler)
+	opts.CreateMessageHandler = guarded(cb, user.CreateMessageHandler)                   //lint:ignore SA1019 sampling is deprecated upstream but still served.
+	opts.CreateMessageWithToolsHandler = guarded(cb, user.CreateMessageWithToolsHandler) //lint:ignore SA1019 sampling is deprecated upstream but still served.
+
+	impl := defaultImplementation()
+	if s.cfg.Implementation != nil {
+		impl = *s.cfg.Implementation
+	}
+	client := mcp.NewClient(&impl, &opts)
+	s.ext.roots.attach(client)
+	return client
+}
+
+// maxQueued bounds the notifications waiting for a slow user handler: a
+// server that floods notifications cannot grow the host's memory without
+// bound. Beyond it, notifications are dropped and counted in the log.
+const maxQueued = 1024
+
+// callbacks runs the user's handlers off the SDK's goroutines. Notification
+// handlers run one at a time, in arrival order, on one goroutine (order is
+// kept across generations too); request handlers run each on its own
+// goroutine. All of them get a context that is cancelled when Close is
+// called, and Close waits for them, bounded by CloseTimeout.
+type callbacks struct {
+	s      *Supervisor
+	queue  chan func(context.Context)
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool // Close was called: nothing new starts
+	running sync.WaitGroup
+	dropped int
+}
+
+// startCallbacks starts the handler goroutine, as one of the supervisor's
+// workers, if the user set client options. It runs before the loop starts.
+func (s *Supervisor) startCallbacks() {
+	if s.cfg.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &callbacks{s: s, queue: make(chan func(context.Context), maxQueued), ctx: ctx, cancel: cancel}
+	s.ext.callbacks = c
+	s.workers.Add(1)
+	go c.run()
+}
+
+func (c *callbacks) run() {
+	defer c.s.workers.Done()
+	for {
+		select {
+		case f := <-c.queue:
+			f(c.ctx)
+		case <-c.s.closing:
+			c.cancel()
+			c.mu.Lock()
+			c.closed = true
+			c.mu.Unlock()
+			c.running.Wait()
+			return
+		}
+	}
+}
+
+// enqueue queues a notification for the handler goroutine without
+// blocking the SDK's.
+func (c *callbacks) enqueue(f func(context.Context)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	select {
+	case c.queue <- f:
+		if c.dropped > 0 {
+			c.s.cfg.Logger.Warn(fmt.Sprintf("%d server notifications were dropped: a Config.Client notification handler is too slow", c.dropped),
+				"server", c.s.cfg.Name)
+			c.dropped = 0
+		}
+	default:
+		c.dropped++
+	}
+}
+
+// queued returns a handler that queues h's calls, or one that does
+// nothing when h is nil.
+func queued[R any](c *callbacks, h func(context.Context, R)) func(context.Context, R) {
+	if q := queuedOrNil(c, h); q != nil {
+		return q
+	}
+	return func(context.Context, R) {}
+}
+
+// queuedOrNil is queued, but nil for a nil h, so the SDK sees no handler.
+func queuedOrNil[R any](c *callbacks, h func(context.Context, R)) func(context.Context, R) {
+	if h == nil || c == nil {
+		return nil
+	}
+	return func(_ context.Context, req R) {
+		c.enqueue(func(ctx context.Context) { h(ctx, req) })
+	}
+}
+
+// guarded returns a request handler that runs h on its own goroutine and
+// returns when h does or when the request is cancelled (the server
+// cancelled it, its connection ended, or Close was called), whichever is
+// first, so a handler that ignores cancellation cannot keep a dead session
+// from ending.
+func guarded[Req, Res any](c *callbacks, h func(context.Context, Req) (Res, error)) func(context.Context, Req) (Res, error) {
+	if h == nil || c == nil {
+		return nil
+	}
+	return func(ctx context.Context, req Req) (Res, error) {
+		var zero Res
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return zero, fmt.Errorf("mcp server %q: %w", c.s.cfg.Name, ErrClosed)
+		}
+		c.running.Add(1)
+		c.mu.Unlock()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(c.ctx, cancel)
+		defer stop()
+		type result struct {
+			res Res
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer c.running.Done()
+			res, err := h(ctx, req)
+			done <- result{res, err}
+		}()
+		select {
+		case r := <-done:
+			return r.res, r.err
+		case <-ctx.Done():
+			select {
+			case r := <-done: // both were ready: the answer wins
+				return r.res, r.err
+			default:
+				return zero, context.Cause(ctx)
+			}
+		}
+	}
+}

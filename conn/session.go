@@ -1,0 +1,216 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionState is what a Supervisor keeps about the MCP session beyond its
+// tools: the established generation for WithSession, the host's roots and
+// resource subscriptions (re-sent to every generation), the handler
+// goroutine of Config.Client and the published catalog.
+type sessionState struct {
+	live      atomic.Pointer[generation] // the established generation, until the next one is
+	callbacks *callbacks                 // nil without Config.Client
+	roots     rootSet
+	catalog   catalogState
+
+	subMu sync.Mutex
+	subs  []string // resource URIs subscribed through the supervisor, in order
+}
+
+// genSession is what a generation keeps beyond its tools: the catalog it
+// listed at connect, and the state of its catalog re-sync.
+type genSession struct {
+	listed *serverCatalog // phase one's catalog, published when the attempt succeeds
+
+	mu            sync.Mutex
+	live          bool // established: a list_changed re-syncs now
+	syncing, more bool // a catalog re-sync runs; another must follow
+}
+
+// WithSession runs f with the session of the current established
+// generation: the escape hatch to every request the SDK's
+// *mcp.ClientSession offers (resources/read, prompts/get,
+// completion/complete, logging/setLevel, ...). The context f gets is
+// bounded by CallTimeout and cancelled when the generation is retired, like
+// a tool call's; f must not keep the session beyond its return.
+//
+// With no established generation (connecting, during an outage, after
+// exhaustion or Close) WithSession fails fast with an error matching
+// [ErrUnavailable], without calling f. If the generation is lost while f
+// runs, the error f returns is wrapped so that it matches ErrUnavailable
+// too. Otherwise it returns f's error as is.
+func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *mcp.ClientSession) error) error {
+	g := s.ext.live.Load()
+	if g == nil || g.down.Load() {
+		return &sessionError{server: s.cfg.Name, state: s.State()}
+	}
+	ctx, n, ok := g.calls.start(ctx, s.clk, s.cfg.CallTimeout)
+	if !ok {
+		return &sessionError{server: s.cfg.Name, state: s.State()}
+	}
+	defer g.calls.end(n)
+	err := f(ctx, g.sess)
+	if err != nil && n.expired.Load() {
+		return fmt.Errorf("mcp server %q: no answer within CallTimeout (%v): %w: %w",
+			s.cfg.Name, s.cfg.CallTimeout, context.DeadlineExceeded, err)
+	}
+	if err != nil && (g.down.Load() || connectionGone(err)) {
+		return &sessionError{server: s.cfg.Name, state: s.State(), cause: err}
+	}
+	return err
+}
+
+// ReadResource reads a resource of the server through [Supervisor.WithSession].
+func (s *Supervisor) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	var res *mcp.ReadResourceResult
+	err := s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		return err
+	})
+	return res, err
+}
+
+// GetPrompt gets a prompt of the server, by its name on the server, through
+// [Supervisor.WithSession].
+func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	var res *mcp.GetPromptResult
+	err := s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+		return err
+	})
+	return res, err
+}
+
+// Subscribe subscribes to updates of the resource at uri, for this and
+// every later generation: a reconnect re-sends the subscription before the
+// generation is established. Updates arrive at
+// Config.Client.ResourceUpdatedHandler. It returns the error of sending the
+// subscription to the current session; during an outage that error matches
+// [ErrUnavailable] but the subscription is kept, and sent when the server
+// is back. Subscribing twice to one uri is one subscription.
+func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
+	if uri == "" {
+		return errors.New("conn: Subscribe: empty resource URI")
+	}
+	s.ext.subMu.Lock()
+	if !slices.Contains(s.ext.subs, uri) {
+		s.ext.subs = append(s.ext.subs, uri)
+	}
+	s.ext.subMu.Unlock()
+	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+}
+
+// Unsubscribe ends a subscription made with [Supervisor.Subscribe]: later
+// generations no longer get it, and the current session, if any, is told.
+// During an outage it returns an error matching [ErrUnavailable], but the
+// subscription is forgotten all the same.
+func (s *Supervisor) Unsubscribe(ctx context.Context, uri string) error {
+	s.ext.subMu.Lock()
+	s.ext.subs = slices.DeleteFunc(s.ext.subs, func(u string) bool { return u == uri })
+	s.ext.subMu.Unlock()
+	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+}
+
+// Subscriptions returns the resource URIs subscribed through the
+// supervisor, in the order they were first subscribed.
+func (s *Supervisor) Subscriptions() []string {
+	s.ext.subMu.Lock()
+	defer s.ext.subMu.Unlock()
+	return slices.Clone(s.ext.subs)
+}
+
+// prepare is the rest of phase one after the tools are listed: re-send the
+// subscriptions and list the catalog, within the attempt's deadline. A
+// subscription the server refuses is logged, not fatal: the resource may be
+// gone for good. A catalog the server advertises but cannot list fails the
+// attempt, like a tool list.
+func (g *generation) prepare(ctx context.Context) error {
+	s := g.sup
+	caps := g.sess.InitializeResult().Capabilities
+	if caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
+		for _, uri := range s.Subscriptions() {
+			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("re-subscribe %q: %w", uri, causeOf(ctx, err))
+				}
+				s.cfg.Logger.Warn("resource subscription refused by the new session: "+err.Error(),
+					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", err)
+			}
+		}
+	}
+	if s.cfg.Catalog == nil {
+		return nil
+	}
+	cat, err := g.listCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	g.ext.listed = cat
+	return nil
+}
+
+// established runs on the loop once g's tools are swapped in: g becomes
+// the generation WithSession uses, and its catalog is published.
+func (s *Supervisor) established(g *generation) {
+	s.ext.live.Store(g)
+	if s.cfg.Catalog != nil {
+		s.cfg.Catalog.publish(s.cfg.Name, g.ext.listed)
+	}
+	g.ext.mu.Lock()
+	g.ext.live = true
+	resync := g.ext.more
+	g.ext.mu.Unlock()
+	if resync {
+		g.catalogChanged()
+	}
+}
+
+// sessionError is a fast-failed WithSession.
+type sessionError struct {
+	server string
+	state  State
+	cause  error
+}
+
+func (e *sessionError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the request: %v",
+			e.server, e.state, e.cause)
+	}
+	return fmt.Sprintf("mcp server %q is unavailable (state %s): nothing was sent", e.server, e.state)
+}
+
+func (e *sessionError) Is(target error) bool { return target == ErrUnavailable }
+func (e *sessionError) Unwrap() error        { return e.cause }
+
+// startSession sets up what the supervisor keeps beyond tools: the
+// initial roots, the catalog reservation (released with the registry's)
+// and the handler goroutine. Start calls it before the loop runs.
+func (s *Supervisor) startSession() error {
+	s.ext.roots.roots = s.cfg.Roots
+	if c := s.cfg.Catalog; c != nil {
+		release, err := c.reserve(s.cfg.Name, s)
+		if err != nil {
+			return err
+		}
+		if prev := s.release; prev != nil {
+			s.release = func() { prev(); release() }
+		} else {
+			s.release = release
+		}
+	}
+	s.startCallbacks()
+	return nil
+}
