@@ -71,12 +71,16 @@ type Server struct {
 
 // NewServer returns a server that follows plan, one behaviour per opened
 // generation; the last one repeats. An empty plan means Accept.
-func NewServer(plan ...Behaviour) *Server {
+func NewServer(plan ...Behaviour) *Server { return NewServerWithOptions(nil, plan...) }
+
+// NewServerWithOptions is NewServer with the go-sdk server's options, for
+// tests that need its handlers (roots list changes, subscriptions, ...).
+func NewServerWithOptions(opts *mcp.ServerOptions, plan ...Behaviour) *Server {
 	if len(plan) == 0 {
 		plan = []Behaviour{Accept}
 	}
 	s := &Server{
-		MCP:     mcp.NewServer(&mcp.Implementation{Name: "conntest", Version: "v1"}, nil),
+		MCP:     mcp.NewServer(&mcp.Implementation{Name: "conntest", Version: "v1"}, opts),
 		plan:    plan,
 		opened:  newFeed[int](),
 		held:    newFeed[*HeldTransport](),

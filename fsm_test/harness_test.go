@@ -82,10 +82,16 @@ func holdFirstList() option {
 
 func newHarness(t *testing.T, plan []behaviour, tools []string, opts ...option) *harness {
 	t.Helper()
+	return newHarnessOn(t, conntest.NewServer(plan...), tools, opts...)
+}
+
+// newHarnessOn is newHarness on a server the test built.
+func newHarnessOn(t *testing.T, srv *conntest.Server, tools []string, opts ...option) *harness {
+	t.Helper()
 	h := &harness{
 		t:    t,
 		clk:  clock.NewMock(),
-		srv:  conntest.NewServer(plan...),
+		srv:  srv,
 		rec:  conntest.NewRecorder(),
 		reg:  conn.NewRegistry(),
 		regs: make(chan string, 100000),
