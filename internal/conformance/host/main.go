@@ -163,4 +163,3 @@ func asMap(v any) (map[string]any, bool) {
 	}
 	return m, m != nil
 }
-
