@@ -106,6 +106,11 @@ func (s *Server) Transport() conn.Transport { return conn.TransportFunc(s.open) 
 func (s *Server) Plan(plan ...Behaviour) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The generations opened so far followed the plan, its last behaviour
+	// repeating: spell the repeats out before appending.
+	for len(s.plan) < s.opens {
+		s.plan = append(s.plan, s.plan[len(s.plan)-1])
+	}
 	s.plan = append(s.plan[:s.opens:s.opens], plan...)
 }
 

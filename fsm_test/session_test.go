@@ -41,8 +41,8 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 func (h *harness) recoverFromCrash() {
 	h.t.Helper()
 	h.crash()
-	h.expect(conn.LostReconnecting)
-	h.advance(time.Second)
+	tr := h.expect(conn.LostReconnecting)[0]
+	h.advance(tr.Delay)
 	h.expect(conn.Connecting, conn.Established)
 }
 
