@@ -280,11 +280,6 @@ func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, e
 	return vs, nil
 }
 
-// catalogState is a supervisor's side of its catalog.
-type catalogState struct {
-	release func() // the catalog reservation
-}
-
 // catalogChanged handles a resources or prompts list_changed of g: the
 // established generation re-lists now (one listing at a time; a storm
 // costs at most one more), a generation still connecting re-lists once it

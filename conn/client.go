@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, logging and roots are deprecated upstream (SEP-2577) but still served; the supervisor passes them through.
+
 package conn
 
 import (
@@ -44,7 +46,7 @@ func checkClient(o *mcp.ClientOptions) error {
 	if o.KeepAlive != 0 || o.KeepAliveFailureThreshold != 0 {
 		return &ConfigError{Field: "Client.KeepAlive", Rule: "is set: the supervisor pings the server itself; use Config.KeepAlive instead, which ends a hung session without waiting for its calls"}
 	}
-	//lint:ignore SA1019 sampling is deprecated upstream but still served; conn passes it through.
+
 	if o.CreateMessageHandler != nil && o.CreateMessageWithToolsHandler != nil {
 		return &ConfigError{Field: "Client.CreateMessageHandler", Rule: "and Client.CreateMessageWithToolsHandler are both set: set only one (the SDK panics on both)"}
 	}
@@ -92,12 +94,12 @@ func (g *generation) newClient() *mcp.Client {
 		userPrompts(ctx, req)
 	}
 	opts.ResourceUpdatedHandler = queuedOrNil(cb, user.ResourceUpdatedHandler)
-	opts.LoggingMessageHandler = queuedOrNil(cb, user.LoggingMessageHandler) //lint:ignore SA1019 logging is deprecated upstream but still served.
+	opts.LoggingMessageHandler = queuedOrNil(cb, user.LoggingMessageHandler)
 	opts.ProgressNotificationHandler = queuedOrNil(cb, user.ProgressNotificationHandler)
 	opts.ElicitationCompleteHandler = queuedOrNil(cb, user.ElicitationCompleteHandler)
 	opts.ElicitationHandler = guarded(cb, user.ElicitationHandler)
-	opts.CreateMessageHandler = guarded(cb, user.CreateMessageHandler)                   //lint:ignore SA1019 sampling is deprecated upstream but still served.
-	opts.CreateMessageWithToolsHandler = guarded(cb, user.CreateMessageWithToolsHandler) //lint:ignore SA1019 sampling is deprecated upstream but still served.
+	opts.CreateMessageHandler = guarded(cb, user.CreateMessageHandler)
+	opts.CreateMessageWithToolsHandler = guarded(cb, user.CreateMessageWithToolsHandler)
 
 	impl := defaultImplementation()
 	if s.cfg.Implementation != nil {

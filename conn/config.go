@@ -93,7 +93,7 @@ type Config struct {
 	Implementation *mcp.Implementation
 	// Roots are the roots offered to the server from the first generation
 	// on; change them with [Supervisor.SetRoots].
-	Roots []*mcp.Root
+	Roots []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
 	// Catalog, if set, receives the server's resources, resource templates
 	// and prompts; see [Catalog]. Nil means they are not listed.
 	Catalog *Catalog

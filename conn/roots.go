@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still served; the supervisor keeps them across generations.
+
 package conn
 
 import (
@@ -27,7 +29,7 @@ func (r *rootSet) attach(c *mcp.Client) {
 	defer r.mu.Unlock()
 	r.client = c
 	if len(r.roots) > 0 {
-		c.AddRoots(r.roots...) //lint:ignore SA1019 roots are deprecated upstream but still served.
+		c.AddRoots(r.roots...)
 	}
 }
 
@@ -65,10 +67,10 @@ func (s *Supervisor) SetRoots(roots ...*mcp.Root) error {
 	// A client attached after the swap above already has next; applying it
 	// again changes nothing and notifies nobody new.
 	if len(gone) > 0 {
-		client.RemoveRoots(gone...) //lint:ignore SA1019 roots are deprecated upstream but still served.
+		client.RemoveRoots(gone...)
 	}
 	if len(next) > 0 {
-		client.AddRoots(next...) //lint:ignore SA1019 roots are deprecated upstream but still served.
+		client.AddRoots(next...)
 	}
 	return nil
 }

@@ -19,7 +19,6 @@ type sessionState struct {
 	live      atomic.Pointer[generation] // the established generation, until the next one is
 	callbacks *callbacks                 // nil without Config.Client
 	roots     rootSet
-	catalog   catalogState
 
 	subMu sync.Mutex
 	subs  []string // resource URIs subscribed through the supervisor, in order

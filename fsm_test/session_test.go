@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and logging are deprecated upstream (SEP-2577) but still served, and tested.
+
 package fsm_test
 
 import (
