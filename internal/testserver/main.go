@@ -32,6 +32,7 @@ type options struct {
 	flapEvery     time.Duration
 	rawProtocol   string
 	hangAfter     int
+	session       bool
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
 	flag.DurationVar(&o.flapEvery, "list-changed-every", 0, "add or remove the tool flap this often, for ever (keep it above the SDK's 10ms notification debounce, or no notification is ever sent)")
 	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
+	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 
 	if o.pidlog != "" {

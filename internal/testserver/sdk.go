@@ -32,7 +32,14 @@ func serveSDK(o options) error {
 			go flap(srv, o.flapEvery)
 		}
 	}
+	var session func(*mcp.Server)
+	if o.session {
+		session = addSession(opts)
+	}
 	srv = mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "v1"}, opts)
+	if session != nil {
+		session(srv)
+	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "returns its text argument"},
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil
