@@ -20,4 +20,30 @@
 // During an outage the last good tools stay registered and their calls
 // fail fast with an error matching [ErrUnavailable]. Time comes from
 // Config.Clock, so every timing rule can be tested on a mock clock.
+//
+// # The rest of the session
+//
+// Supervision costs nothing the SDK offers; each feature survives
+// reconnects:
+//
+//   - Config.Client takes the SDK's own *mcp.ClientOptions. Use it when a
+//     server calls the host: elicitation, sampling, and notifications
+//     (logging, progress, resource updates, list changes). Every
+//     generation's client gets the handlers; the supervisor's own
+//     tool-list handling runs alongside them, and a handler that blocks
+//     delays only later handler calls, never the supervisor (see
+//     Config.Client for the exact rules).
+//   - [Supervisor.WithSession] runs a function with the current
+//     *mcp.ClientSession, bounded like a tool call, and fails fast with
+//     [ErrUnavailable] during an outage. Use it for any request conn has no
+//     method for: completion/complete, logging/setLevel, a resource read
+//     outside a catalog, and whatever the SDK adds.
+//   - A [Catalog] (Config.Catalog) lists the resources, resource templates
+//     and prompts of every server that shares it, under stable names, and
+//     re-lists them on list_changed with the same all-or-nothing swap as
+//     tools. Use it to show a model what it can read, and read through it.
+//   - [Supervisor.SetRoots] (and Config.Roots) and [Supervisor.Subscribe]
+//     are re-sent to every new generation.
+//   - [HTTP] takes a Header sent with every request and an OAuthHandler
+//     whose tokens survive reconnects.
 package conn
