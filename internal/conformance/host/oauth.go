@@ -26,9 +26,13 @@ const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
 func oauthHandler(scenario string, params map[string]any) (auth.OAuthHandler, error) {
 	id, _ := params["client_id"].(string)
 	secret, _ := params["client_secret"].(string)
+	if pemKey, _ := params["private_key_pem"].(string); pemKey != "" {
+		alg, _ := params["signing_algorithm"].(string)
+		return newJWTClientCredentials(id, pemKey, alg)
+	}
 	if strings.HasPrefix(scenario, "auth/client-credentials") {
 		if id == "" || secret == "" {
-			return nil, fmt.Errorf("scenario %s: the context has no client_id and client_secret; only client_secret_basic/post client credentials are supported", scenario)
+			return nil, fmt.Errorf("scenario %s: the context has no client_id and client_secret; and no private_key_pem", scenario)
 		}
 		return extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
 			Credentials: &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
