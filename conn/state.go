@@ -43,6 +43,11 @@ const (
 	// Halted: a server process did not exit within the close timeout, so
 	// reconnecting stopped rather than risk two processes of one server.
 	Halted State = "halted"
+	// AuthRefused: the server refused authorization (HTTP 401 or 403)
+	// after the OAuth handler gave up, or with none set. Retrying with the
+	// same credentials cannot help, so nothing more is tried and the outage
+	// budget is not spent; the state waits for Close.
+	AuthRefused State = "auth-refused"
 	// Disposing: Close was called; the supervisor is quiescing.
 	Disposing State = "disposing"
 	// Disposed: everything the supervisor started has stopped. Terminal.
@@ -80,13 +85,14 @@ type Payload struct {
 	Attempt     int           // as in Transition
 	MaxAttempts int           // as in Transition
 	Delay       time.Duration // the backoff before the next attempt
-	Err         error         // a *FailedError or *LostError, for a failure or loss
+	Err         error         // a *FailedError, *LostError or *AuthError, for a failure, loss or refusal
 	Generation  uint64        // the generation the step concerns; 0 for the newest
 
 	// The outcome of a failure or loss, which the guards read.
 	Released bool // the generation confirmed its process gone within CloseTimeout
 	Enabled  bool // the reconnect policy is enabled
 	Retry    bool // the outage budget granted another attempt after Delay
+	Refused  bool // the server refused authorization: no retry can help
 }
 
 // kind is what a state says about the connection, beyond its name.
@@ -132,6 +138,8 @@ var states = []stateFacts{
 		"connection lost and reconnect is disabled", slog.LevelError, lost, sayLostDisabled},
 	{fsm.State[State]{Name: Halted, Doc: "old server process never exited; reconnect stopped"},
 		"server process did not exit; reconnect halted", slog.LevelError, stopped, sayHalted},
+	{fsm.State[State]{Name: AuthRefused, Doc: "server refused authorization (HTTP 401/403); waiting for Close"},
+		"authorization refused", slog.LevelError, stopped, sayAuthRefused},
 	{fsm.State[State]{Name: Disposing, Doc: "Close called; quiescing"},
 		"disposing", slog.LevelDebug, plain, nil},
 	{fsm.State[State]{Name: Disposed, Doc: "nothing left running", Terminal: true},
@@ -179,6 +187,7 @@ var (
 	notReleased = func(p Payload) bool { return !p.Released }
 	disabled    = func(p Payload) bool { return !p.Enabled }
 	spent       = func(p Payload) bool { return !p.Retry }
+	refused     = func(p Payload) bool { return p.Refused }
 )
 
 // Table returns the connection machine's declaration: its states, events
@@ -211,6 +220,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventConnected, From: []State{Connecting}, To: Established},
 
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: Halted, Guard: notReleased, When: "not released"},
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: AuthRefused, Guard: refused, When: "authorization refused"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedDisabled, Guard: disabled, When: "reconnect disabled"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: Exhausted, Guard: spent, When: "budget spent"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedRetrying},

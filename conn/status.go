@@ -20,8 +20,9 @@ type Transition struct {
 	MaxAttempts int           // the policy's MaxAttempts where Attempt counts against it
 	Delay       time.Duration // backoff before the next attempt (backoff states only)
 	// Err is why the step happened, when it reports a failure: a
-	// *FailedError (the server did not come up) or a *LostError (an
-	// established connection dropped).
+	// *FailedError (the server did not come up), a *LostError (an
+	// established connection dropped) or an *AuthError (the server refused
+	// authorization).
 	Err        error
 	Generation uint64 // the generation the step concerns
 	// Dropped is how many transitions a [Supervisor.Watch] channel lost

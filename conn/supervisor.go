@@ -281,6 +281,10 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		return
 	}
 	s.pending = nil
+	if status := g.authRefused(); status != 0 {
+		s.refused(g, &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}, first, released)
+		return
+	}
 	ferr := &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
 	s.cfg.Logger.Warn("connection attempt failed: "+err.Error(),
 		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", err)

@@ -33,6 +33,7 @@ func TestTableStateNames(t *testing.T) {
 		conn.FailedDisabled:   "failed-disabled",
 		conn.LostDisabled:     "lost-disabled",
 		conn.Halted:           "halted",
+		conn.AuthRefused:      "auth-refused",
 		conn.Disposing:        "disposing",
 		conn.Disposed:         "disposed",
 	}
@@ -91,6 +92,10 @@ func TestTableFailedVersusLost(t *testing.T) {
 		{conn.FailedDisabled, []string{"connecting --attempt-failed [reconnect disabled]-->"}},
 		{conn.Exhausted, []string{"connecting --attempt-failed [budget spent]-->", "established --connection-lost [budget spent]-->"}},
 		{conn.Halted, []string{"connecting --attempt-failed [not released]-->", "established --connection-lost [not released]-->"}},
+		// A refused authorization is an attempt's outcome only: a session
+		// that was up and loses its authorization is lost, and its next
+		// attempt is refused.
+		{conn.AuthRefused, []string{"connecting --attempt-failed [authorization refused]-->"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, transitionsInto(tt.to)); diff != "" {
