@@ -39,20 +39,6 @@ func (g *generation) authRefused() int {
 	return 0
 }
 
-// refused is the outcome of an attempt whose server refused
-// authorization: not an outage, so the budget is not charged.
-func (s *Supervisor) refused(g *generation, aerr *AuthError, first, released bool) {
-	s.cfg.Logger.Warn("connection attempt refused: "+aerr.Error(),
-		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", aerr)
-	s.resolveReady(aerr)
-	if first && s.cfg.FailOnStartupError {
-		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: aerr, Generation: g.id})
-		return
-	}
-	s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, Err: aerr, Generation: g.id,
-		Released: released, Enabled: s.cfg.policy.Enabled, Refused: true})
-}
-
 func sayAuthRefused(phrase string, _ Transition, _ time.Duration) (string, []any) {
 	return phrase + "; not retrying: fix the credentials (HTTP.Header or HTTP.OAuthHandler), then " + recoverHint, nil
 }

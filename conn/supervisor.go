@@ -281,17 +281,26 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		return
 	}
 	s.pending = nil
-	if status := g.authRefused(); status != 0 {
-		s.refused(g, &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}, first, released)
-		return
+	// A refused authorization is not an outage: it charges no budget and
+	// its own guard stops reconnecting (see AuthError).
+	var ferr error = &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
+	msg := "connection attempt failed: " + err.Error()
+	status := g.authRefused()
+	if status != 0 {
+		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}
+		msg = fmt.Sprintf("connection attempt refused authorization (HTTP %d): %v", status, err)
 	}
-	ferr := &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
-	s.cfg.Logger.Warn("connection attempt failed: "+err.Error(),
+	s.cfg.Logger.Warn(msg,
 		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", err)
 	s.resolveReady(ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
 		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})
+		return
+	}
+	if status != 0 {
+		s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id,
+			Released: released, Enabled: s.cfg.policy.Enabled, Refused: true})
 		return
 	}
 	s.fire(EventAttemptFailed, s.outcome(g.attempt, ferr, g.id, released))
