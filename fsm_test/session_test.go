@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -341,5 +342,81 @@ func TestWithSessionFailsFastWhileConnecting(t *testing.T) {
 	})
 	if !errors.Is(err, conn.ErrUnavailable) || !strings.Contains(err.Error(), string(conn.FailedRetrying)) {
 		t.Errorf("err = %v, want ErrUnavailable naming the state", err)
+	}
+}
+
+// A server that floods notifications while a handler blocks cannot grow
+// the host's memory: beyond 1024 waiting, notifications are dropped, and
+// the count is logged once the handler catches up.
+func TestNotificationFloodIsBounded(t *testing.T) {
+	const flood = 1500
+	entered := make(chan struct{}, 1)
+	last := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	handled := 0
+	srv := conntest.NewServer(accept)
+	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "flood"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		for i := range flood {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: i}); err != nil {
+				return nil, nil, err
+			}
+		}
+		return text("flooded"), nil, nil
+	})
+	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "last"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return text("done"), nil, req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "last"})
+	})
+	h := newHarnessOn(t, srv, nil, withClient(&mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if req.Params.Data == "last" {
+				last <- struct{}{}
+				return
+			}
+			select {
+			case entered <- struct{}{}:
+				<-release // the first call blocks until the flood is over
+			default:
+			}
+			mu.Lock()
+			handled++
+			mu.Unlock()
+		},
+	}))
+	h.expect(conn.Established)
+	ctx := context.Background()
+	call := func(name string) {
+		t.Helper()
+		if err := h.sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+				return err
+			}
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	call("flood")
+	waitFor(t, entered, "the first log call")
+	close(release)
+	// The SDK hands notifications to the handlers in order, so "last" is
+	// offered after every notification of the flood, and its queueing
+	// logs the drops before it.
+	call("last")
+	waitFor(t, last, "the last notification handled")
+	// Every notification of the flood was handled or counted as dropped
+	// (the SDK delivers them in order, so all were offered before "last").
+	dropped := 0
+	for _, l := range h.rec.Logs(slog.LevelWarn) {
+		var n int
+		if _, err := fmt.Sscanf(l.Msg, "%d server notifications were dropped: a Config.Client notification handler is too slow", &n); err == nil {
+			dropped += n
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped == 0 || dropped+handled != flood {
+		t.Errorf("%d handled and %d logged as dropped, want some dropped and %d in all", handled, dropped, flood)
 	}
 }
