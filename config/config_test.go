@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -29,17 +29,17 @@ func TestParseConfig(t *testing.T) {
 					"closeTimeoutMs": 3000, "keepAliveMs": 0},
 				"web": {"url": "https://host/mcp", "reconnect": null, "args": null}
 			}}` + "\n",
-			want: &Config{Servers: []Server{
+			want: &Config{Format: Servers, Servers: []Server{
 				{Name: "fs", Command: "npx", Args: []string{"-y", "pkg"}, Env: []string{"K=V"}, Cwd: "/tmp",
-					Reconnect: fast, FailOnStartupError: true, ConnectTimeout: time.Second,
+					Reconnect: fast, Type: TypeStdio, FailOnStartupError: true, ConnectTimeout: time.Second,
 					CallTimeout: 2 * time.Second, CloseTimeout: 3 * time.Second},
-				{Name: "web", URL: "https://host/mcp", Reconnect: def},
+				{Name: "web", Type: TypeHTTP, URL: "https://host/mcp", Reconnect: def},
 			}},
 		},
 		{
 			name: "minimal",
 			in:   `{"servers":{"a-B_9":{"command":"x"}}}`,
-			want: &Config{Servers: []Server{{Name: "a-B_9", Command: "x", Reconnect: def}}},
+			want: &Config{Format: Servers, Servers: []Server{{Name: "a-B_9", Command: "x", Type: TypeStdio, Reconnect: def}}},
 		},
 		{name: "empty", in: "", errs: []string{"config is empty: it must be a JSON object"}},
 		{name: "not an object", in: `[1]`, errs: []string{"config must be a JSON object, not an array"}},
@@ -50,25 +50,26 @@ func TestParseConfig(t *testing.T) {
 			"config has data after its top-level object (line 2, column 1)"}},
 		{name: "second object", in: `{"servers": {"a": {"command": "x"}}} {}`, errs: []string{
 			"config has data after its top-level object (line 1, column 39)"}},
-		{name: "no servers", in: `{}`, errs: []string{`config must have a "servers" object naming at least one server`}},
+		{name: "no servers", in: `{}`, errs: []string{`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor) or "servers" (VS Code) object naming at least one server`}},
 		{name: "empty servers", in: `{"servers": {}}`, errs: []string{"servers is empty: name at least one server"}},
 		{name: "null servers", in: `{"servers": null}`, errs: []string{"servers must be an object naming at least one server, not null"}},
-		{name: "mcpServers", in: `{"mcpServers": {}, "servers": {"a": {"command": "x"}}}`, errs: []string{
-			`mcpServers is not a config key (this file lists its servers under "servers")`}},
-		{name: "unknown top key", in: `{"servers": {"a": {"command": "x"}}, "x y": 1}`, errs: []string{
-			`"x y" is not a config key (known keys: servers)`}},
+		{name: "both layouts", in: `{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "x"}}}`, errs: []string{
+			`config has both "mcpServers" and "servers": list every server under one of them`}},
+		{name: "unknown top key", in: `{"servers": {"a": {"command": "x"}}, "x y": 1, "mcpServer": {}}`, errs: []string{
+			`"x y" is not a config key (known keys: mcpServers, servers, inputs)`,
+			`mcpServer is not a config key (did you mean mcpServers?)`}},
 		{name: "servers not object", in: `{"servers": ["a"]}`, errs: []string{"servers must be a JSON object, not an array"}},
 		{
 			name: "every server error at once",
 			in: `{"servers": {
-				"fs": {"command": "npx", "args": ["-y", 1, null], "env": {"K": 2, "A=B": "x"}, "cwd": ""},
+				"fs": {"command": "npx", "args": ["-y", 1, null], "env": {"K": true, "A=B": "x"}, "cwd": ""},
 				"both": {"command": "x", "url": "https://h/mcp"},
 				"neither": {"args": []},
 				"web": {"url": "ftp://h", "cwd": "/", "env": {}},
 				"bad__name": {"command": "x"},
 				"my server": {"command": "x"},
 				"types": {"command": 1, "failOnStartupError": "yes", "connectTimeoutMs": 1.5,
-					"keepAliveMs": -1, "closeTimeoutMs": "5", "callTimeoutMs": 0, "Command": "x", "foo": 1},
+					"keepAliveMs": -1, "closeTimeoutMs": "5", "callTimeoutMs": 0, "Command": "x", "foo": 1, "keepAlive": 1},
 				"pol": {"command": "x", "reconnect": {"initialDelayMs": "x", "maxAttempts": 0}},
 				"dup": {"command": "x", "command": "y"},
 				"dup": {"command": "z"},
@@ -78,14 +79,14 @@ func TestParseConfig(t *testing.T) {
 				"servers.dup is given more than once",
 				"servers.fs.args[1] must be a string, not a number",
 				"servers.fs.args[2] must be a string, not null",
-				"servers.fs.env.K must be a string, not a number",
+				"servers.fs.env.K must be a string, not a boolean",
 				`servers.fs.env."A=B" is not a valid environment variable name: it must be non-empty, without '=' or NUL`,
 				"servers.fs.cwd must not be empty: give a directory (omit it to use mcpfsm's working directory)",
 				`servers.both: give exactly one of "command" or "url", not both`,
-				`servers.neither: give exactly one of "command" (a stdio server) or "url" (a Streamable HTTP server)`,
+				`servers.neither: give exactly one of "command" (a stdio server) or "url" (an HTTP server)`,
 				`servers.web.url must be an http:// or https:// URL such as https://host/mcp, not "ftp://h"`,
-				`servers.web.env only applies to "command" servers, not to "url" ones`,
-				`servers.web.cwd only applies to "command" servers, not to "url" ones`,
+				`servers.web.env only applies to "command" servers`,
+				`servers.web.cwd only applies to "command" servers`,
 				"servers.bad__name: " + ("a server name must be " + conn.NameRule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
 				`servers."my server": ` + ("a server name must be " + conn.NameRule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
 				"servers.types.command must be a string, not a number",
@@ -95,7 +96,8 @@ func TestParseConfig(t *testing.T) {
 				"servers.types.closeTimeoutMs must be a number of milliseconds, not a string",
 				"servers.types.callTimeoutMs must be a positive integer number of milliseconds, at most 2147483647",
 				"servers.types.Command is not a server option (did you mean command?)",
-				"servers.types.foo is not a server option (known options: command, args, env, cwd, url, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs)",
+				"servers.types.foo is not a server option (known keys: type, command, args, env, envFile, cwd, url, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs)",
+				"servers.types.keepAlive is not a server option (did you mean keepAliveMs?)",
 				"servers.pol.reconnect.initialDelayMs must be a number of milliseconds, not a string",
 				"servers.dup.command is given more than once",
 				"servers.notobj must be a JSON object, not a string",
@@ -104,7 +106,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseConfig([]byte(tt.in))
+			got, err := Parse([]byte(tt.in), &Options{LookupEnv: noEnv})
 			var gotErrs []string
 			if err != nil {
 				gotErrs = strings.Split(err.Error(), "\n")
@@ -119,21 +121,15 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-func TestSchedule(t *testing.T) {
-	p := policy.Default()
-	if got, want := Schedule(p), "10 attempts, 500ms..30s, gives up after 2m31.5s"; got != want {
-		t.Errorf("Schedule(Default) = %q, want %q", got, want)
+
+// noEnv is an empty environment.
+func noEnv(string) (string, bool) { return "", false }
+
+// env returns a LookupEnv over kv.
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
-	p.MaxAttempts = 1
-	if got, want := Schedule(p), "1 attempt, 500ms..30s, gives up after 500ms"; got != want {
-		t.Errorf("Schedule = %q, want %q", got, want)
-	}
-	p.MaxAttempts, p.MaxDelay = policy.AttemptsLimit, policy.DelayLimit
-	if got, want := Schedule(p), "about 146235603 years"; !strings.HasSuffix(got, want) {
-		t.Errorf("Schedule = %q, want suffix %q", got, want)
-	}
-	p.Enabled = false
-	if got := Schedule(p); !strings.HasPrefix(got, "disabled") {
-		t.Errorf("Schedule(disabled) = %q", got)
-	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -21,10 +21,16 @@ type member struct {
 	val json.RawMessage
 }
 
-// parser collects the errors of one file.
-type parser struct{ errs []error }
+// parser collects the errors and warnings of one file.
+type parser struct {
+	opts     Options
+	errs     []error
+	warnings []string
+}
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
+
+func (p *parser) warnf(format string, a ...any) { p.warnings = append(p.warnings, fmt.Sprintf(format, a...)) }
 
 func (p *parser) err() error { return errors.Join(p.errs...) }
 
@@ -64,98 +70,6 @@ func (p *parser) object(raw json.RawMessage, path string) ([]member, bool) {
 	return out, true
 }
 
-// server parses the entry of server name.
-func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
-	path := pathKey("servers", name)
-	before := len(p.errs)
-	s := Server{Name: name, Reconnect: policy.Default()}
-	if err := checkName(name); err != nil {
-		p.addf("%s: %v", path, err)
-	}
-	members, ok := p.object(raw, path)
-	if !ok {
-		return s, false
-	}
-	given := map[string]bool{}
-	for _, m := range members {
-		fpath := pathKey(path, m.key)
-		if kind(m.val) == "null" {
-			if !known(m.key) {
-				p.unknownKey(path, m.key)
-			}
-			continue // null means omitted
-		}
-		given[m.key] = true
-		switch m.key {
-		case "command":
-			s.Command = p.nonEmptyString(m.val, fpath, "a program name or path")
-		case "url":
-			s.URL = p.url(m.val, fpath)
-		case "args":
-			s.Args = p.stringArray(m.val, fpath)
-		case "env":
-			s.Env = p.env(m.val, fpath)
-		case "cwd":
-			s.Cwd = p.nonEmptyString(m.val, fpath, "a directory (omit it to use mcpfsm's working directory)")
-		case "reconnect":
-			pol, err := policy.Parse(m.val, fpath)
-			if err != nil {
-				p.flatten(err)
-			} else {
-				s.Reconnect = pol
-			}
-		case "failOnStartupError":
-			if kind(m.val) != "boolean" {
-				p.addf("%s must be true or false, not %s", fpath, article(kind(m.val)))
-			} else {
-				s.FailOnStartupError = string(m.val) == "true"
-			}
-		case "connectTimeoutMs":
-			s.ConnectTimeout = p.millis(m.val, fpath, 1)
-		case "callTimeoutMs":
-			s.CallTimeout = p.millis(m.val, fpath, 1)
-		case "closeTimeoutMs":
-			s.CloseTimeout = p.millis(m.val, fpath, 1)
-		case "keepAliveMs":
-			s.KeepAlive = p.millis(m.val, fpath, 0)
-		default:
-			p.unknownKey(path, m.key)
-		}
-	}
-	switch {
-	case given["command"] && given["url"]:
-		p.addf(`%s: give exactly one of "command" or "url", not both`, path)
-	case !given["command"] && !given["url"]:
-		p.addf(`%s: give exactly one of "command" (a stdio server) or "url" (a Streamable HTTP server)`, path)
-	case given["url"]:
-		for _, k := range stdioOnly {
-			if given[k] {
-				p.addf(`%s only applies to "command" servers, not to "url" ones`, pathKey(path, k))
-			}
-		}
-	}
-	return s, len(p.errs) == before
-}
-
-func known(key string) bool {
-	for _, k := range serverKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *parser) unknownKey(path, key string) {
-	for _, k := range serverKeys {
-		if strings.EqualFold(k, key) {
-			p.addf("%s is not a server option (did you mean %s?)", pathKey(path, key), k)
-			return
-		}
-	}
-	p.addf("%s is not a server option (known options: %s)", pathKey(path, key), strings.Join(serverKeys, ", "))
-}
-
 // flatten adds the errors joined in err one by one.
 func (p *parser) flatten(err error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -184,8 +98,17 @@ func (p *parser) str(raw json.RawMessage, path string) (string, bool) {
 	return s, true
 }
 
-func (p *parser) nonEmptyString(raw json.RawMessage, path, what string) string {
+// text is str with variables substituted.
+func (p *parser) text(raw json.RawMessage, path string) (string, bool) {
 	s, ok := p.str(raw, path)
+	if !ok {
+		return "", false
+	}
+	return p.expand(s, path)
+}
+
+func (p *parser) nonEmptyString(raw json.RawMessage, path, what string) string {
+	s, ok := p.text(raw, path)
 	if ok && s == "" {
 		p.addf("%s must not be empty: give %s", path, what)
 	}
@@ -193,7 +116,7 @@ func (p *parser) nonEmptyString(raw json.RawMessage, path, what string) string {
 }
 
 func (p *parser) url(raw json.RawMessage, path string) string {
-	s, ok := p.str(raw, path)
+	s, ok := p.text(raw, path)
 	if !ok {
 		return ""
 	}
@@ -216,7 +139,7 @@ func (p *parser) stringArray(raw json.RawMessage, path string) []string {
 	}
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
-		s, _ := p.str(e, fmt.Sprintf("%s[%d]", path, i))
+		s, _ := p.text(e, fmt.Sprintf("%s[%d]", path, i))
 		out = append(out, s)
 	}
 	return out
@@ -233,7 +156,14 @@ func (p *parser) env(raw json.RawMessage, path string) []string {
 		if m.key == "" || strings.ContainsAny(m.key, "=\x00") {
 			p.addf("%s is not a valid environment variable name: it must be non-empty, without '=' or NUL", kpath)
 		}
-		v, _ := p.str(m.val, kpath)
+		switch kind(m.val) {
+		case "null":
+			continue // omitted
+		case "number": // VS Code allows numbers
+			out = append(out, m.key+"="+string(bytes.TrimSpace(m.val)))
+			continue
+		}
+		v, _ := p.text(m.val, kpath)
 		out = append(out, m.key+"="+v)
 	}
 	return out

@@ -1,0 +1,264 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/policy"
+)
+
+// Format is the layout of a config file: the key its servers sit under.
+type Format string
+
+// The formats Parse reads. Their server entries share one set of keys.
+const (
+	// MCPServers is the "mcpServers" object of Claude Desktop
+	// (claude_desktop_config.json), Claude Code (.mcp.json) and Cursor
+	// (.cursor/mcp.json).
+	MCPServers Format = "mcpServers"
+	// Servers is the "servers" object (and "inputs" array) of VS Code's
+	// mcp.json, also mcpfsm's own layout.
+	Servers Format = "servers"
+)
+
+// Transport types of a [Server], the values of its "type" key.
+const (
+	TypeStdio = "stdio" // a child process speaking MCP on stdin and stdout
+	TypeHTTP  = "http"  // a Streamable HTTP endpoint
+	TypeSSE   = "sse"   // an HTTP+SSE endpoint of the 2024-11-05 protocol
+)
+
+// Config is a parsed, validated config file.
+type Config struct {
+	// Format is the layout the file used.
+	Format Format
+	// Servers in the order the file lists them; disabled ones are left out.
+	Servers []Server
+	// Warnings are the keys that a known host uses but mcpfsm ignores,
+	// and other harmless oddities, each naming its JSON path. They are not
+	// errors: the file loads.
+	Warnings []string
+}
+
+// Server is one entry of the file's server object. Type says which of
+// Command (stdio) and URL (http, sse) is set.
+type Server struct {
+	// Name is the entry's key; tools are published as mcp__<Name>__<tool>.
+	Name string
+	// Type is TypeStdio, TypeHTTP or TypeSSE.
+	Type string
+
+	Command string   // stdio: the program to run
+	Args    []string // stdio: its arguments
+	// Env holds stdio's extra KEY=VALUE entries: those of EnvFile first,
+	// then those of "env" in file order (a later entry wins).
+	Env     []string
+	EnvFile string // stdio: the env file Env was read from, if any
+	Cwd     string // stdio: working directory; empty means mcpfsm's
+
+	URL     string      // http, sse: the endpoint
+	Headers http.Header // http, sse: sent with every request
+
+	Reconnect          policy.Policy
+	FailOnStartupError bool
+	ConnectTimeout     time.Duration // zero: conn.DefaultConnectTimeout
+	CallTimeout        time.Duration // zero: conn.DefaultCallTimeout
+	CloseTimeout       time.Duration // zero: conn.DefaultCloseTimeout
+	KeepAlive          time.Duration // zero: no pings
+}
+
+// Options tune how a file is read. The zero value reads the process
+// environment and resolves relative paths against the working directory.
+type Options struct {
+	// LookupEnv resolves ${VAR}, ${VAR:-default} and ${env:VAR}. Nil
+	// means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// Dir is the directory a relative envFile path is read from. Empty
+	// means the working directory; Load uses the file's directory.
+	Dir string
+	// WorkspaceFolder is what ${workspaceFolder} expands to. Empty means
+	// the working directory; Load uses the parent of a ".vscode"
+	// directory holding the file, as VS Code would.
+	WorkspaceFolder string
+}
+
+// Lookup returns the server called name.
+func (c *Config) Lookup(name string) (Server, bool) {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Server{}, false
+}
+
+// Load reads and parses the config file at path, with the file's
+// directory as Options.Dir and, for a file in a ".vscode" directory, that
+// directory's parent as Options.WorkspaceFolder, unless o sets them. Its
+// errors are those of [Parse], prefixed with the file name.
+func Load(path string, o *Options) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	dir := filepath.Dir(path)
+	if opts.Dir == "" {
+		opts.Dir = dir
+	}
+	if opts.WorkspaceFolder == "" && filepath.Base(dir) == ".vscode" {
+		if abs, err := filepath.Abs(filepath.Dir(dir)); err == nil {
+			opts.WorkspaceFolder = abs
+		}
+	}
+	cfg, err := Parse(data, &opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid config:\n%w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse parses a config file in either [Format]. The file may hold
+// comments and trailing commas (JSONC). String values of command, args,
+// env, envFile, cwd, url and headers have their variables substituted (see
+// the package documentation).
+//
+// Parse rejects unknown keys (suggesting the key meant), duplicate keys,
+// values of the wrong type, servers with both or neither of "command" and
+// "url", a "type" that contradicts them, invalid server names, unset
+// variables and anything after the top object. Every problem it finds is
+// reported, joined with errors.Join, one per line, each naming its JSON
+// path. Keys that another host uses and mcpfsm ignores are not errors but
+// Config.Warnings.
+//
+// A JSON null for an option means the option is omitted.
+func Parse(data []byte, o *Options) (*Config, error) {
+	p := &parser{}
+	if o != nil {
+		p.opts = *o
+	}
+	if p.opts.LookupEnv == nil {
+		p.opts.LookupEnv = os.LookupEnv
+	}
+	plain, err := stripJSONC(data)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := single(plain)
+	if err != nil {
+		return nil, err
+	}
+	top, ok := p.object(raw, "config")
+	if !ok {
+		return nil, p.err()
+	}
+	cfg := &Config{}
+	var servers json.RawMessage
+	var serversKey string
+	for _, m := range top {
+		switch m.key {
+		case string(MCPServers), string(Servers):
+			if serversKey != "" {
+				p.addf("config has both %q and %q: list every server under one of them", serversKey, m.key)
+				continue
+			}
+			servers, serversKey = m.val, m.key
+		case "inputs":
+			p.warnf(`inputs is ignored: mcpfsm does not prompt for input variables, so a ${input:...} reference is an error; use ${env:NAME} instead`)
+		default:
+			if host, ok := topIgnored[m.key]; ok {
+				p.warnf("%s is ignored: it is a %s setting, not a server", pathKey("", m.key), host)
+				continue
+			}
+			p.addf("%s is not a config key (%s)", pathKey("", m.key), suggest(m.key, topKeys))
+		}
+	}
+	if serversKey == "" {
+		if len(p.errs) == 0 {
+			p.addf(`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor) or "servers" (VS Code) object naming at least one server`)
+		}
+		return nil, p.err()
+	}
+	cfg.Format = Format(serversKey)
+	if kind(servers) == "null" {
+		p.addf("%s must be an object naming at least one server, not null", serversKey)
+		return nil, p.err()
+	}
+	members, ok := p.object(servers, serversKey)
+	if ok && len(members) == 0 {
+		p.addf("%s is empty: name at least one server", serversKey)
+	}
+	for _, m := range members {
+		if s, ok := p.server(serversKey, m.key, m.val); ok {
+			cfg.Servers = append(cfg.Servers, s)
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
+	}
+	cfg.Warnings = p.warnings
+	return cfg, nil
+}
+
+// topKeys are the top-level keys Parse reads.
+var topKeys = []string{string(MCPServers), string(Servers), "inputs"}
+
+// topIgnored are top-level keys of known hosts' files that hold no
+// servers: a warning, not an error.
+var topIgnored = map[string]string{
+	"globalShortcut": "Claude Desktop",
+	"preferences":    "Claude Desktop",
+}
+
+// single returns the one JSON value of data, rejecting malformed JSON and
+// trailing data.
+func single(data []byte) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("config is empty: it must be a JSON object")
+		}
+		return nil, syntaxError(data, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		off := dec.InputOffset()
+		line, col := position(data, int(off))
+		return nil, fmt.Errorf("config has data after its top-level object (line %d, column %d)", line, col)
+	}
+	return raw, nil
+}
+
+func syntaxError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, int(se.Offset)-1) // Offset is just past the bad byte
+		return fmt.Errorf("config is not valid JSON: line %d, column %d: %v", line, col, se)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("config is not valid JSON: unexpected end of input")
+	}
+	return fmt.Errorf("config is not valid JSON: %v", err)
+}
+
+// position returns the 1-based line and column of byte offset off.
+func position(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}

@@ -1,0 +1,71 @@
+package config
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Conn returns the [conn.Config] of s: Name, Transport, Reconnect,
+// FailOnStartupError and the timeouts. The caller adds Registry and, if it
+// wants them, Logger, OnTransition and Clock. A stdio server's stderr goes
+// to stderr (nil discards it).
+func (s Server) Conn(stderr io.Writer) conn.Config {
+	p := s.Reconnect
+	return conn.Config{
+		Name:               s.Name,
+		Transport:          s.Transport(stderr),
+		Reconnect:          &p,
+		FailOnStartupError: s.FailOnStartupError,
+		ConnectTimeout:     s.ConnectTimeout,
+		CallTimeout:        s.CallTimeout,
+		CloseTimeout:       s.CloseTimeout,
+		KeepAlive:          s.KeepAlive,
+	}
+}
+
+// Transport returns the [conn.Transport] of s: [conn.Command] for stdio,
+// [conn.Streamable] for http, and the SDK's SSE client for sse. Headers
+// are added to every HTTP request. A stdio server's stderr goes to stderr
+// (nil discards it).
+func (s Server) Transport(stderr io.Writer) conn.Transport {
+	switch s.Type {
+	case TypeHTTP:
+		return &conn.HTTP{Endpoint: s.URL, Client: s.httpClient()}
+	case TypeSSE:
+		client, endpoint := s.httpClient(), s.URL
+		return conn.TransportFunc(func(context.Context) (mcp.Transport, error) {
+			return &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: client}, nil
+		})
+	}
+	t := conn.Command(s.Command, s.Args...)
+	t.Env = s.Env
+	t.Dir = s.Cwd
+	t.Stderr = stderr
+	return t
+}
+
+// httpClient is nil (the SDK's default) without headers.
+func (s Server) httpClient() *http.Client {
+	if len(s.Headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, header: s.Headers.Clone()}}
+}
+
+// headerTransport sets fixed headers on every request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context()) // a RoundTripper must not modify its request
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
