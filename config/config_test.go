@@ -121,7 +121,6 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-
 // noEnv is an empty environment.
 func noEnv(string) (string, bool) { return "", false }
 

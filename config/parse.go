@@ -30,7 +30,9 @@ type parser struct {
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
 
-func (p *parser) warnf(format string, a ...any) { p.warnings = append(p.warnings, fmt.Sprintf(format, a...)) }
+func (p *parser) warnf(format string, a ...any) {
+	p.warnings = append(p.warnings, fmt.Sprintf(format, a...))
+}
 
 func (p *parser) err() error { return errors.Join(p.errs...) }
 

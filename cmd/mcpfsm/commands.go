@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,10 +25,16 @@ total backoff before it gives up) and its timeouts. Nothing is started.
 
 An invalid file prints every problem found, one per line, each naming
 its JSON path (such as servers.fs.args[1] must be a string), and exits 1.
+So does a valid file whose stdio command is not on PATH (or not
+executable) or whose cwd does not exist on this machine. Keys that other
+hosts use and mcpfsm ignores, and reconnect options given with
+"enabled": false, are printed as warnings and do not fail the check.
 ` + configHelp + `
 Examples:
   mcpfsm check -config mcpfsm.json
-  mcpfsm check -config cmd/mcpfsm/testdata/examples/mcpfsm.json
+  mcpfsm check -config config/testdata/mcpfsm.json
+  mcpfsm check -config .mcp.json
+  mcpfsm check -config .vscode/mcp.json
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
@@ -41,16 +50,24 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	fmt.Fprintf(stdout, "%s: %d server(s)\n", *path, len(cfg.Servers))
+	fmt.Fprintf(stdout, "%s: %d server(s) (%s layout)\n", *path, len(cfg.Servers), cfg.Format)
+	code = exitOK
 	for _, s := range cfg.Servers {
 		summarise(stdout, s)
+		for _, err := range s.Check() {
+			fmt.Fprintf(stderr, "mcpfsm check: %v\n", err)
+			code = exitFail
+		}
 	}
-	return exitOK
+	return code
 }
 
-func summarise(w io.Writer, s Server) {
-	if s.URL != "" {
-		fmt.Fprintf(w, "%s: http %s\n", s.Name, s.URL)
+func summarise(w io.Writer, s config.Server) {
+	if s.Type != config.TypeStdio {
+		fmt.Fprintf(w, "%s: %s %s\n", s.Name, s.Type, s.URL)
+		if len(s.Headers) > 0 {
+			fmt.Fprintf(w, "  headers:   %s (values not shown)\n", strings.Join(slices.Sorted(maps.Keys(s.Headers)), ", "))
+		}
 	} else {
 		cmd := append([]string{s.Command}, s.Args...)
 		for i, a := range cmd {
@@ -155,7 +172,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // start starts servers and waits for their first attempts, together
 // bounded by timeout.
-func start(ctx context.Context, servers []Server, reg conn.Registry, logger *slog.Logger, timeout time.Duration) []*started {
+func start(ctx context.Context, servers []config.Server, reg conn.Registry, logger *slog.Logger, timeout time.Duration) []*started {
 	deadline := time.Now().Add(timeout)
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -225,7 +242,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	all := start(ctx, []Server{srv}, reg, logger, *timeout)
+	all := start(ctx, []config.Server{srv}, reg, logger, *timeout)
 	code = exitOK
 	if reportFailures(stderr, "call", all) {
 		code = exitFail
@@ -241,14 +258,14 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // serverOf finds the server a public tool name belongs to: server names
 // hold no "__", so the name between "mcp__" and the next "__" is it.
-func serverOf(cfg *Config, tool string) (Server, bool) {
+func serverOf(cfg *config.Config, tool string) (config.Server, bool) {
 	rest, ok := strings.CutPrefix(tool, "mcp__")
 	if !ok {
-		return Server{}, false
+		return config.Server{}, false
 	}
 	name, _, ok := strings.Cut(rest, "__")
 	if !ok {
-		return Server{}, false
+		return config.Server{}, false
 	}
 	return cfg.Lookup(name)
 }

@@ -12,12 +12,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 )
 
 // started is one server after conn.Start.
 type started struct {
-	srv    Server
+	srv    config.Server
 	sup    *conn.Supervisor // nil when Start failed
 	err    error            // Start's, then Ready's error
 	stderr *tailWriter
@@ -32,27 +33,16 @@ type startOptions struct {
 // startAll starts every server concurrently on reg. With
 // FailOnStartupError a server's Start waits for its first attempt, bounded
 // by ctx.
-func startAll(ctx context.Context, servers []Server, reg conn.Registry, o startOptions) []*started {
+func startAll(ctx context.Context, servers []config.Server, reg conn.Registry, o startOptions) []*started {
 	out := make([]*started, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
 		st := &started{srv: srv, stderr: newTailWriter(o.logger, srv.Name, 20)}
 		out[i] = st
 		wg.Go(func() {
-			p := srv.Reconnect
-			st.sup, st.err = conn.Start(ctx, conn.Config{
-				Name:               srv.Name,
-				Transport:          srv.Transport(st.stderr),
-				Registry:           reg,
-				Reconnect:          &p,
-				FailOnStartupError: srv.FailOnStartupError,
-				ConnectTimeout:     srv.ConnectTimeout,
-				CallTimeout:        srv.CallTimeout,
-				CloseTimeout:       srv.CloseTimeout,
-				KeepAlive:          srv.KeepAlive,
-				Logger:             o.logger,
-				OnTransition:       o.onTransition,
-			})
+			c := srv.Conn(st.stderr)
+			c.Registry, c.Logger, c.OnTransition = reg, o.logger, o.onTransition
+			st.sup, st.err = conn.Start(ctx, c)
 		})
 	}
 	wg.Wait()
@@ -87,7 +77,7 @@ func waitReady(ctx context.Context, all []*started, timeout time.Duration) {
 
 // closeBound is how long closing every server may take: the longest close
 // barrier plus a margin for the sessions to wind down.
-func closeBound(servers []Server) time.Duration {
+func closeBound(servers []config.Server) time.Duration {
 	longest := conn.DefaultCloseTimeout
 	for _, s := range servers {
 		longest = max(longest, s.CloseTimeout)
@@ -98,7 +88,7 @@ func closeBound(servers []Server) time.Duration {
 // closeAll closes every supervisor concurrently, bounded by closeBound, and
 // returns their errors (naming the server).
 func closeAll(all []*started) error {
-	var servers []Server
+	var servers []config.Server
 	for _, st := range all {
 		servers = append(servers, st.srv)
 	}

@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcpfsm/mcpfsm/config"
 )
 
 // Exit codes.
@@ -40,18 +42,21 @@ Exit status: 0 on success, 1 on failure, 2 on bad usage.
 `
 
 const configHelp = `
-Config file (JSON):
+Config file: the server list your MCP host already has, unchanged:
+Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json) and
+Cursor (.cursor/mcp.json) list servers under "mcpServers"; VS Code
+(.vscode/mcp.json) under "servers". Comments and trailing commas are
+allowed.
   {
-    "servers": {
+    "mcpServers": {
       "everything": {
         "command": "npx",
         "args": ["-y", "@modelcontextprotocol/server-everything"],
         "env": {"LOG_LEVEL": "debug"},
-        "cwd": "/tmp",
-        "reconnect": {"initialDelayMs": 500, "maxDelayMs": 30000, "maxAttempts": 10},
-        "connectTimeoutMs": 30000
+        "reconnect": {"initialDelayMs": 500, "maxDelayMs": 30000, "maxAttempts": 10}
       },
-      "remote": {"url": "https://example.com/mcp", "failOnStartupError": true}
+      "remote": {"type": "http", "url": "https://example.com/mcp",
+                 "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}
     }
   }
 
@@ -59,14 +64,21 @@ Config file (JSON):
   and '-', without "__" and not ending in '_'. Its tools are published as
   mcp__<server>__<tool>. Give exactly one of:
     command             program to run as a stdio server (looked up in PATH)
-    url                 http:// or https:// endpoint of a Streamable HTTP server
-  Options (all optional; null means omitted):
+    url                 http:// or https:// endpoint of an HTTP server
+  The hosts' options (all optional; null means omitted):
+    type                "stdio", "http" (Streamable HTTP) or "sse" (the
+                        2024-11-05 HTTP+SSE transport); default from
+                        command or url
     args                array of strings: the command's arguments
     env                 object of strings: extra environment variables; the
                         host's credential-like variables (*TOKEN*, *SECRET*,
                         *API_KEY*, ...) are NOT passed on, so name the ones a
                         server needs here
+    envFile             a KEY=VALUE file of more variables (env wins)
     cwd                 the command's working directory
+    headers             object of strings: HTTP headers for url servers
+    disabled            true: leave the server out
+  mcpfsm's own options:
     reconnect           reconnect policy: enabled (default true),
                         initialDelayMs (500), maxDelayMs (30000),
                         maxAttempts per outage (10), jitter 0..1 (0)
@@ -76,8 +88,12 @@ Config file (JSON):
     callTimeoutMs       bound on one tool call (300000)
     closeTimeoutMs      how long a stopped server process may take to exit (5000)
     keepAliveMs         ping interval; 0 disables pings (0)
-  args, env and cwd apply to command servers only. Unknown keys, wrong
-  types and trailing data are errors; 'mcpfsm check' lists them all.
+  Strings in command, args, env, envFile, cwd, url and headers may use
+  ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} and ${userHome};
+  ${input:...} is an error (mcpfsm cannot prompt). Unknown keys, wrong
+  types and trailing data are errors; keys other hosts use and mcpfsm
+  ignores (alwaysAllow, autoApprove, dev, ...) are warnings. 'mcpfsm
+  check' lists them all.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -148,14 +164,18 @@ func usageErr(stderr io.Writer, cmd, format string, a ...any) int {
 }
 
 // loadConfig loads -config, printing its errors.
-func loadConfig(cmd, path string, stderr io.Writer) (*Config, int) {
+// Warnings go to stderr too.
+func loadConfig(cmd, path string, stderr io.Writer) (*config.Config, int) {
 	if path == "" {
 		return nil, usageErr(stderr, cmd, "-config FILE is required")
 	}
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
 		return nil, exitFail
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "mcpfsm %s: %s: warning: %s\n", cmd, path, w)
 	}
 	return cfg, exitOK
 }

@@ -52,7 +52,13 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestCheck(t *testing.T) {
-	code, out, errOut := runCmd(t, "check", "-config", "testdata/examples/mcpfsm.json")
+	// The example runs npx: give check one on PATH, whatever this machine has.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	code, out, errOut := runCmd(t, "check", "-config", "../../config/testdata/mcpfsm.json")
 	if code != 0 {
 		t.Fatalf("check example: exit %d, stderr:\n%s", code, errOut)
 	}
@@ -78,6 +84,21 @@ func TestCheck(t *testing.T) {
 	}
 	if errOut != want {
 		t.Errorf("check bad: stderr\n%s\nwant\n%s", errOut, want)
+	}
+
+	machine := writeConfig(t, obj{"mcpServers": obj{
+		"gone":  obj{"command": "no-such-program-5d2"},
+		"cwd":   obj{"command": "npx", "cwd": filepath.Join(bin, "missing")},
+		"quiet": obj{"command": "npx", "reconnect": obj{"enabled": false, "maxAttempts": 3}, "autoApprove": []string{}},
+	}})
+	code, out, errOut = runCmd(t, "check", "-config", machine)
+	// writeConfig sorts keys: servers and options are in alphabetical order.
+	want = "mcpfsm check: " + machine + ": warning: mcpServers.quiet.autoApprove is ignored: mcpfsm does not use it (a key of Cline)\n" +
+		"mcpfsm check: " + machine + `: warning: mcpServers.quiet.reconnect.maxAttempts has no effect: reconnect is disabled ("enabled": false); remove it, or enable reconnect` + "\n" +
+		"mcpfsm check: server cwd: cwd " + filepath.Join(bin, "missing") + " does not exist: create it or fix the path\n" +
+		`mcpfsm check: server gone: command "no-such-program-5d2" is not on mcpfsm's PATH: install it, or give its full path` + "\n"
+	if code != exitFail || errOut != want || !strings.Contains(out, "3 server(s) (mcpServers layout)") {
+		t.Errorf("check machine problems: exit %d, stdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
 	}
 
 	if code, _, _ := runCmd(t, "check"); code != exitUsage {

@@ -1,0 +1,39 @@
+package config_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/mcpfsm/mcpfsm/config"
+)
+
+// A Claude Desktop style file, with a comment and a variable, becomes one
+// conn.Config per server; add a Registry and pass each to conn.Start.
+func Example() {
+	file := []byte(`{
+	  // the servers a host already runs
+	  "mcpServers": {
+	    "fs":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${DIR:-/tmp}"]},
+	    "api": {"type": "http", "url": "https://example.com/mcp", "alwaysAllow": ["search"]}
+	  }
+	}`)
+	cfg, err := config.Parse(file, &config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range cfg.Servers {
+		c := s.Conn(nil) // set c.Registry, then conn.Start(ctx, c)
+		if s.Type == config.TypeStdio {
+			fmt.Println(c.Name, s.Type, s.Command, s.Args)
+		} else {
+			fmt.Println(c.Name, s.Type, s.URL)
+		}
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Println("warning:", w)
+	}
+	// Output:
+	// fs stdio npx [-y @modelcontextprotocol/server-filesystem /tmp]
+	// api http https://example.com/mcp
+	// warning: mcpServers.api.alwaysAllow is ignored: mcpfsm does not use it (a key of Cline)
+}
