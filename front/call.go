@@ -1,0 +1,109 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// handler routes a call of the tool served as name to the supervisor that
+// publishes it now: the registry is read at call time, so a call after a
+// reconnect goes to the new session.
+func (f *Front) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		t, ok := f.opts.Registry.Lookup(name)
+		if !ok {
+			return errorResult(f.describe(serverOf(name), name, nil, "the tool is no longer available")), nil
+		}
+		var args any
+		if req.Params.Arguments != nil {
+			args = req.Params.Arguments
+		}
+		res, err := t.Call(ctx, args)
+		var wire *jsonrpc.Error
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, conn.ErrUnavailable):
+			return errorResult(f.describe(t.Server, name, err, "")), nil
+		case errors.As(err, &wire):
+			return nil, err // the server's own answer, such as invalid params
+		case ctx.Err() != nil:
+			return nil, err // the client cancelled: nobody reads the result
+		}
+		return errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err)), nil
+	}
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// serverOf is the server part of a public tool name.
+func serverOf(public string) string {
+	rest, _ := strings.CutPrefix(public, "mcp__")
+	server, _, _ := strings.Cut(rest, "__")
+	return server
+}
+
+// describe says why the tool was not (or not fully) called: the server,
+// its state and when the next attempt is, then what happened to the call.
+func (f *Front) describe(server, tool string, err error, why string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server %q: ", server)
+	st, ok := conn.Status{}, false
+	if f.opts.Status != nil {
+		st, ok = f.opts.Status(server)
+	}
+	switch {
+	case !ok:
+		b.WriteString("unavailable")
+	case st.State == conn.LostReconnecting || st.State == conn.FailedRetrying:
+		wait := max(st.NextRetry.Sub(f.opts.Clock.Now()), 0)
+		fmt.Fprintf(&b, "%s in %v (attempt %d/%d)", st.State.Phrase(), roundWait(wait), st.Attempt, st.MaxAttempts)
+	case st.State == conn.Connecting && st.Attempt > 0:
+		fmt.Fprintf(&b, "reconnecting now (attempt %d/%d)", st.Attempt, st.MaxAttempts)
+	case st.State == conn.Established:
+		b.WriteString("connected again") // it came back since the call failed
+	default:
+		b.WriteString(st.State.Phrase())
+	}
+	var cause error
+	if err != nil {
+		cause = errors.Unwrap(err)
+	}
+	switch {
+	case why != "":
+		fmt.Fprintf(&b, "; tool %q: %s", tool, why)
+	case cause != nil:
+		fmt.Fprintf(&b, "; the connection ended during the call of tool %q, which may or may not have taken effect", tool)
+	default:
+		fmt.Fprintf(&b, "; tool %q was not called", tool)
+	}
+	switch {
+	case !ok || st.State == conn.Established:
+		b.WriteString("; try again")
+	case st.State.Lost() && st.State != conn.LostReconnecting, st.State.Failed() && st.State != conn.FailedRetrying,
+		st.State == conn.Exhausted, st.State == conn.Halted:
+		b.WriteString("; mcpfsm will not reconnect: fix the server, then restart mcpfsm")
+	case st.State == conn.Disposing, st.State == conn.Disposed:
+		b.WriteString("; mcpfsm is shutting down")
+	default:
+		b.WriteString("; try again after the next attempt")
+	}
+	return b.String()
+}
+
+// roundWait keeps a delay readable: whole seconds from 10s, tenths below.
+func roundWait(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
+}

@@ -1,0 +1,178 @@
+// Package front serves the tools of many supervised MCP servers as one MCP
+// server, so that any MCP host (Claude Desktop, Claude Code, Cursor, VS
+// Code...) gets mcpfsm's reconnects by listing one server.
+//
+// A [Front] mirrors a conn.ToolRegistry into an mcp.Server: every tool
+// under its public name (mcp__<server>__<tool>), a
+// notifications/tools/list_changed to the clients whenever the set really
+// changes (a reconnect that lists the same tools changes nothing), and
+// every call routed to the supervisor that published the tool. A call
+// made during an outage is answered at once with a tool error result
+// (isError) that names the server, its state and the next attempt, such
+// as
+//
+//	server "fs": connection lost; reconnecting in 2s (attempt 3/10); tool "mcp__fs__read" was not called
+//
+// never with a protocol error and never by waiting for the server.
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a [Front]. Registry is required.
+type Options struct {
+	// Registry holds the tools to serve; the supervisors publish to it.
+	Registry *conn.ToolRegistry
+	// Status returns the status of the supervisor of a server, for the
+	// outage messages. Nil, or a false answer, gives messages without the
+	// state and schedule.
+	Status func(server string) (conn.Status, bool)
+	// Clock is the supervisors' clock, to say when the next attempt is.
+	// Nil means the real clock.
+	Clock clock.Clock
+	// Logger receives the front's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// Implementation names the front server to its clients. Nil means
+	// {Name: "mcpfsm", Version: "dev"}.
+	Implementation *mcp.Implementation
+}
+
+// Front is one MCP server that fronts the tools of a registry. Create it
+// with [New]; serve it with [Front.Run] or [Front.Handler] while
+// [Front.Sync] mirrors the registry.
+type Front struct {
+	opts   Options
+	server *mcp.Server
+
+	mu     sync.Mutex                // serialises sync
+	served map[string]json.RawMessage // public name -> served definition
+}
+
+// New returns a Front over o.Registry. It serves no tools until the first
+// [Front.Sync] or [Front.Run].
+func New(o Options) *Front {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Implementation == nil {
+		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
+	}
+	srv := mcp.NewServer(o.Implementation, &mcp.ServerOptions{
+		// Tools come and go with the supervised servers: always announce
+		// the tools capability with list_changed, even with no tool yet.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
+			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
+	})
+	return &Front{opts: o, server: srv, served: map[string]json.RawMessage{}}
+}
+
+// Server returns the MCP server, for transports other than Run's and
+// Handler's. Its tools are those of the last sync.
+func (f *Front) Server() *mcp.Server { return f.server }
+
+// Run serves one client over t (such as &mcp.StdioTransport{}) until the
+// client disconnects or ctx is done, mirroring the registry meanwhile.
+func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.sync()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Sync(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	return f.server.Run(ctx, t)
+}
+
+// Sync mirrors the registry into the server until ctx is done: at once,
+// then at every change of the registry.
+func (f *Front) Sync(ctx context.Context) {
+	for {
+		changed := f.opts.Registry.Changed() // before reading: no change is missed
+		f.sync()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// sync brings the served tools in line with the registry. The server
+// notifies its clients (debounced) of each Add and Remove, so a registry
+// change that leaves every definition as it was sends nothing.
+func (f *Front) sync() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := map[string]*mcp.Tool{}
+	defs := map[string]json.RawMessage{}
+	for _, t := range f.opts.Registry.Tools() {
+		def, raw, err := frontTool(t)
+		if err != nil {
+			if _, warned := f.served[t.Name]; !warned {
+				f.opts.Logger.Warn("tool not served: "+err.Error(), "server", t.Server, "tool", t.Name)
+			}
+			continue
+		}
+		want[t.Name], defs[t.Name] = def, raw
+	}
+	var gone []string
+	for name := range f.served {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		f.server.RemoveTools(gone...)
+		for _, name := range gone {
+			delete(f.served, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if old, ok := f.served[name]; ok && string(old) == string(defs[name]) {
+			continue
+		}
+		f.server.AddTool(want[name], f.handler(name))
+		f.served[name] = defs[name]
+	}
+}
+
+// frontTool is the definition t is served under: the server's own, named
+// by its public name. The SDK panics on a tool without an object input
+// schema, so such a tool is refused here.
+func frontTool(t conn.Tool) (*mcp.Tool, json.RawMessage, error) {
+	if t.Raw == nil {
+		return nil, nil, fmt.Errorf("tool %q has no definition", t.Name)
+	}
+	def := *t.Raw
+	def.Name = t.Name
+	var schema struct {
+		Type any `json:"type"`
+	}
+	b, err := json.Marshal(def.InputSchema)
+	if err != nil || def.InputSchema == nil || json.Unmarshal(b, &schema) != nil || schema.Type != "object" {
+		return nil, nil, fmt.Errorf("tool %q: its inputSchema is not a JSON schema of type \"object\"", t.Name)
+	}
+	raw, err := json.Marshal(&def)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool %q: %v", t.Name, err)
+	}
+	return &def, raw, nil
+}
