@@ -35,6 +35,9 @@ Usage:
                                                  call one tool and print its result
   mcpfsm run   -config FILE [-log-format text|json] [-log-level info]
                                                  supervise until SIGINT/SIGTERM
+  mcpfsm serve -config FILE [-listen ADDR]       serve every server's tools as one MCP
+                                                 server (stdio, or Streamable HTTP)
+  mcpfsm demo                                    watch a crash and a recovery (no setup)
 
 Run 'mcpfsm COMMAND -h' for a command's flags and examples.
 ` + configHelp + `
@@ -130,8 +133,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdCall(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run\nrun 'mcpfsm -h' for usage\n", args[0])
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo\nrun 'mcpfsm -h' for usage\n", args[0])
 	return exitUsage
 }
 

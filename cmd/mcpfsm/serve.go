@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-timeout 30s] [-log-format text|json] [-log-level info]
+
+Supervises every server of FILE and serves all their tools as one MCP
+server: over stdin and stdout by default, so that an MCP host starts it
+like any stdio server, or over Streamable HTTP at ADDR with -listen.
+Replace the servers of your host's config with one entry:
+
+  {"mcpServers": {"mcpfsm": {"command": "mcpfsm", "args": ["serve", "-config", "/path/to/servers.json"]}}}
+
+Tools keep their public names, mcp__<server>__<tool>. When the set of
+tools changes (a server came up, or gave up), the client gets
+notifications/tools/list_changed; a reconnect that lists the same tools
+sends nothing. A call made while its server is down is answered at once
+with a tool error (isError) such as
+  server "fs": connection lost; reconnecting in 2s (attempt 3/10); tool "mcp__fs__read" was not called; try again after the next attempt
+
+Before serving, serve waits (at most -timeout) for every server's first
+connection attempt, so the first tools/list has their tools; servers
+that are still down come later, with a tools/list_changed.
+
+Over stdio, serve ends when its client disconnects (closes stdin), after
+stopping every server. With -listen it serves until SIGINT or SIGTERM.
+Logs go to stderr, never to stdout.
+` + startFlagsHelp + `
+Examples:
+  mcpfsm serve -config ~/.cursor/mcp.json
+  mcpfsm serve -config .vscode/mcp.json -listen 127.0.0.1:8808
+`
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("serve", serveUsage, stderr)
+	path := fs.String("config", "", "the config `FILE` (JSON)")
+	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers' first attempts before serving")
+	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
+	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "serve", "unexpected argument %q", fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return usageErr(stderr, "serve", "-timeout must be positive")
+	}
+	stderr = &syncWriter{w: stderr}
+	logger, err := newLogger(stderr, *format, *level)
+	if err != nil {
+		return usageErr(stderr, "serve", "%v", err)
+	}
+	cfg, code := loadConfig("serve", *path, stderr)
+	if cfg == nil {
+		return code
+	}
+	var ln net.Listener
+	if *listen != "" {
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm serve: -listen %s: %v\n", *listen, err)
+			return exitFail
+		}
+	}
+
+	reg := conn.NewRegistry()
+	all := start(ctx, cfg.Servers, reg, logger, *timeout)
+	code = exitOK
+	for _, st := range all {
+		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {
+			code = exitFail
+		}
+	}
+	if code != exitOK {
+		reportFailures(stderr, "serve", all)
+	} else {
+		for _, st := range all {
+			if st.err != nil {
+				logger.Warn("not connected yet; serving without its tools until it comes up", "server", st.srv.Name, "err", st.err)
+			}
+		}
+		f := front.New(front.Options{Registry: reg, Logger: logger, Status: statusOf(all),
+			Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
+		if ln != nil {
+			err = serveHTTP(ctx, f, ln, logger)
+		} else {
+			logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", len(reg.Tools()), len(all)))
+			err = f.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{stdout}})
+			if err == nil || ctx.Err() == nil {
+				logger.Info("the client disconnected; stopping every server")
+			}
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+			code = exitFail
+		}
+	}
+	if ln != nil {
+		ln.Close()
+	}
+	if err := closeAll(all); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+		code = exitFail
+	}
+	return code
+}
+
+// statusOf returns the Status function of front.Options over all.
+func statusOf(all []*started) func(string) (conn.Status, bool) {
+	sups := map[string]*conn.Supervisor{}
+	for _, st := range all {
+		if st.sup != nil {
+			sups[st.srv.Name] = st.sup
+		}
+	}
+	return func(server string) (conn.Status, bool) {
+		sup, ok := sups[server]
+		if !ok {
+			return conn.Status{}, false
+		}
+		return sup.Status(), true
+	}
+}
+
+// serveHTTP serves f on ln until ctx is done.
+func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slog.Logger) error {
+	srv := &http.Server{Handler: f.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	syncCtx, stopSync := context.WithCancel(ctx)
+	synced := make(chan struct{})
+	go func() {
+		defer close(synced)
+		f.Sync(syncCtx)
+	}()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving MCP over Streamable HTTP at http://" + ln.Addr().String() + "/mcp")
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		srv.Close() // streams that did not end in time
+	}
+	if err == nil {
+		if err = <-served; errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	stopSync()
+	<-synced
+	return err
+}
+
+// nopCloser lets the command's stdout be an mcp.IOTransport writer
+// without closing it.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
