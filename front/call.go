@@ -31,6 +31,9 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 		case err == nil:
 			return res, nil
 		case errors.Is(err, conn.ErrUnavailable):
+			if errors.Unwrap(err) != nil {
+				f.awaitLoss(ctx, t.Server)
+			}
 			return errorResult(f.describe(t.Server, name, err, "")), nil
 		case errors.As(err, &wire):
 			return nil, err // the server's own answer, such as invalid params
@@ -38,6 +41,35 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 			return nil, err // the client cancelled: nobody reads the result
 		}
 		return errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err)), nil
+	}
+}
+
+// lossWait bounds how long a call whose connection ended waits for its
+// supervisor to register the loss.
+const lossWait = 2 * time.Second
+
+// awaitLoss waits, at most lossWait, for server to leave the established
+// state: a call that saw its connection end usually returns before the
+// supervisor has taken note, and the error should name the state the
+// loss leads to, not the one it ends.
+func (f *Front) awaitLoss(ctx context.Context, server string) {
+	if f.opts.Status == nil {
+		return
+	}
+	timer := f.opts.Clock.Timer(lossWait)
+	defer timer.Stop()
+	for {
+		moved := f.transitioned() // before reading the state: no transition is missed
+		if st, ok := f.opts.Status(server); !ok || st.State != conn.Established {
+			return
+		}
+		select {
+		case <-moved:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

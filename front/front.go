@@ -55,8 +55,11 @@ type Front struct {
 	opts   Options
 	server *mcp.Server
 
-	mu     sync.Mutex                // serialises sync
+	mu     sync.Mutex                 // serialises sync
 	served map[string]json.RawMessage // public name -> served definition
+
+	tmu   sync.Mutex
+	moved chan struct{} // closed and replaced at every Observe
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first
@@ -78,7 +81,25 @@ func New(o Options) *Front {
 		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
 			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
 	})
-	return &Front{opts: o, server: srv, served: map[string]json.RawMessage{}}
+	return &Front{opts: o, server: srv, served: map[string]json.RawMessage{}, moved: make(chan struct{})}
+}
+
+// Observe takes note of a transition of a supervisor. Pass it as (or call
+// it from) conn.Config.OnTransition: a call whose connection ends under it
+// then waits for the supervisor to register the loss, so that its error
+// says when the next attempt is. It never blocks.
+func (f *Front) Observe(conn.Transition) {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	close(f.moved)
+	f.moved = make(chan struct{})
+}
+
+// transitioned returns a channel closed at the next Observe.
+func (f *Front) transitioned() <-chan struct{} {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	return f.moved
 }
 
 // Server returns the MCP server, for transports other than Run's and
@@ -90,7 +111,7 @@ func (f *Front) Server() *mcp.Server { return f.server }
 func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f.sync()
+	f.Update()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -103,9 +124,10 @@ func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 // Sync mirrors the registry into the server until ctx is done: at once,
 // then at every change of the registry.
 func (f *Front) Sync(ctx context.Context) {
+	f.Update()
 	for {
 		changed := f.opts.Registry.Changed() // before reading: no change is missed
-		f.sync()
+		f.Update()
 		select {
 		case <-ctx.Done():
 			return
@@ -113,6 +135,12 @@ func (f *Front) Sync(ctx context.Context) {
 		}
 	}
 }
+
+// Update brings the served tools in line with the registry once. Sync
+// and Run call it at every change; a host that serves the front another
+// way calls it before it accepts clients, so that their first tools/list
+// is complete.
+func (f *Front) Update() { f.sync() }
 
 // sync brings the served tools in line with the registry. The server
 // notifies its clients (debounced) of each Add and Remove, so a registry

@@ -157,7 +157,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	all := start(ctx, cfg.Servers, reg, logger, *timeout)
+	all := start(ctx, cfg.Servers, reg, startOptions{logger: logger}, *timeout)
 	printTools(stdout, reg.Tools())
 	failed := reportFailures(stderr, "tools", all)
 	if err := closeAll(all); err != nil {
@@ -172,11 +172,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // start starts servers and waits for their first attempts, together
 // bounded by timeout.
-func start(ctx context.Context, servers []config.Server, reg conn.Registry, logger *slog.Logger, timeout time.Duration) []*started {
+func start(ctx context.Context, servers []config.Server, reg conn.Registry, o startOptions, timeout time.Duration) []*started {
 	deadline := time.Now().Add(timeout)
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	all := startAll(sctx, servers, reg, startOptions{logger: logger})
+	all := startAll(sctx, servers, reg, o)
 	waitReady(ctx, all, time.Until(deadline))
 	return all
 }
@@ -242,7 +242,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	all := start(ctx, []config.Server{srv}, reg, logger, *timeout)
+	all := start(ctx, []config.Server{srv}, reg, startOptions{logger: logger}, *timeout)
 	code = exitOK
 	if reportFailures(stderr, "call", all) {
 		code = exitFail

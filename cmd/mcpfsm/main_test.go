@@ -17,7 +17,15 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
-func TestMain(m *testing.M) { fixture.VerifyTestMain(m) }
+// TestMain doubles as the mcpfsm command: with MCPFSM_TEST_MAIN=1 the
+// test binary runs main, so end-to-end tests run mcpfsm as a real process
+// without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPFSM_TEST_MAIN") == "1" {
+		main()
+	}
+	fixture.VerifyTestMain(m)
+}
 
 // writeConfig writes cfg as JSON to a temporary file and returns its path.
 func writeConfig(t *testing.T, cfg any) string {

@@ -79,7 +79,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	reg := conn.NewRegistry()
-	all := start(ctx, cfg.Servers, reg, logger, *timeout)
+	var all []*started // set before the front serves its first call
+	f := front.New(front.Options{Registry: reg, Logger: logger,
+		Status:         func(server string) (conn.Status, bool) { return statusOf(all, server) },
+		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
+	all = start(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: f.Observe}, *timeout)
 	code = exitOK
 	for _, st := range all {
 		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {
@@ -94,8 +98,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				logger.Warn("not connected yet; serving without its tools until it comes up", "server", st.srv.Name, "err", st.err)
 			}
 		}
-		f := front.New(front.Options{Registry: reg, Logger: logger, Status: statusOf(all),
-			Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger)
 		} else {
@@ -120,25 +122,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// statusOf returns the Status function of front.Options over all.
-func statusOf(all []*started) func(string) (conn.Status, bool) {
-	sups := map[string]*conn.Supervisor{}
+// statusOf returns the status of the supervisor of server.
+func statusOf(all []*started, server string) (conn.Status, bool) {
 	for _, st := range all {
-		if st.sup != nil {
-			sups[st.srv.Name] = st.sup
+		if st.srv.Name == server && st.sup != nil {
+			return st.sup.Status(), true
 		}
 	}
-	return func(server string) (conn.Status, bool) {
-		sup, ok := sups[server]
-		if !ok {
-			return conn.Status{}, false
-		}
-		return sup.Status(), true
-	}
+	return conn.Status{}, false
 }
 
 // serveHTTP serves f on ln until ctx is done.
 func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slog.Logger) error {
+	f.Update() // the first client's tools/list is complete
 	srv := &http.Server{Handler: f.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const limit = 30 * time.Second
+
+// self returns a command that runs mcpfsm with args, as its own process.
+func self(t *testing.T, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MCPFSM_TEST_MAIN=1")
+	return cmd
+}
+
+// frontClient is a go-sdk client of mcpfsm serve.
+type frontClient struct {
+	sess    *mcp.ClientSession
+	changes chan struct{} // a value per tools/list_changed
+	count   atomic.Int32
+}
+
+func connect(t *testing.T, tr mcp.Transport) *frontClient {
+	t.Helper()
+	fc := &frontClient{changes: make(chan struct{}, 100)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "front-test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			fc.count.Add(1)
+			fc.changes <- struct{}{}
+		},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	sess, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect to mcpfsm serve: %v", err)
+	}
+	fc.sess = sess
+	return fc
+}
+
+func (fc *frontClient) tools(t *testing.T) []string {
+	t.Helper()
+	res, err := fc.sess.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// call calls tool with a text argument; a protocol error fails the test.
+func (fc *frontClient) call(t *testing.T, tool, text string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	res, err := fc.sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+	if err != nil {
+		t.Fatalf("call %s: protocol error: %v", tool, err)
+	}
+	var out []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out = append(out, tc.Text)
+		}
+	}
+	return strings.Join(out, "\n"), res.IsError
+}
+
+// lastPID is the last PID a fixture server appended to pidlog.
+func lastPID(t *testing.T, pidlog string) int {
+	t.Helper()
+	data, err := os.ReadFile(pidlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data))
+	pid, err := strconv.Atoi(f[len(f)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// allGone fails t unless every PID of the pidlogs has exited.
+func allGone(t *testing.T, pidlogs ...string) {
+	t.Helper()
+	for _, pl := range pidlogs {
+		data, err := os.ReadFile(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range strings.Fields(string(data)) {
+			pid, _ := strconv.Atoi(p)
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("server process %d is still running after mcpfsm serve exited", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// serveConfig is two fixture servers: "fix", which reconnects after 1s,
+// and "once", which comes up once and then fails every respawn, so that
+// killing it makes it give up and its tools leave the union.
+func serveConfig(t *testing.T) (path, fixLog, onceLog string) {
+	dir := t.TempDir()
+	fixLog, onceLog = filepath.Join(dir, "fix.pids"), filepath.Join(dir, "once.pids")
+	marker := filepath.Join(dir, "once.started")
+	once := `if [ -e "$1" ]; then exit 1; fi; : > "$1"; exec "$2" -pidlog "$3"`
+	path = writeConfig(t, obj{"mcpServers": obj{
+		"fix": obj{"command": fixture.Build(t), "args": []string{"-pidlog", fixLog},
+			"reconnect": obj{"initialDelayMs": 1000, "maxDelayMs": 1000, "maxAttempts": 5}},
+		"once": obj{"command": "sh", "args": []string{"-c", once, "sh", marker, fixture.Build(t), onceLog},
+			"reconnect": obj{"initialDelayMs": 20, "maxDelayMs": 20, "maxAttempts": 2}},
+	}})
+	return path, fixLog, onceLog
+}
+
+var allTools = []string{"mcp__fix__crash", "mcp__fix__echo", "mcp__once__crash", "mcp__once__echo"}
+
+// outage kills "fix" and "once" in turn and checks what the front client
+// sees: an isError result during fix's outage, the same session and no
+// list change after its recovery, and one list change when once gives up.
+func outage(t *testing.T, fc *frontClient, stderr *watcher, fixLog, onceLog string) {
+	if diff := cmp.Diff(allTools, fc.tools(t)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	if text, isErr := fc.call(t, "mcp__fix__echo", "before"); isErr || text != "before" {
+		t.Fatalf("call before the kill = %q, isError %v", text, isErr)
+	}
+	at := len(stderr.String())
+	if err := syscall.Kill(lastPID(t, fixLog), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The reconnect waits 1s: this call meets the outage.
+	text, isErr := fc.call(t, "mcp__fix__echo", "during")
+	if !isErr || !regexp.MustCompile(`^server "fix": (connection lost; reconnecting in [0-9.]+m?s \(attempt 1/5\)|reconnecting now \(attempt 1/5\)); `).MatchString(text) {
+		t.Errorf("call during the outage = %q, isError %v; want an error naming the server, its state and the next attempt", text, isErr)
+	}
+	stderr.waitFor(t, at, "reconnected and re-synced tools", "server=fix")
+	if text, isErr := fc.call(t, "mcp__fix__echo", "after"); isErr || text != "after" {
+		t.Errorf("call after recovery = %q, isError %v", text, isErr)
+	}
+	if diff := cmp.Diff(allTools, fc.tools(t)); diff != "" {
+		t.Errorf("tools after recovery (-want +got):\n%s", diff)
+	}
+
+	if err := syscall.Kill(lastPID(t, onceLog), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fc.changes:
+	case <-time.After(limit):
+		t.Fatalf("no tools/list_changed after once gave up; stderr:\n%s", stderr)
+	}
+	if n := fc.count.Load(); n != 1 {
+		t.Errorf("%d tools/list_changed, want 1: fix's reconnect listed the same tools", n)
+	}
+	if diff := cmp.Diff([]string{"mcp__fix__crash", "mcp__fix__echo"}, fc.tools(t)); diff != "" {
+		t.Errorf("tools after once gave up (-want +got):\n%s", diff)
+	}
+}
+
+// wait waits for cmd to exit and returns its exit code.
+func wait(t *testing.T, cmd *exec.Cmd, stderr *watcher) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("mcpfsm serve did not exit; stderr:\n%s", stderr)
+		return -1
+	}
+}
+
+func TestServeStdio(t *testing.T) {
+	path, fixLog, onceLog := serveConfig(t)
+	cmd := self(t, "serve", "-config", path)
+	stderr := newWatcher()
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fc := connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
+	outage(t, fc, stderr, fixLog, onceLog)
+
+	// The client goes away: serve stops every server and exits.
+	if err := fc.sess.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if code := wait(t, cmd, stderr); code != 0 {
+		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
+	}
+	stderr.waitFor(t, 0, "the client disconnected; stopping every server")
+	allGone(t, fixLog, onceLog)
+}
+
+func TestServeHTTP(t *testing.T) {
+	path, fixLog, onceLog := serveConfig(t)
+	cmd := self(t, "serve", "-config", path, "-listen", "127.0.0.1:0")
+	stderr := newWatcher()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
+	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
+	url = strings.TrimSuffix(url, `"`)
+	fc := connect(t, &mcp.StreamableClientTransport{Endpoint: url})
+	outage(t, fc, stderr, fixLog, onceLog)
+	_ = fc.sess.Close()
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := wait(t, cmd, stderr); code != 0 {
+		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
+	}
+	allGone(t, fixLog, onceLog)
+}
