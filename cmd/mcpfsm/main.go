@@ -99,7 +99,12 @@ allowed.
   check' lists them all.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if kind := os.Getenv(demoServerEnv); kind != "" {
+		os.Exit(demoServer(kind))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run is the whole command. It cancels its context on SIGINT or SIGTERM;
 // after the first signal the default handling is restored, so a second one
@@ -135,6 +140,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo\nrun 'mcpfsm -h' for usage\n", args[0])
 	return exitUsage

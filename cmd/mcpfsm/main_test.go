@@ -21,7 +21,7 @@ import (
 // test binary runs main, so end-to-end tests run mcpfsm as a real process
 // without building it.
 func TestMain(m *testing.M) {
-	if os.Getenv("MCPFSM_TEST_MAIN") == "1" {
+	if os.Getenv("MCPFSM_TEST_MAIN") == "1" || os.Getenv(demoServerEnv) != "" {
 		main()
 	}
 	fixture.VerifyTestMain(m)

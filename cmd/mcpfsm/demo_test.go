@@ -1,0 +1,50 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo runs the demo as a user would (its servers are this test
+// binary, run as real processes) and checks what it shows.
+func TestDemo(t *testing.T) {
+	pidlog := filepath.Join(t.TempDir(), "pids")
+	t.Setenv(demoPIDLogEnv, pidlog)
+	begin := time.Now()
+	code, out, errOut := runCmd(t, "demo")
+	took := time.Since(begin)
+	if code != 0 {
+		t.Fatalf("demo: exit %d, stderr:\n%s\nstdout:\n%s", code, errOut, out)
+	}
+	if took > 30*time.Second {
+		t.Errorf("demo took %v, want under 30s", took)
+	}
+	// In order: broken fails and gives up, flaky is lost, calls fail fast,
+	// flaky reconnects and calls succeed again.
+	at := 0
+	for _, want := range []string{
+		"broken connection failed; retrying in 500ms (attempt 1/3)",
+		"path: connecting -attempt-failed-> failed-retrying",
+		"broken giving up after 3 failed attempts",
+		"flaky  connection lost; reconnecting in 1s (attempt 1/5)",
+		"path: connecting -connected-> established -connection-lost-> lost-reconnecting",
+		`call   mcp__flaky__echo failed fast in`,
+		`(state lost-reconnecting)`,
+		"flaky  reconnected (attempt 1/5); tools re-synced",
+		`call   mcp__flaky__echo -> "call `,
+		"every server process has exited",
+	} {
+		i := strings.Index(out[at:], want)
+		if i < 0 {
+			t.Fatalf("demo output lacks %q after offset %d:\n%s", want, at, out)
+		}
+		at += i + len(want)
+	}
+	if m := regexp.MustCompile(`the slowest failure took ([0-9.]+)(µs|ms)`).FindStringSubmatch(out); m == nil || m[2] == "ms" && len(m[1]) > 2 {
+		t.Errorf("failed calls were not fast: %v", m)
+	}
+	allGone(t, pidlog)
+}
