@@ -53,7 +53,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	d := &demo{out: stdout, start: time.Now(), paths: map[string][]string{}, recovered: make(chan struct{})}
 	fmt.Fprintf(stdout, "mcpfsm demo: supervising two stdio servers (real processes of %s):\n", exe)
 	fmt.Fprintf(stdout, "  flaky   answers calls, crashes %v after each start; reconnect 1s..2s, 5 attempts\n", flakyLife)
-	fmt.Fprintf(stdout, "  broken  exits at once, every time; reconnect 500ms..1s, 3 attempts\n\n")
+	fmt.Fprintf(stdout, "  broken  exits at once, every time; reconnect 300ms..600ms, 3 attempts\n\n")
 
 	reg := conn.NewRegistry()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil)) // the demo prints transitions itself
@@ -62,7 +62,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		p    policy.Policy
 	}{
 		{"flaky", policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 2 * time.Second, MaxAttempts: 5}},
-		{"broken", policy.Policy{Enabled: true, InitialDelay: 500 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: 3}},
+		{"broken", policy.Policy{Enabled: true, InitialDelay: 300 * time.Millisecond, MaxDelay: 600 * time.Millisecond, MaxAttempts: 3}},
 	}
 	var sups []*conn.Supervisor
 	for _, s := range servers {

@@ -22,13 +22,14 @@ func TestDemo(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("demo took %v, want under 30s", took)
 	}
-	// In order: broken fails and gives up, flaky is lost, calls fail fast,
-	// flaky reconnects and calls succeed again.
-	at := 0
-	for _, want := range []string{
-		"broken connection failed; retrying in 500ms (attempt 1/3)",
+	// Each server's story, in order: broken fails and gives up; flaky is
+	// lost, calls fail fast, flaky reconnects and calls succeed again.
+	for _, story := range [][]string{{
+		"broken connection failed; retrying in 300ms (attempt 1/3)",
 		"path: connecting -attempt-failed-> failed-retrying",
 		"broken giving up after 3 failed attempts",
+		"every server process has exited",
+	}, {
 		"flaky  connection lost; reconnecting in 1s (attempt 1/5)",
 		"path: connecting -connected-> established -connection-lost-> lost-reconnecting",
 		`call   mcp__flaky__echo failed fast in`,
@@ -36,12 +37,15 @@ func TestDemo(t *testing.T) {
 		"flaky  reconnected (attempt 1/5); tools re-synced",
 		`call   mcp__flaky__echo -> "call `,
 		"every server process has exited",
-	} {
-		i := strings.Index(out[at:], want)
-		if i < 0 {
-			t.Fatalf("demo output lacks %q after offset %d:\n%s", want, at, out)
+	}} {
+		at := 0
+		for _, want := range story {
+			i := strings.Index(out[at:], want)
+			if i < 0 {
+				t.Fatalf("demo output lacks %q after offset %d:\n%s", want, at, out)
+			}
+			at += i + len(want)
 		}
-		at += i + len(want)
 	}
 	if m := regexp.MustCompile(`the slowest failure took ([0-9.]+)(µs|ms)`).FindStringSubmatch(out); m == nil || m[2] == "ms" && len(m[1]) > 2 {
 		t.Errorf("failed calls were not fast: %v", m)
