@@ -107,20 +107,7 @@ func TestInspector(t *testing.T) {
 	// A fresh config ("once" comes up only once), and an outage long
 	// enough for a Node process to start during it.
 	cfg, fixLog, onceLog := serveConfig(t, 5000)
-	cmd := self(t, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
-	stderr := newWatcher()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
-	url := strings.TrimSuffix(strings.Fields(stderr.String()[at-len("http://"):])[0], `"`)
+	cmd, stderr, url := serveHTTPProcess(t, cfg)
 	call := func(text string) (string, bool) {
 		return resultText(inspect(t, launcher, path, url, "--transport", "http",
 			"--method", "tools/call", "--tool-name", "mcp__fix__echo", "--tool-arg", "text="+text))
@@ -131,7 +118,7 @@ func TestInspector(t *testing.T) {
 	if text, isErr := call("before"); isErr || text != "before" {
 		t.Errorf("http call before the kill = %q, isError %v", text, isErr)
 	}
-	at = len(stderr.String())
+	at := len(stderr.String())
 	if err := syscall.Kill(lastPID(t, fixLog), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-timeout 30s] [-log-format text|json] [-log-level info]
+const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-timeout 10s] [-log-format text|json] [-log-level info]
 
 Supervises every server of FILE and serves all their tools as one MCP
 server: over stdin and stdout by default, so that an MCP host starts it
@@ -49,7 +49,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("serve", serveUsage, stderr)
 	path := fs.String("config", "", "the config `FILE` (JSON)")
 	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers' first attempts before serving")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
 	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -235,21 +235,7 @@ func TestServeStdio(t *testing.T) {
 
 func TestServeHTTP(t *testing.T) {
 	path, fixLog, onceLog := serveConfig(t, 1000)
-	cmd := self(t, "serve", "-config", path, "-listen", "127.0.0.1:0")
-	stderr := newWatcher()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
-	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
-	url = strings.TrimSuffix(url, `"`)
+	cmd, stderr, url := serveHTTPProcess(t, path)
 	fc := connect(t, &mcp.StreamableClientTransport{Endpoint: url})
 	outage(t, fc, stderr, fixLog, onceLog)
 	_ = fc.sess.Close()
@@ -261,4 +247,26 @@ func TestServeHTTP(t *testing.T) {
 		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
 	}
 	allGone(t, fixLog, onceLog)
+}
+
+// serveHTTPProcess starts mcpfsm serve -listen on a free port and returns
+// it, its stderr and its MCP endpoint. It is killed at the end of the test
+// if it still runs.
+func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
+	t.Helper()
+	cmd := self(t, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
+	stderr := newWatcher()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
+	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
+	return cmd, stderr, strings.TrimSuffix(url, `"`)
 }
