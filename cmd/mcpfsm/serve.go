@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -101,13 +103,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger)
 		} else {
+			// A client that goes away closes the pipe serve writes to. By
+			// default that write kills a Go program with SIGPIPE, which
+			// would orphan every server; caught, it fails with EPIPE and
+			// serve shuts down in order. (Caught, not ignored: an ignored
+			// signal would stay ignored in the servers started later.)
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", len(reg.Tools()), len(all)))
 			err = f.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{stdout}})
 			if err == nil || ctx.Err() == nil {
 				logger.Info("the client disconnected; stopping every server")
 			}
 		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 			code = exitFail
 		}

@@ -111,7 +111,8 @@ func allGone(t *testing.T, pidlogs ...string) {
 		for _, p := range strings.Fields(string(data)) {
 			pid, _ := strconv.Atoi(p)
 			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("server process %d is still running after mcpfsm serve exited", pid)
+				ps, _ := exec.Command("ps", "-o", "pid,ppid,stat,cmd", "-p", strconv.Itoa(pid)).CombinedOutput()
+				t.Errorf("server process %d is still running after mcpfsm serve exited:\n%s", pid, ps)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
