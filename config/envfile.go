@@ -21,6 +21,13 @@ func (p *parser) envFileEntries(file, path string, env *[]string) string {
 	if !filepath.IsAbs(file) && p.opts.Dir != "" {
 		file = filepath.Join(p.opts.Dir, file)
 	}
+	if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
+		p.addf("%s: %s is not a regular file", path, file)
+		return file
+	} else if err == nil && fi.Size() > maxEnvFile {
+		p.addf("%s: %s is larger than %d bytes: is it really an env file?", path, file, maxEnvFile)
+		return file
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		p.addf("%s: cannot read the env file: %v", path, err)
@@ -51,6 +58,9 @@ func (p *parser) envFileEntries(file, path string, env *[]string) string {
 	}
 	return file
 }
+
+// maxEnvFile bounds the size of an env file.
+const maxEnvFile = 1 << 20
 
 // envValue unquotes one dotenv value; an unquoted value ends at " #".
 func envValue(v string) (string, bool) {

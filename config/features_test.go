@@ -96,7 +96,8 @@ func TestParseFeatures(t *testing.T) {
 				"g": {"command": "x", "headers": {}, "envFile": "missing.env"},
 				"h": {"command": "x", "envFile": "bad.env"},
 				"i": {"type": "stdio"},
-				"j": {"command": "x", "disabled": "no"}
+				"j": {"command": "x", "disabled": "no"},
+				"k": {"command": "x", "envFile": "/dev/null"}
 			}}`,
 			errs: []string{
 				"servers.a.command: ${NOPE}: environment variable NOPE is not set: set it, or give a default as in ${NOPE:-value}",
@@ -117,6 +118,7 @@ func TestParseFeatures(t *testing.T) {
 				`servers.h.envFile: ` + bad + `, line 2: the value of OK has an unterminated or malformed quote`,
 				`servers.i: "type": "stdio" needs a "command"`,
 				"servers.j.disabled must be true or false, not a string",
+				"servers.k.envFile: /dev/null is not a regular file",
 			},
 		},
 	}
