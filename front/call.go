@@ -31,9 +31,7 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 		case err == nil:
 			return res, nil
 		case errors.Is(err, conn.ErrUnavailable):
-			if errors.Unwrap(err) != nil {
-				f.awaitLoss(ctx, t.Server)
-			}
+			f.awaitLoss(ctx, t.Server)
 			return errorResult(f.describe(t.Server, name, err, "")), nil
 		case errors.As(err, &wire):
 			return nil, err // the server's own answer, such as invalid params
@@ -49,9 +47,9 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 const lossWait = 2 * time.Second
 
 // awaitLoss waits, at most lossWait, for server to leave the established
-// state: a call that saw its connection end usually returns before the
-// supervisor has taken note, and the error should name the state the
-// loss leads to, not the one it ends.
+// state: a call that found its connection ended (or saw it end) usually
+// returns before the supervisor has taken note, and the error should name
+// the state the loss leads to, not the one it ends.
 func (f *Front) awaitLoss(ctx context.Context, server string) {
 	if f.opts.Status == nil {
 		return

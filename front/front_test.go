@@ -214,3 +214,28 @@ func TestCallOfAGoneTool(t *testing.T) {
 		t.Errorf("result %+v, want the error %q", res, want)
 	}
 }
+
+// A failed call waits for the supervisor to register the loss, and
+// returns once it has.
+func TestAwaitLoss(t *testing.T) {
+	clk := clock.NewMock()
+	var state atomic.Value
+	state.Store(conn.Established)
+	f := New(Options{Registry: conn.NewRegistry(), Clock: clk, Status: func(string) (conn.Status, bool) {
+		return conn.Status{State: state.Load().(conn.State)}, true
+	}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.awaitLoss(context.Background(), "s")
+	}()
+	f.Observe(conn.Transition{}) // a transition that leaves it established: keep waiting
+	state.Store(conn.LostReconnecting)
+	f.Observe(conn.Transition{To: conn.LostReconnecting})
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatal("awaitLoss did not return after the loss")
+	}
+
+}

@@ -66,22 +66,7 @@ func TestServeVSCodeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := self(t, "serve", "-config", cfg, "-log-level", "debug")
-	cmd.Env = append(cmd.Env, "MCPFSM_TEST_API_TOKEN=s3cret")
-	stderr := newWatcher()
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fc := connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
+	cmd, stderr, fc := serveStdioProcess(t, []string{"MCPFSM_TEST_API_TOKEN=s3cret"}, "serve", "-config", cfg, "-log-level", "debug")
 	want := []string{"mcp__fix__crash", "mcp__fix__echo", "mcp__remote__whoami"}
 	if diff := cmp.Diff(want, fc.tools(t)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s\nstderr:\n%s", diff, stderr)

@@ -206,21 +206,7 @@ func wait(t *testing.T, cmd *exec.Cmd, stderr *watcher) int {
 
 func TestServeStdio(t *testing.T) {
 	path, fixLog, onceLog := serveConfig(t, 1000)
-	cmd := self(t, "serve", "-config", path)
-	stderr := newWatcher()
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fc := connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
+	cmd, stderr, fc := serveStdioProcess(t, nil, "serve", "-config", path)
 	outage(t, fc, stderr, fixLog, onceLog)
 
 	// The client goes away: serve stops every server and exits.
@@ -270,4 +256,32 @@ func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
 	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
 	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
 	return cmd, stderr, strings.TrimSuffix(url, `"`)
+}
+
+// serveStdioProcess starts mcpfsm with args (a serve over stdio), with env
+// added to its environment, and connects a client to it.
+func serveStdioProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *watcher, *frontClient) {
+	t.Helper()
+	cmd := self(t, args...)
+	cmd.Env = append(cmd.Env, env...)
+	stderr := newWatcher()
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, stderr, connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
 }
