@@ -247,12 +247,7 @@ func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	killAtEnd(t, cmd)
 	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
 	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
 	return cmd, stderr, strings.TrimSuffix(url, `"`)
@@ -277,11 +272,16 @@ func serveStdioProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	killAtEnd(t, cmd)
+	return cmd, stderr, connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
+}
+
+// killAtEnd kills cmd at the end of the test if it still runs.
+func killAtEnd(t *testing.T, cmd *exec.Cmd) {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 	})
-	return cmd, stderr, connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
 }
