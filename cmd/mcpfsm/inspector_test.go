@@ -92,7 +92,7 @@ func resultText(v map[string]any) (string, bool) {
 // the backend.
 func TestInspector(t *testing.T) {
 	launcher, path := inspector(t)
-	cfg, _, _ := serveConfig(t, 1000)
+	cfg := serveConfig(t).config
 
 	v := inspect(t, launcher, path, "-e", "MCPFSM_TEST_MAIN=1", os.Args[0], "serve", "-config", cfg, "--method", "tools/list")
 	if got := strings.Join(toolNames(v), " "); got != strings.Join(allTools, " ") {
@@ -104,10 +104,9 @@ func TestInspector(t *testing.T) {
 		t.Errorf("stdio tools/call = %q, isError %v", text, isErr)
 	}
 
-	// A fresh config ("once" comes up only once), and an outage long
-	// enough for a Node process to start during it.
-	cfg, fixLog, onceLog := serveConfig(t, 5000)
-	cmd, stderr, url := serveHTTPProcess(t, cfg)
+	// A fresh config: "once" comes up only once.
+	b := serveConfig(t)
+	cmd, stderr, url := serveHTTPProcess(t, b.config)
 	call := func(text string) (string, bool) {
 		return resultText(inspect(t, launcher, path, url, "--transport", "http",
 			"--method", "tools/call", "--tool-name", "mcp__fix__echo", "--tool-arg", "text="+text))
@@ -119,13 +118,12 @@ func TestInspector(t *testing.T) {
 		t.Errorf("http call before the kill = %q, isError %v", text, isErr)
 	}
 	at := len(stderr.String())
-	if err := syscall.Kill(lastPID(t, fixLog), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	unblock := b.killFix(t)
 	stderr.waitFor(t, at, "connection lost; reconnecting", "server=fix")
-	if text, isErr := call("during"); !isErr || !strings.HasPrefix(text, `server "fix": `) {
-		t.Errorf("http call during the outage = %q, isError %v; want an error result naming the server", text, isErr)
+	if text, isErr := call("during"); !isErr || !outageText.MatchString(text) {
+		t.Errorf("http call during the outage = %q, isError %v; want an error result naming the server, its state and the next attempt", text, isErr)
 	}
+	unblock()
 	stderr.waitFor(t, at, "reconnected and re-synced tools", "server=fix")
 	if text, isErr := call("after"); isErr || text != "after" {
 		t.Errorf("http call after recovery = %q, isError %v", text, isErr)
@@ -136,5 +134,5 @@ func TestInspector(t *testing.T) {
 	if code := wait(t, cmd, stderr); code != 0 {
 		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
 	}
-	allGone(t, fixLog, onceLog)
+	allGone(t, b.fixLog, b.onceLog)
 }

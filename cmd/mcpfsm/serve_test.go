@@ -119,29 +119,60 @@ func allGone(t *testing.T, pidlogs ...string) {
 	}
 }
 
-// serveConfig is two fixture servers: "fix", which reconnects after
-// delayMs, and "once", which comes up once and then fails every respawn,
-// so that killing it makes it give up and its tools leave the union.
-func serveConfig(t *testing.T, delayMs int) (path, fixLog, onceLog string) {
+// backends are the fixture servers of a serve test and the files that
+// steer them.
+type backends struct {
+	config  string // the config file
+	fixLog  string // PIDs of "fix"
+	onceLog string // PIDs of "once"
+	block   string // while this file exists, "fix" fails every respawn
+}
+
+// serveConfig is two fixture servers: "fix", whose respawns fail while
+// the block file exists, so a test decides how long its outage lasts, and
+// "once", which comes up once and then fails every respawn, so that
+// killing it makes it give up and its tools leave the union.
+func serveConfig(t *testing.T) backends {
 	dir := t.TempDir()
-	fixLog, onceLog = filepath.Join(dir, "fix.pids"), filepath.Join(dir, "once.pids")
+	b := backends{fixLog: filepath.Join(dir, "fix.pids"), onceLog: filepath.Join(dir, "once.pids"), block: filepath.Join(dir, "fix.block")}
 	marker := filepath.Join(dir, "once.started")
+	fix := `if [ -e "$1" ]; then exit 1; fi; exec "$2" -pidlog "$3"`
 	once := `if [ -e "$1" ]; then exit 1; fi; : > "$1"; exec "$2" -pidlog "$3"`
-	path = writeConfig(t, obj{"mcpServers": obj{
-		"fix": obj{"command": fixture.Build(t), "args": []string{"-pidlog", fixLog},
-			"reconnect": obj{"initialDelayMs": delayMs, "maxDelayMs": delayMs, "maxAttempts": 5}},
-		"once": obj{"command": "sh", "args": []string{"-c", once, "sh", marker, fixture.Build(t), onceLog},
+	b.config = writeConfig(t, obj{"mcpServers": obj{
+		"fix": obj{"command": "sh", "args": []string{"-c", fix, "sh", b.block, fixture.Build(t), b.fixLog},
+			"reconnect": obj{"initialDelayMs": 200, "maxDelayMs": 200, "maxAttempts": 500}},
+		"once": obj{"command": "sh", "args": []string{"-c", once, "sh", marker, fixture.Build(t), b.onceLog},
 			"reconnect": obj{"initialDelayMs": 20, "maxDelayMs": 20, "maxAttempts": 2}},
 	}})
-	return path, fixLog, onceLog
+	return b
 }
+
+// killFix blocks fix's respawns and SIGKILLs it; the returned function
+// lets it come back.
+func (b backends) killFix(t *testing.T) (unblock func()) {
+	t.Helper()
+	if err := os.WriteFile(b.block, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(lastPID(t, b.fixLog), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.Remove(b.block); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// outageText is the error result of a call of fix during its outage.
+var outageText = regexp.MustCompile(`^server "fix": ((connection lost; reconnecting|connection failed; retrying) in [0-9.]+m?s|reconnecting now) \(attempt [0-9]+/500\); `)
 
 var allTools = []string{"mcp__fix__crash", "mcp__fix__echo", "mcp__once__crash", "mcp__once__echo"}
 
 // outage kills "fix" and "once" in turn and checks what the front client
 // sees: an isError result during fix's outage, the same session and no
 // list change after its recovery, and one list change when once gives up.
-func outage(t *testing.T, fc *frontClient, stderr *watcher, fixLog, onceLog string) {
+func outage(t *testing.T, fc *frontClient, stderr *watcher, b backends) {
 	if diff := cmp.Diff(allTools, fc.tools(t)); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}
@@ -149,14 +180,12 @@ func outage(t *testing.T, fc *frontClient, stderr *watcher, fixLog, onceLog stri
 		t.Fatalf("call before the kill = %q, isError %v", text, isErr)
 	}
 	at := len(stderr.String())
-	if err := syscall.Kill(lastPID(t, fixLog), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// The reconnect waits 1s: this call meets the outage.
+	unblock := b.killFix(t)
 	text, isErr := fc.call(t, "mcp__fix__echo", "during")
-	if !isErr || !regexp.MustCompile(`^server "fix": (connection lost; reconnecting in [0-9.]+m?s \(attempt 1/5\)|reconnecting now \(attempt 1/5\)); `).MatchString(text) {
+	if !isErr || !outageText.MatchString(text) {
 		t.Errorf("call during the outage = %q, isError %v; want an error naming the server, its state and the next attempt", text, isErr)
 	}
+	unblock()
 	stderr.waitFor(t, at, "reconnected and re-synced tools", "server=fix")
 	if text, isErr := fc.call(t, "mcp__fix__echo", "after"); isErr || text != "after" {
 		t.Errorf("call after recovery = %q, isError %v", text, isErr)
@@ -165,7 +194,7 @@ func outage(t *testing.T, fc *frontClient, stderr *watcher, fixLog, onceLog stri
 		t.Errorf("tools after recovery (-want +got):\n%s", diff)
 	}
 
-	if err := syscall.Kill(lastPID(t, onceLog), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(lastPID(t, b.onceLog), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -205,9 +234,9 @@ func wait(t *testing.T, cmd *exec.Cmd, stderr *watcher) int {
 }
 
 func TestServeStdio(t *testing.T) {
-	path, fixLog, onceLog := serveConfig(t, 1000)
-	cmd, stderr, fc := serveStdioProcess(t, nil, "serve", "-config", path)
-	outage(t, fc, stderr, fixLog, onceLog)
+	b := serveConfig(t)
+	cmd, stderr, fc := serveStdioProcess(t, nil, "serve", "-config", b.config)
+	outage(t, fc, stderr, b)
 
 	// The client goes away: serve stops every server and exits.
 	if err := fc.sess.Close(); err != nil {
@@ -217,14 +246,14 @@ func TestServeStdio(t *testing.T) {
 		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
 	}
 	stderr.waitFor(t, 0, "the client disconnected; stopping every server")
-	allGone(t, fixLog, onceLog)
+	allGone(t, b.fixLog, b.onceLog)
 }
 
 func TestServeHTTP(t *testing.T) {
-	path, fixLog, onceLog := serveConfig(t, 1000)
-	cmd, stderr, url := serveHTTPProcess(t, path)
+	b := serveConfig(t)
+	cmd, stderr, url := serveHTTPProcess(t, b.config)
 	fc := connect(t, &mcp.StreamableClientTransport{Endpoint: url})
-	outage(t, fc, stderr, fixLog, onceLog)
+	outage(t, fc, stderr, b)
 	_ = fc.sess.Close()
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -233,7 +262,7 @@ func TestServeHTTP(t *testing.T) {
 	if code := wait(t, cmd, stderr); code != 0 {
 		t.Errorf("mcpfsm serve: exit %d, stderr:\n%s", code, stderr)
 	}
-	allGone(t, fixLog, onceLog)
+	allGone(t, b.fixLog, b.onceLog)
 }
 
 // serveHTTPProcess starts mcpfsm serve -listen on a free port and returns
