@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // started is one server after conn.Start.
@@ -28,6 +29,7 @@ type started struct {
 type startOptions struct {
 	logger       *slog.Logger
 	onTransition func(conn.Transition)
+	client       *mcp.ClientOptions // nil: the SDK's defaults
 }
 
 // startAll starts every server concurrently on reg. With
@@ -41,7 +43,7 @@ func startAll(ctx context.Context, servers []config.Server, reg conn.Registry, o
 		out[i] = st
 		wg.Go(func() {
 			c := srv.Conn(st.stderr)
-			c.Registry, c.Logger, c.OnTransition = reg, o.logger, o.onTransition
+			c.Registry, c.Logger, c.OnTransition, c.Client = reg, o.logger, o.onTransition, o.client
 			st.sup, st.err = conn.Start(ctx, c)
 		})
 	}

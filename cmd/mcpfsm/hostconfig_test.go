@@ -23,7 +23,7 @@ func TestServeVSCodeConfig(t *testing.T) {
 	remote := mcp.NewServer(&mcp.Implementation{Name: "remote"}, nil)
 	mcp.AddTool(remote, &mcp.Tool{Name: "whoami", Description: "says who called"},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct {
-			Text string `json:"text"`
+			Text string `json:"text,omitempty"`
 		}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + req.Extra.Header.Get("Authorization")}}}, nil, nil
 		})

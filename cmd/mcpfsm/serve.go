@@ -34,6 +34,10 @@ sends nothing. A call made while its server is down is answered at once
 with a tool error (isError) such as
   server "fs": connection lost; reconnecting in 2s (attempt 3/10); tool "mcp__fs__read" was not called; try again after the next attempt
 
+Elicitation and sampling requests of the servers are forwarded to the
+client when it declared the capability (on protocol 2025-11-25 and
+older).
+
 Before serving, serve waits (at most -timeout) for every server's first
 connection attempt, so the first tools/list has their tools; servers
 that are still down come later, with a tools/list_changed.
@@ -85,7 +89,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	f := front.New(front.Options{Registry: reg, Logger: logger,
 		Status:         func(server string) (conn.Status, bool) { return statusOf(all, server) },
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
-	all = start(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: f.Observe}, *timeout)
+	all = start(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: f.Observe, client: f.ClientOptions()}, *timeout)
 	code = exitOK
 	for _, st := range all {
 		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {

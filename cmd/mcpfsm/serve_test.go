@@ -35,18 +35,24 @@ type frontClient struct {
 	count   atomic.Int32
 }
 
-func connect(t *testing.T, tr mcp.Transport) *frontClient {
+func connect(t *testing.T, tr mcp.Transport) *frontClient { return connectWith(t, tr, nil, nil) }
+
+// connectWith connects with opts (their ToolListChangedHandler is the
+// frontClient's) and sessOpts.
+func connectWith(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions) *frontClient {
 	t.Helper()
 	fc := &frontClient{changes: make(chan struct{}, 100)}
-	client := mcp.NewClient(&mcp.Implementation{Name: "front-test"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			fc.count.Add(1)
-			fc.changes <- struct{}{}
-		},
-	})
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+		fc.count.Add(1)
+		fc.changes <- struct{}{}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "front-test"}, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
-	sess, err := client.Connect(ctx, tr, nil)
+	sess, err := client.Connect(ctx, tr, sessOpts)
 	if err != nil {
 		t.Fatalf("connect to mcpfsm serve: %v", err)
 	}
@@ -67,12 +73,17 @@ func (fc *frontClient) tools(t *testing.T) []string {
 	return names
 }
 
-// call calls tool with a text argument; a protocol error fails the test.
+// call calls tool with a text argument (none if text is empty); a
+// protocol error fails the test.
 func (fc *frontClient) call(t *testing.T, tool, text string) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
-	res, err := fc.sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+	args := map[string]any{}
+	if text != "" {
+		args["text"] = text
+	}
+	res, err := fc.sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("call %s: protocol error: %v", tool, err)
 	}
@@ -286,6 +297,13 @@ func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
 // added to its environment, and connects a client to it.
 func serveStdioProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *watcher, *frontClient) {
 	t.Helper()
+	return serveStdioProcessWith(t, env, nil, nil, args...)
+}
+
+// serveStdioProcessWith is serveStdioProcess with a client of opts and
+// sessOpts (see connectWith).
+func serveStdioProcessWith(t *testing.T, env []string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) (*exec.Cmd, *watcher, *frontClient) {
+	t.Helper()
 	cmd := self(t, args...)
 	cmd.Env = append(cmd.Env, env...)
 	stderr := newWatcher()
@@ -302,7 +320,7 @@ func serveStdioProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *
 		t.Fatal(err)
 	}
 	killAtEnd(t, cmd)
-	return cmd, stderr, connect(t, &mcp.IOTransport{Reader: stdout, Writer: stdin})
+	return cmd, stderr, connectWith(t, &mcp.IOTransport{Reader: stdout, Writer: stdin}, opts, sessOpts)
 }
 
 // killAtEnd kills cmd at the end of the test if it still runs.
