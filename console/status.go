@@ -1,0 +1,116 @@
+package console
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// StatusReport is the body of GET /api/status and of every "status" event
+// of /api/events. Its JSON field names are stable; the package doc lists
+// them.
+type StatusReport struct {
+	// Now is the host's clock when the report was made, so a client can
+	// compute uptimes and countdowns without trusting its own clock.
+	Now     time.Time      `json:"now"`
+	Servers []ServerStatus `json:"servers"` // sorted by name
+}
+
+// ServerStatus is one server in a [StatusReport].
+type ServerStatus struct {
+	Name        string `json:"name"`
+	State       string `json:"state"`   // a conn.State, e.g. "lost-reconnecting"
+	Phrase      string `json:"phrase"`  // conn.State.Phrase, e.g. "connection lost; reconnecting"
+	Failure     bool   `json:"failure"` // a failure state (red in the diagrams)
+	Attempt     int    `json:"attempt"` // 0 on the initial attempt, n of maxAttempts in an outage
+	MaxAttempts int    `json:"maxAttempts"`
+	// Since is when the current state was entered.
+	Since time.Time `json:"since,omitzero"`
+	// NextRetry is when the next attempt starts; only while backing off.
+	NextRetry time.Time `json:"nextRetry,omitzero"`
+	DelayMs   int64     `json:"delayMs,omitempty"` // the current backoff delay
+	// LastError is the most recent failure or loss (conn.Status.LastErr),
+	// with its cause; it stays after a recovery.
+	LastError   string             `json:"lastError,omitempty"`
+	Generation  uint64             `json:"generation"`
+	Tools       []string           `json:"tools"` // public tool names, sorted
+	ToolCount   int                `json:"toolCount"`
+	Transitions []TransitionRecord `json:"transitions"` // recent, oldest first
+}
+
+// TransitionRecord is one conn.Transition in a [ServerStatus].
+type TransitionRecord struct {
+	At          time.Time `json:"at"`
+	From        string    `json:"from"`
+	To          string    `json:"to"`
+	Event       string    `json:"event"`
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"maxAttempts"`
+	DelayMs     int64     `json:"delayMs,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Generation  uint64    `json:"generation"`
+}
+
+// serverStatus converts a supervisor's status and recent transitions.
+func serverStatus(s conn.Status, recent []conn.Transition) ServerStatus {
+	out := ServerStatus{
+		Name: s.Server, State: string(s.State), Phrase: s.State.Phrase(), Failure: isFailure(s.State),
+		Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, Since: s.Since, NextRetry: s.NextRetry,
+		DelayMs: s.Delay.Milliseconds(), Generation: s.Generation,
+		Tools: append([]string{}, s.Tools...), ToolCount: len(s.Tools),
+		Transitions: make([]TransitionRecord, 0, len(recent)),
+	}
+	if s.LastErr != nil {
+		out.LastError = s.LastErr.Error()
+	}
+	for _, t := range recent {
+		r := TransitionRecord{
+			At: t.At, From: string(t.From), To: string(t.To), Event: string(t.Event),
+			Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, DelayMs: t.Delay.Milliseconds(), Generation: t.Generation,
+		}
+		if t.Err != nil {
+			r.Error = t.Err.Error()
+		}
+		out.Transitions = append(out.Transitions, r)
+	}
+	return out
+}
+
+// isFailure reports whether conn.Table declares st a failure state.
+func isFailure(st conn.State) bool {
+	return slices.Contains(failureStates, st)
+}
+
+var failureStates = func() []conn.State {
+	var out []conn.State
+	for _, st := range conn.Table().States {
+		if st.Failure {
+			out = append(out, st.Name)
+		}
+	}
+	return out
+}()
+
+// report builds the status report of every server the host runs.
+func (c *Console) report() StatusReport {
+	servers := c.host.Servers()
+	r := StatusReport{Now: c.clk.Now(), Servers: make([]ServerStatus, 0, len(servers))}
+	for _, s := range servers {
+		st := s.Status()
+		r.Servers = append(r.Servers, serverStatus(st, c.hist.recent(st.Server)))
+	}
+	slices.SortFunc(r.Servers, func(a, b ServerStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return r
+}
+
+// find returns the server named name.
+func (c *Console) find(name string) (Server, bool) {
+	for _, s := range c.host.Servers() {
+		if s.Status().Server == name {
+			return s, true
+		}
+	}
+	return nil, false
+}

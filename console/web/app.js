@@ -1,0 +1,202 @@
+// The mcpfsm console page: renders /api/events (Server-Sent Events) into
+// one card per server, and posts the Reconnect and Reload buttons.
+"use strict";
+
+const cards = document.getElementById("cards");
+const template = document.getElementById("card");
+let diagram = "";      // the SVG of the connection machine, from /diagram.svg
+let report = null;     // the last status report
+let offset = 0;        // host clock minus this browser's clock, in ms
+
+function hostNow() { return Date.now() + offset; }
+
+function duration(ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 10000) return (ms / 1000).toFixed(1) + "s";
+  let s = Math.round(ms / 1000);
+  const d = Math.floor(s / 86400); s -= d * 86400;
+  const h = Math.floor(s / 3600); s -= h * 3600;
+  const m = Math.floor(s / 60); s -= m * 60;
+  if (d) return d + "d " + h + "h";
+  if (h) return h + "h " + m + "m";
+  if (m) return m + "m " + s + "s";
+  return s + "s";
+}
+
+function clockTime(iso) {
+  return new Date(iso).toISOString().slice(11, 19);
+}
+
+function setMessage(el, text, isError) {
+  el.textContent = text;
+  el.title = text;
+  el.classList.toggle("error", !!isError);
+}
+
+function cardFor(name) {
+  let card = cards.querySelector('section.card[data-server="' + CSS.escape(name) + '"]');
+  if (card) return card;
+  card = template.content.firstElementChild.cloneNode(true);
+  card.dataset.server = name;
+  card.querySelector(".name").textContent = name;
+  card.querySelector(".diagram").innerHTML = diagram;
+  const svg = card.querySelector(".diagram svg");
+  if (svg) svg.classList.add("focus");
+  const button = card.querySelector("button.reconnect");
+  button.dataset.server = name;
+  button.addEventListener("click", () => reconnect(name, card, button));
+  return card;
+}
+
+function highlight(card, s) {
+  const svg = card.querySelector(".diagram svg");
+  if (!svg) return;
+  svg.querySelectorAll(".current, .last, .next").forEach(el => el.classList.remove("current", "last", "next"));
+  const node = svg.querySelector('[data-state="' + CSS.escape(s.state) + '"]');
+  if (node) node.classList.add("current");
+  svg.querySelectorAll('.edge[data-from="' + CSS.escape(s.state) + '"]').forEach(el => el.classList.add("next"));
+  const t = s.transitions[s.transitions.length - 1];
+  if (t && t.to === s.state) {
+    const edge = svg.querySelector('.edge[data-from="' + CSS.escape(t.from) + '"][data-to="' + CSS.escape(t.to) + '"]');
+    if (edge) edge.classList.add("last");
+  }
+}
+
+function renderServer(s) {
+  const card = cardFor(s.name);
+  card.dataset.state = s.state;
+  card.classList.toggle("failure", s.failure);
+  const badge = card.querySelector(".state");
+  badge.textContent = s.state;
+  card.querySelector(".phrase").textContent = s.phrase;
+  card.querySelector(".attempt").textContent = s.attempt ? s.attempt + "/" + s.maxAttempts : "0/" + s.maxAttempts + " (no outage)";
+  card.querySelector(".tools").textContent = String(s.toolCount);
+  card.querySelector(".tools").title = s.tools.join("\n");
+  card.querySelector(".cause").textContent = s.lastError || "none";
+  highlight(card, s);
+  const body = card.querySelector(".transitions tbody");
+  body.textContent = "";
+  const recent = s.transitions.slice(-6).reverse();
+  for (const t of recent) {
+    const tr = document.createElement("tr");
+    const cells = [
+      ["at", clockTime(t.at)],
+      ["from", t.from + " →"],
+      ["to", t.to],
+      ["event", t.event + (t.attempt ? " " + t.attempt + "/" + t.maxAttempts : "")],
+    ];
+    for (const [cls, text] of cells) {
+      const td = document.createElement("td");
+      td.className = cls;
+      td.textContent = text;
+      tr.appendChild(td);
+    }
+    if (failureStates.has(t.to)) tr.querySelector(".to").classList.add("failure");
+    if (t.error) tr.title = t.error;
+    body.appendChild(tr);
+  }
+  if (!recent.length) body.innerHTML = '<tr><td class="at">none yet</td></tr>';
+  return card;
+}
+
+// The failure states, read from the diagram itself.
+let failureStates = new Set();
+
+function tick() {
+  if (!report) return;
+  for (const s of report.servers) {
+    const card = cardFor(s.name);
+    const since = s.since ? duration(hostNow() - Date.parse(s.since)) + " (since " + clockTime(s.since) + ")" : "";
+    card.querySelector(".since").textContent = since;
+    card.querySelector(".next").textContent = s.nextRetry
+      ? "in " + duration(Date.parse(s.nextRetry) - hostNow()) + " (at " + clockTime(s.nextRetry) + ")"
+      : "none";
+  }
+}
+
+function render(r) {
+  report = r;
+  offset = Date.parse(r.now) - Date.now();
+  const seen = new Set();
+  let ok = 0, failing = 0;
+  r.servers.forEach((s, i) => {
+    const card = renderServer(s);
+    seen.add(s.name);
+    if (cards.children[i] !== card) cards.insertBefore(card, cards.children[i] || null);
+    if (s.failure) failing++; else if (s.state === "established") ok++;
+  });
+  for (const card of [...cards.querySelectorAll("section.card")]) {
+    if (!seen.has(card.dataset.server)) card.remove();
+  }
+  const empty = cards.querySelector(".empty");
+  if (!r.servers.length && !empty) cards.innerHTML = '<p class="empty">This host runs no servers.</p>';
+  if (r.servers.length && empty) empty.remove();
+  document.getElementById("summary").textContent =
+    r.servers.length + " servers · " + ok + " connected · " + failing + " failing";
+  tick();
+}
+
+async function post(url) {
+  const res = await fetch(url, { method: "POST", credentials: "same-origin" });
+  let body = {};
+  try { body = await res.json(); } catch (e) { body = { error: res.status + " " + res.statusText }; }
+  return { ok: res.ok, body };
+}
+
+async function reconnect(name, card, button) {
+  const msg = card.querySelector(".msg");
+  button.disabled = true;
+  setMessage(msg, "reconnecting…");
+  try {
+    const { ok, body } = await post("/api/servers/" + encodeURIComponent(name) + "/reconnect");
+    setMessage(msg, ok ? "reconnected" : (body.error || "reconnect failed"), !ok);
+  } catch (e) {
+    setMessage(msg, "host unreachable: " + e.message, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function headerAction(button, url, busy, done) {
+  const msg = document.getElementById("msg");
+  button.disabled = true;
+  setMessage(msg, busy);
+  try {
+    const { ok, body } = await post(url);
+    setMessage(msg, ok ? done : (body.error || "failed"), !ok);
+  } catch (e) {
+    setMessage(msg, "host unreachable: " + e.message, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function connect() {
+  const live = document.getElementById("live");
+  const es = new EventSource("/api/events");
+  es.addEventListener("status", e => {
+    live.textContent = "live";
+    live.classList.remove("off");
+    render(JSON.parse(e.data));
+  });
+  es.onerror = () => {
+    live.textContent = "reconnecting to host…";
+    live.classList.add("off");
+  };
+}
+
+async function main() {
+  const res = await fetch("/diagram.svg", { credentials: "same-origin" });
+  diagram = res.ok ? await res.text() : "";
+  const holder = document.createElement("div");
+  holder.innerHTML = diagram;
+  holder.querySelectorAll(".node.failure").forEach(n => failureStates.add(n.dataset.state));
+  const all = document.getElementById("reconnect-all");
+  all.addEventListener("click", () => headerAction(all, "/api/reconnect", "reconnecting all…", "all servers reconnected"));
+  const reload = document.getElementById("reload");
+  reload.addEventListener("click", () => headerAction(reload, "/api/reload", "reloading…", "configuration reloaded"));
+  connect();
+  setInterval(tick, 1000);
+}
+
+main();
