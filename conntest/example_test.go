@@ -95,3 +95,37 @@ func TestPlanAppliesFromTheNextGeneration(t *testing.T) {
 		t.Errorf("attempts (-want +got):\n%s", diff)
 	}
 }
+
+// A plan changed after more generations opened than it listed (its last
+// behaviour repeating) applies from the next generation too.
+func TestPlanAfterTheLastBehaviourRepeated(t *testing.T) {
+	srv := conntest.NewServer(conntest.Accept)
+	srv.AddEchoTool("echo")
+	rec := conntest.NewRecorder()
+	clk := clock.NewMock()
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 5}
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: "fx", Transport: srv.Transport(), Registry: conn.NewRegistry(),
+		Reconnect: &p, Clock: clk, Logger: rec.Logger(), OnTransition: rec.OnTransition,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer sup.Close(context.Background())
+	rec.Expect(t, 10*time.Second, conn.Established)
+	srv.Crash()
+	rec.Expect(t, 10*time.Second, conn.LostReconnecting)
+	clk.Add(time.Second)
+	rec.Expect(t, 10*time.Second, conn.Connecting, conn.Established) // generation 2: Accept repeated
+	srv.Plan(conntest.Refuse, conntest.Accept)
+	srv.Crash()
+	rec.Expect(t, 10*time.Second, conn.LostReconnecting)
+	clk.Add(time.Second)
+	rec.Expect(t, 10*time.Second, conn.Connecting, conn.FailedRetrying)
+	clk.Add(time.Second)
+	rec.Expect(t, 10*time.Second, conn.Connecting, conn.Established)
+	if got := srv.Opens(); got != 4 {
+		t.Errorf("Opens = %d, want 4", got)
+	}
+}
