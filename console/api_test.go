@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -37,7 +36,7 @@ func TestStatusReport(t *testing.T) {
 		{
 			Name: "beta", State: "failed-retrying", Phrase: "connection failed; retrying", Failure: true,
 			Attempt: 1, MaxAttempts: 3, Since: now, NextRetry: now.Add(time.Second), DelayMs: 1000,
-			LastError: `mcp server "beta": connection failed: open transport: generation 1 refused`,
+			LastError:  `mcp server "beta": connection failed: open transport: generation 1 refused`,
 			Generation: 1, Tools: []string{}, ToolCount: 0,
 			Transitions: []TransitionRecord{{
 				At: now, From: "connecting", To: "failed-retrying", Event: "attempt-failed", Attempt: 1, MaxAttempts: 3, DelayMs: 1000,
@@ -244,4 +243,3 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 }
 
-var _ = context.Background

@@ -96,7 +96,7 @@ func (s *testServer) start() error {
 	p := s.policy
 	sup, err := conn.Start(context.Background(), conn.Config{
 		Name: s.name, Transport: s.srv.Transport(), Registry: s.h.reg, Reconnect: &p, Clock: s.h.clk,
-		Logger: s.rec.Logger(),
+		Logger:       s.rec.Logger(),
 		OnTransition: func(t conn.Transition) { s.h.cons.Record(t); s.rec.OnTransition(t) },
 	})
 	if err != nil {
