@@ -242,4 +242,3 @@ func TestHistoryIsBounded(t *testing.T) {
 		t.Errorf("recent transitions (-want +got):\n%s", diff)
 	}
 }
-
