@@ -14,9 +14,9 @@ import (
 const (
 	charWidth = 7.6   // average advance of a 13px sans-serif glyph, generously
 	nodePadX  = 14.0  // horizontal padding inside a state box
-	nodeH     = 30.0  // height of a state box
+	nodeH     = 32.0  // height of a state box
 	rowGap    = 22.0  // vertical space between boxes of one column
-	colGap    = 120.0 // horizontal space between columns, room for edge labels
+	colGap    = 110.0 // horizontal space between columns, room for edge labels
 	margin    = 12.0
 )
 
@@ -83,12 +83,12 @@ func Diagram[S ~string, E ~string](spec fsm.Spec[S, E]) string {
 const diagramCSS = `.fsm{font-family:Helvetica,Arial,sans-serif}` +
 	`.fsm .node rect{fill:#fff;stroke:#333;stroke-width:1}` +
 	`.fsm .node.failure rect{fill:#f8d7da;stroke:#b02a37}` +
-	`.fsm .node text{font-size:13px;fill:#000;text-anchor:middle;dominant-baseline:central}` +
+	`.fsm .node text{font-size:14px;fill:#000;text-anchor:middle;dominant-baseline:central}` +
 	`.fsm .node.current rect.box{stroke:#0a58ca;stroke-width:3.5}` +
 	`.fsm .node.current:not(.failure) rect{fill:#cfe2ff}` +
 	`.fsm .node.current text{font-weight:bold}` +
 	`.fsm .edge path{fill:none;stroke:#777;stroke-width:1.1;marker-end:url(#fsm-arrow)}` +
-	`.fsm .edge text{font-size:10px;fill:#555;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}` +
+	`.fsm .edge text{font-size:11px;fill:#555;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}` +
 	`.fsm .edge.last path{stroke:#0a58ca;stroke-width:2.2;marker-end:url(#fsm-arrow-last)}` +
 	`.fsm .edge.last text{fill:#0a58ca;font-weight:bold}` +
 	`.fsm.focus .edge text{visibility:hidden}` +

@@ -69,33 +69,30 @@ function renderServer(s) {
   const badge = card.querySelector(".state");
   badge.textContent = s.state;
   card.querySelector(".phrase").textContent = s.phrase;
-  card.querySelector(".attempt").textContent = s.attempt ? s.attempt + "/" + s.maxAttempts : "0/" + s.maxAttempts + " (no outage)";
-  card.querySelector(".tools").textContent = String(s.toolCount);
-  card.querySelector(".tools").title = s.tools.join("\n");
-  card.querySelector(".cause").textContent = s.lastError || "none";
+  card.querySelector(".f-attempt").textContent = s.attempt ? s.attempt + "/" + s.maxAttempts : "0/" + s.maxAttempts + " (no outage)";
+  card.querySelector(".f-tools").textContent = String(s.toolCount);
+  card.querySelector(".f-tools").title = s.tools.join("\n");
+  card.querySelector(".f-cause").textContent = s.lastError || "none";
   highlight(card, s);
-  const body = card.querySelector(".transitions tbody");
-  body.textContent = "";
+  const list = card.querySelector(".transitions ol");
+  list.textContent = "";
   const recent = s.transitions.slice(-6).reverse();
   for (const t of recent) {
-    const tr = document.createElement("tr");
-    const cells = [
-      ["at", clockTime(t.at)],
-      ["from", t.from + " →"],
-      ["to", t.to],
-      ["event", t.event + (t.attempt ? " " + t.attempt + "/" + t.maxAttempts : "")],
-    ];
-    for (const [cls, text] of cells) {
-      const td = document.createElement("td");
-      td.className = cls;
-      td.textContent = text;
-      tr.appendChild(td);
-    }
-    if (failureStates.has(t.to)) tr.querySelector(".to").classList.add("failure");
-    if (t.error) tr.title = t.error;
-    body.appendChild(tr);
+    const li = document.createElement("li");
+    const at = document.createElement("span");
+    at.className = "at";
+    at.textContent = clockTime(t.at);
+    const to = document.createElement("span");
+    to.className = "to" + (failureStates.has(t.to) ? " failure" : "");
+    to.textContent = t.to;
+    const ev = document.createElement("span");
+    ev.className = "event";
+    ev.textContent = t.event + (t.attempt ? " " + t.attempt + "/" + t.maxAttempts : "");
+    li.append(at, " " + t.from + " → ", to, " ", ev);
+    li.title = li.textContent + (t.error ? "\n" + t.error : "");
+    list.appendChild(li);
   }
-  if (!recent.length) body.innerHTML = '<tr><td class="at">none yet</td></tr>';
+  if (!recent.length) list.innerHTML = '<li class="at">none yet</li>';
   return card;
 }
 
@@ -107,8 +104,8 @@ function tick() {
   for (const s of report.servers) {
     const card = cardFor(s.name);
     const since = s.since ? duration(hostNow() - Date.parse(s.since)) + " (since " + clockTime(s.since) + ")" : "";
-    card.querySelector(".since").textContent = since;
-    card.querySelector(".next").textContent = s.nextRetry
+    card.querySelector(".f-since").textContent = since;
+    card.querySelector(".f-next").textContent = s.nextRetry
       ? "in " + duration(Date.parse(s.nextRetry) - hostNow()) + " (at " + clockTime(s.nextRetry) + ")"
       : "none";
   }

@@ -1,0 +1,172 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+)
+
+// envRequireBrowser, when set (as .ci/run does), makes a missing Chromium
+// a failure instead of a skip.
+const envRequireBrowser = "MCPFSM_REQUIRE_BROWSER"
+
+// envArtifacts names a directory for the browser test's screenshots.
+const envArtifacts = "MCPFSM_ARTIFACTS"
+
+// chromium finds a Chromium or Chrome binary, or skips the test (fails it
+// under CI).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROME"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv(envRequireBrowser) != "" || os.Getenv("CI") != "" {
+		t.Fatalf("no chromium on PATH, and %s or CI is set: install it (apt-get install chromium) or set CHROME", envRequireBrowser)
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium, or set CHROME); the browser test needs it")
+	return ""
+}
+
+// TestBrowser drives the status page in headless Chromium against real
+// supervisors on a mock clock: the page shows every server's state, a
+// crash turns a card to lost-reconnecting and back without a reload, and
+// the Reconnect button brings an exhausted server back.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	if testing.Short() {
+		t.Skip("the browser test is slow; skipped with -short")
+	}
+	h := newTestHost(t, Options{})
+	alpha := h.add("alpha", 3)
+	beta := h.add("beta", 3, conntest.Refuse)
+	gamma := h.add("gamma", 2)
+	alpha.rec.Expect(t, wait, conn.Established)
+	beta.rec.Expect(t, wait, conn.FailedRetrying)
+	gamma.rec.Expect(t, wait, conn.Established)
+	gamma.exhaust(t)
+
+	ln, err := Listen("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- h.cons.Serve(serveCtx, ln) }()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	)
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	defer cancelTab()
+	ctx, cancelAll := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelAll()
+
+	card := func(name, state string) string {
+		return fmt.Sprintf(`section.card[data-server=%q][data-state=%q]`, name, state)
+	}
+	// waitCard waits until the card shows state, in its badge and as the
+	// highlighted state of its diagram.
+	waitCard := func(name, state string) {
+		t.Helper()
+		step, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(step,
+			chromedp.WaitVisible(card(name, state)),
+			chromedp.WaitVisible(card(name, state)+` .diagram .node.current[data-state=`+fmt.Sprintf("%q", state)+`]`),
+		); err != nil {
+			t.Fatalf("card %s did not show %s: %v", name, state, err)
+		}
+		badge, err := chromedp.Run(step, chromedp.Text(card(name, state)+" .badge"))
+		if err != nil || badge != state {
+			t.Fatalf("card %s: badge %q (%v), want %q", name, badge, err, state)
+		}
+	}
+
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	waitCard("alpha", "established")
+	waitCard("beta", "failed-retrying")
+	waitCard("gamma", "exhausted")
+	// A marker the page would lose on a reload.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "console-initial.png")
+
+	// A crash: lost-reconnecting, then back after the backoff.
+	alpha.srv.Crash()
+	waitCard("alpha", "lost-reconnecting")
+	screenshot(t, ctx, "console-lost.png")
+	h.clk.Add(time.Second)
+	waitCard("alpha", "established")
+
+	// Reconnect on the exhausted server.
+	gamma.srv.Plan(conntest.Accept)
+	if err := chromedp.Do(ctx, chromedp.Click(card("gamma", "exhausted")+" button.reconnect")); err != nil {
+		t.Fatal(err)
+	}
+	waitCard("gamma", "established")
+	if n := gamma.reconnects.Load(); n != 1 {
+		t.Errorf("gamma's Reconnect was called %d times, want 1", n)
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(() => { const m = document.querySelector('section.card[data-server="gamma"] .msg').textContent; return m === "reconnecting…" ? null : m })()`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || msg != "reconnected" {
+		t.Errorf("gamma's message %q (%v), want reconnected", msg, err)
+	}
+	still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
+	if err != nil || !still {
+		t.Errorf("the page was reloaded (%v)", err)
+	}
+	screenshot(t, ctx, "console-after.png")
+}
+
+// screenshot saves the viewport as a PNG in $MCPFSM_ARTIFACTS (or the
+// test's temporary directory) and logs where.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv(envArtifacts)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
