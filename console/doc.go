@@ -1,0 +1,79 @@
+// Package console is the operator console of a host running many
+// supervisors: an [http.Handler] with a live status page, a JSON API to
+// read the status and reconnect servers, an event stream, and an optional
+// /metrics endpoint; and a [Client] for the commands that talk to it.
+//
+// A host implements [Host] (its servers, and how to reload its
+// configuration), passes [Console.Record] as each supervisor's
+// Config.OnTransition (or calls it from its own), and serves the console:
+//
+//	cons := console.New(host, console.Options{Token: token, Metrics: promHandler, ToolsChanged: reg.Changed})
+//	ln, err := console.Listen("127.0.0.1:7777", token) // refuses a non-loopback address without a token
+//	...
+//	go cons.Serve(ctx, ln)
+//
+// # Endpoints
+//
+//	GET  /                            the status page (HTML, CSS and JS embedded; no CDN, works offline)
+//	GET  /diagram.svg                 the connection machine, drawn from conn.Table()
+//	GET  /api/status                  a StatusReport as JSON
+//	GET  /api/events                  Server-Sent Events: a "status" event (data: a StatusReport)
+//	                                  at once, after every change, and every Options.Keepalive
+//	POST /api/servers/{name}/reconnect reconnect one server now; answers a ReconnectResult when the
+//	                                  attempt ends: 200 connected, 502 the attempt failed (error
+//	                                  says why), 409 the server is closed, 404 unknown server
+//	POST /api/reconnect               reconnect every server at once; a ReconnectAllResult,
+//	                                  200 when all connected, 502 otherwise
+//	POST /api/reload                  re-read the host's configuration: 200 and a StatusReport,
+//	                                  500 when it failed (the running servers are unchanged),
+//	                                  501 when the host cannot reload
+//	GET  /metrics                     Options.Metrics, when set
+//
+// Every error is JSON, {"error": "..."}, with a fitting status: 404 for an
+// unknown path or server, 405 with an Allow header for a wrong method, 401
+// for a missing token, 403 for a refused host name or origin.
+//
+// # The JSON of /api/status
+//
+// These names are stable; a new field may be added, none is renamed.
+//
+//	now                 RFC 3339 time on the host's clock
+//	servers[]           sorted by name:
+//	  name              the server's name in the configuration
+//	  state             the conn.State, e.g. "established", "lost-reconnecting"
+//	  phrase            conn.State.Phrase, e.g. "connection lost; reconnecting"
+//	  failure           true for the failure states of conn.Table (red in the diagrams)
+//	  attempt           0 on the initial attempt, n of maxAttempts during an outage
+//	  maxAttempts       the reconnect policy's attempt budget
+//	  since             when the current state was entered (omitted if unknown)
+//	  nextRetry         when the next attempt starts (only while backing off)
+//	  delayMs           the current backoff delay (only while backing off)
+//	  lastError         the last failure or loss, with its cause (omitted if none)
+//	  generation        the latest generation (transport and session) started
+//	  tools             the public names of the registered tools, sorted
+//	  toolCount         len(tools)
+//	  transitions[]     the recent transitions, oldest first (Options.HistorySize):
+//	    at, from, to, event, attempt, maxAttempts, delayMs, error, generation
+//
+// # Access
+//
+// Without a token the console must listen on a loopback address ([Listen]
+// refuses others) and answers only requests whose Host is a loopback name,
+// so a web page elsewhere cannot reach it by rebinding its own name. With
+// a token (flag -http-token or MCPFSM_HTTP_TOKEN) every request needs
+// "Authorization: Bearer TOKEN"; a browser opens /?token=TOKEN once, which
+// sets an HttpOnly, SameSite=Strict cookie and redirects to the page
+// without the token in its address. A POST that carries an Origin header
+// must come from the console's own origin.
+//
+// # The diagram
+//
+// [Diagram] draws the machine in Go, as SVG, straight from conn.Table():
+// it needs no Graphviz at build or run time, and a state or edge added to
+// the table appears on the page without a regeneration step, so the page
+// cannot show another machine than the one the supervisors run. It uses
+// the colours of the committed diagrams (failure states #f8d7da on
+// #b02a37; the current state outlined in #0a58ca, filled #cfe2ff when it
+// is not a failure state). The page highlights the current state and the
+// last transition, and labels the arrows that leave the current state.
+package console
