@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -110,9 +110,9 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("console: %w at %s (connection refused); start one with mcpfsm run -http %s, or check -http/%s",
-				ErrNoHost, c.Addr, strings.TrimPrefix(c.base(), "http://"), EnvAddr)
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("console: %w at %s (%v); start one with mcpfsm run -http %s, or check -http/%s",
+				ErrNoHost, c.Addr, op.Err, strings.TrimPrefix(c.base(), "http://"), EnvAddr)
 		}
 		return fmt.Errorf("console: %s %s: %w", method, c.base()+path, err)
 	}
