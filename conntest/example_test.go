@@ -57,7 +57,10 @@ type panicT struct{}
 func (panicT) Helper()                           {}
 func (panicT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
-func TestPlanAppliesFromTheNextGeneration(t *testing.T) {
+// startEstablished supervises an accepting server on a mock clock (retries
+// every second, 5 attempts) and waits until it is established.
+func startEstablished(t *testing.T) (*conntest.Server, *conntest.Recorder, *clock.Mock) {
+	t.Helper()
 	srv := conntest.NewServer(conntest.Accept)
 	srv.AddEchoTool("echo")
 	rec := conntest.NewRecorder()
@@ -70,9 +73,14 @@ func TestPlanAppliesFromTheNextGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	defer sup.Close(context.Background())
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { sup.Close(context.Background()) })
 	rec.Expect(t, 10*time.Second, conn.Established)
+	return srv, rec, clk
+}
+
+func TestPlanAppliesFromTheNextGeneration(t *testing.T) {
+	srv, rec, clk := startEstablished(t)
 	srv.Plan(conntest.Refuse, conntest.Refuse, conntest.Accept)
 	srv.Crash()
 	rec.Expect(t, 10*time.Second, conn.LostReconnecting)
@@ -99,21 +107,7 @@ func TestPlanAppliesFromTheNextGeneration(t *testing.T) {
 // A plan changed after more generations opened than it listed (its last
 // behaviour repeating) applies from the next generation too.
 func TestPlanAfterTheLastBehaviourRepeated(t *testing.T) {
-	srv := conntest.NewServer(conntest.Accept)
-	srv.AddEchoTool("echo")
-	rec := conntest.NewRecorder()
-	clk := clock.NewMock()
-	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 5}
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "fx", Transport: srv.Transport(), Registry: conn.NewRegistry(),
-		Reconnect: &p, Clock: clk, Logger: rec.Logger(), OnTransition: rec.OnTransition,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	defer sup.Close(context.Background())
-	rec.Expect(t, 10*time.Second, conn.Established)
+	srv, rec, clk := startEstablished(t)
 	srv.Crash()
 	rec.Expect(t, 10*time.Second, conn.LostReconnecting)
 	clk.Add(time.Second)

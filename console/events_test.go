@@ -76,7 +76,10 @@ func (s *stream) until(state string) StatusReport {
 	}
 }
 
-func TestEventsFollowTransitions(t *testing.T) {
+// establishedStream starts one established server "alpha" and follows the
+// console's event stream until it shows it.
+func establishedStream(t *testing.T) (*testHost, *testServer, *stream) {
+	t.Helper()
 	h := newTestHost(t, Options{})
 	s := h.add("alpha", 3)
 	s.rec.Expect(t, wait, conn.Established)
@@ -84,6 +87,11 @@ func TestEventsFollowTransitions(t *testing.T) {
 	t.Cleanup(srv.Close) // after the stream's cleanup, which ends its request
 	ev := openStream(t, srv.URL)
 	ev.until("established")
+	return h, s, ev
+}
+
+func TestEventsFollowTransitions(t *testing.T) {
+	h, s, ev := establishedStream(t)
 
 	s.srv.Crash()
 	r := ev.until("lost-reconnecting")
@@ -98,13 +106,7 @@ func TestEventsFollowTransitions(t *testing.T) {
 }
 
 func TestEventsFollowToolChanges(t *testing.T) {
-	h := newTestHost(t, Options{})
-	s := h.add("alpha", 3)
-	s.rec.Expect(t, wait, conn.Established)
-	srv := httptest.NewServer(h.cons)
-	t.Cleanup(srv.Close) // after the stream's cleanup, which ends its request
-	ev := openStream(t, srv.URL)
-	ev.until("established")
+	_, s, ev := establishedStream(t)
 	s.srv.AddEchoTool("second") // list_changed: a re-sync, no transition
 	deadline := time.After(wait)
 	for {
