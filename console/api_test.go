@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -241,4 +242,23 @@ func TestHistoryIsBounded(t *testing.T) {
 	if diff := cmp.Diff(want, path, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("recent transitions (-want +got):\n%s", diff)
 	}
+}
+
+func TestFollow(t *testing.T) {
+	h := newTestHost(t, Options{})
+	ch := make(chan conn.Transition, 2)
+	ch <- conn.Transition{Server: "x", From: conn.Connecting, To: conn.Established, Event: conn.EventConnected}
+	ch <- conn.Transition{Server: "x", From: conn.Established, To: conn.LostReconnecting, Event: conn.EventConnectionLost}
+	close(ch)
+	h.cons.Follow(context.Background(), ch) // returns when ch is closed
+	var got []string
+	for _, tr := range h.cons.hist.recent("x") {
+		got = append(got, string(tr.To))
+	}
+	if diff := cmp.Diff([]string{"established", "lost-reconnecting"}, got); diff != "" {
+		t.Errorf("followed (-want +got):\n%s", diff)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.cons.Follow(ctx, make(chan conn.Transition)) // returns when ctx has ended
 }

@@ -97,6 +97,25 @@ func New(host Host, opts Options) *Console {
 // Config.OnTransition (alone, or called from the host's own).
 func (c *Console) Record(t conn.Transition) { c.hist.record(t) }
 
+// Follow records every transition received from transitions (for example
+// a supervisor's Watch channel) until the channel is closed, ctx ends or
+// the console is closed. Run it on a goroutine of its own.
+func (c *Console) Follow(ctx context.Context, transitions <-chan conn.Transition) {
+	for {
+		select {
+		case t, ok := <-transitions:
+			if !ok {
+				return
+			}
+			c.Record(t)
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		}
+	}
+}
+
 // Notify wakes the event streams, for changes that are no transition (a
 // reload that added or removed servers).
 func (c *Console) Notify() { c.hist.notify() }
