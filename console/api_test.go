@@ -184,7 +184,7 @@ func TestReload(t *testing.T) {
 	h.mu.Unlock()
 	var e apiError
 	if resp := do(t, h.cons, "POST", "/api/reload", nil, &e); resp.StatusCode != 500 ||
-		e.Error != "reload failed; the running servers are unchanged: "+errReloadBroken.Error() {
+		e.Error != "reload: "+errReloadBroken.Error() {
 		t.Errorf("broken reload: %d %q", resp.StatusCode, e.Error)
 	}
 	h.mu.Lock()

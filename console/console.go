@@ -279,7 +279,7 @@ func (c *Console) reload(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrReloadUnsupported):
 		c.writeError(w, http.StatusNotImplemented, err.Error())
 	case err != nil:
-		c.writeError(w, http.StatusInternalServerError, "reload failed; the running servers are unchanged: "+err.Error())
+		c.writeError(w, http.StatusInternalServerError, "reload: "+err.Error())
 	default:
 		c.writeJSON(w, http.StatusOK, c.report())
 	}

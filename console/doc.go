@@ -25,7 +25,7 @@
 //	POST /api/reconnect               reconnect every server at once; a ReconnectAllResult,
 //	                                  200 when all connected, 502 otherwise
 //	POST /api/reload                  re-read the host's configuration: 200 and a StatusReport,
-//	                                  500 when it failed (the running servers are unchanged),
+//	                                  500 when it failed (error says what was kept or applied),
 //	                                  501 when the host cannot reload
 //	GET  /metrics                     Options.Metrics, when set
 //
