@@ -69,7 +69,10 @@ function renderServer(s) {
   const badge = card.querySelector(".state");
   badge.textContent = s.state;
   card.querySelector(".phrase").textContent = s.phrase;
-  card.querySelector(".f-attempt").textContent = s.attempt ? s.attempt + "/" + s.maxAttempts : "0/" + s.maxAttempts + " (no outage)";
+  let attempt = s.attempt + "/" + s.maxAttempts;
+  if (!s.attempt) attempt += " (no outage)";
+  else if (s.state === "established") attempt = "came back on attempt " + attempt;
+  card.querySelector(".f-attempt").textContent = attempt;
   card.querySelector(".f-tools").textContent = String(s.toolCount);
   card.querySelector(".f-tools").title = s.tools.join("\n");
   card.querySelector(".f-cause").textContent = s.lastError || "none";
