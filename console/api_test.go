@@ -35,7 +35,7 @@ func TestStatusReport(t *testing.T) {
 			Transitions: []TransitionRecord{{At: now, From: "connecting", To: "established", Event: "connected", MaxAttempts: 3, Generation: 1}},
 		},
 		{
-			Name: "beta", State: "failed-retrying", Phrase: "connection failed; retrying", Failure: true,
+			Name: "beta", State: "failed-retrying", Phrase: "connection failed; retrying", Alarm: true,
 			Attempt: 1, MaxAttempts: 3, Since: now, NextRetry: now.Add(time.Second), DelayMs: 1000,
 			LastError:  `mcp server "beta": connection failed: open transport: generation 1 refused`,
 			Generation: 1, Tools: []string{}, ToolCount: 0,
@@ -65,7 +65,7 @@ func TestStatusFieldNames(t *testing.T) {
 		t.Fatalf("servers: %v", raw.Servers)
 	}
 	got := slices.Sorted(maps.Keys(raw.Servers[0]))
-	want := []string{"attempt", "delayMs", "failure", "generation", "lastError", "maxAttempts", "name", "nextRetry",
+	want := []string{"alarm", "attempt", "delayMs", "generation", "lastError", "maxAttempts", "name", "nextRetry",
 		"phrase", "since", "state", "toolCount", "tools", "transitions"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("server fields (-want +got):\n%s", diff)

@@ -16,15 +16,16 @@ const (
 	nodePadX  = 14.0  // horizontal padding inside a state box
 	nodeH     = 32.0  // height of a state box
 	rowGap    = 22.0  // vertical space between boxes of one column
-	colGap    = 110.0 // horizontal space between columns, room for edge labels
+	colGap    = 130.0 // horizontal space between columns, room for edge labels
 	margin    = 12.0
+	labelLine = 12.0 // line height of an arrow's label
 )
 
 // dnode is one state box of the drawing.
 type dnode struct {
 	name              string
 	doc               string
-	failure, terminal bool
+	alarm, terminal bool
 	layer             int
 	pos               float64 // barycentric position within the layer
 	x, y, w           float64 // top-left corner and width
@@ -39,21 +40,23 @@ type dedge struct {
 
 	d         string  // the SVG path
 	lx, ly    float64 // where the label goes
+	anchorEnd bool    // the label ends at lx instead of centring on it
 	showLabel bool
 }
 
 // Diagram renders spec as a standalone SVG image laid out in layers from
 // the initial state, left to right, the way Graphviz's dot lays out the
-// DOT that fsm.Spec.DOT writes: every state a box (failure states filled
+// DOT that fsm.Spec.DOT writes: every state a box (alarm states filled
 // red, terminal states with a double border) and every (from, to) pair of
-// the table one arrow labelled with its events. It needs no Graphviz and
+// the table one arrow labelled with its events (a guarded transition as
+// "event [when]", as fsm.Spec.DOT writes it). It needs no Graphviz and
 // depends only on the table, so the console cannot show another machine
 // than the one the supervisors run.
 //
 // Each state's group carries data-state="NAME" and each arrow's group
 // data-from and data-to, so a page can highlight the current state and the
 // last transition with CSS classes (see the console's page).
-func Diagram[S ~string, E ~string](spec fsm.Spec[S, E]) string {
+func Diagram[S ~string, E ~string, D any](spec fsm.Spec[S, E, D]) string {
 	nodes, edges := layout(spec)
 	var b strings.Builder
 	width := 0.0
@@ -79,16 +82,17 @@ func Diagram[S ~string, E ~string](spec fsm.Spec[S, E]) string {
 // diagramCSS styles the drawing; the classes "current" (on a state),
 // "last" and "next" (on an arrow) and "focus" (on the svg: label only the
 // last arrow and the arrows out of the current state) are set by the page. The colours are those of
-// fsm.Spec.DOT: failure #f8d7da/#b02a37, highlight #cfe2ff/#0a58ca.
+// fsm.Spec.DOT: alarm #f8d7da/#b02a37, highlight #cfe2ff/#0a58ca.
 const diagramCSS = `.fsm{font-family:Helvetica,Arial,sans-serif}` +
 	`.fsm .node rect{fill:#fff;stroke:#333;stroke-width:1}` +
-	`.fsm .node.failure rect{fill:#f8d7da;stroke:#b02a37}` +
+	`.fsm .node.alarm rect{fill:#f8d7da;stroke:#b02a37}` +
 	`.fsm .node text{font-size:14px;fill:#000;text-anchor:middle;dominant-baseline:central}` +
 	`.fsm .node.current rect.box{stroke:#0a58ca;stroke-width:3.5}` +
-	`.fsm .node.current:not(.failure) rect{fill:#cfe2ff}` +
+	`.fsm .node.current:not(.alarm) rect{fill:#cfe2ff}` +
 	`.fsm .node.current text{font-weight:bold}` +
 	`.fsm .edge path{fill:none;stroke:#777;stroke-width:1.1;marker-end:url(#fsm-arrow)}` +
-	`.fsm .edge text{font-size:11px;fill:#555;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}` +
+	`.fsm .edge text{font-size:12px;fill:#555;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}` +
+	`.fsm .edge text.end{text-anchor:end}` +
 	`.fsm .edge.last path{stroke:#0a58ca;stroke-width:2.2;marker-end:url(#fsm-arrow-last)}` +
 	`.fsm .edge.last text{fill:#0a58ca;font-weight:bold}` +
 	`.fsm.focus .edge text{visibility:hidden}` +
@@ -96,8 +100,8 @@ const diagramCSS = `.fsm{font-family:Helvetica,Arial,sans-serif}` +
 
 func writeNode(b *strings.Builder, n *dnode) {
 	class := "node"
-	if n.failure {
-		class += " failure"
+	if n.alarm {
+		class += " alarm"
 	}
 	if n.terminal {
 		class += " terminal"
@@ -113,13 +117,31 @@ func writeNode(b *strings.Builder, n *dnode) {
 // writeEdge writes an arrow routed by route.
 func writeEdge(b *strings.Builder, e *dedge) {
 	label := strings.Join(e.events, ", ")
-	shown := ""
-	if e.showLabel {
-		shown = html.EscapeString(label)
+	anchor := ""
+	if e.anchorEnd {
+		anchor = ` class="end"`
 	}
-	fmt.Fprintf(b, `<g class="edge" data-from="%s" data-to="%s"><title>%s</title><path d="%s"/><text x="%.1f" y="%.1f">%s</text></g>`+"\n",
+	fmt.Fprintf(b, `<g class="edge" data-from="%s" data-to="%s"><title>%s</title><path d="%s"/><text%s>`,
 		html.EscapeString(e.from.name), html.EscapeString(e.to.name),
-		html.EscapeString(e.from.name+" → "+e.to.name+": "+label), e.d, e.lx, e.ly, shown)
+		html.EscapeString(e.from.name+" → "+e.to.name+": "+label), e.d, anchor)
+	if e.showLabel {
+		// One line per event, a guard's condition on a line of its own,
+		// so a label fits between two columns; the lines end above ly.
+		var lines []string
+		for _, ev := range e.events {
+			name, when, guarded := strings.Cut(ev, " [")
+			lines = append(lines, name)
+			if guarded {
+				lines = append(lines, "["+when)
+			}
+		}
+		y := e.ly - float64(len(lines)-1)*labelLine
+		for _, l := range lines {
+			fmt.Fprintf(b, `<tspan x="%.1f" y="%.1f">%s</tspan>`, e.lx, y, html.EscapeString(l))
+			y += labelLine
+		}
+	}
+	b.WriteString("</text></g>\n")
 }
 
 // route computes every arrow's path and label position. A forward arrow
@@ -205,8 +227,9 @@ func route(nodes []*dnode, edges []*dedge) (bottom float64) {
 		e.d = fmt.Sprintf("M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f", x1, y1, x1+dx, y1, x2-dx, y2, x2, y2)
 		e.lx, e.ly, e.showLabel = (x1+x2)/2, (y1+y2)/2-3, true
 		if f.layer+1 < t.layer {
-			// A long arrow: label it near its target, where it is alone.
-			e.lx, e.ly = x2-colGap/2, y2-4
+			// A long arrow: label it just before its target, where it
+			// is alone, ending there so it cannot run into the box.
+			e.lx, e.ly, e.anchorEnd = x2-8, y2-4, true
 		}
 		if sharedLabel[e] {
 			e.lx, e.ly = x2-colGap/2+6, t.y-6
@@ -240,11 +263,11 @@ func route(nodes []*dnode, edges []*dedge) (bottom float64) {
 // layout assigns every state a layer (longest path from the initial state
 // over the forward edges), orders each layer to reduce crossings, and
 // places the boxes. Edges that close a cycle become back edges.
-func layout[S ~string, E ~string](spec fsm.Spec[S, E]) ([]*dnode, []*dedge) {
+func layout[S ~string, E ~string, D any](spec fsm.Spec[S, E, D]) ([]*dnode, []*dedge) {
 	byName := map[string]*dnode{}
 	var nodes []*dnode
 	for _, st := range spec.States {
-		n := &dnode{name: string(st.Name), doc: st.Doc, failure: st.Failure, terminal: st.Terminal}
+		n := &dnode{name: string(st.Name), doc: st.Doc, alarm: st.Alarm, terminal: st.Terminal}
 		n.w = float64(len(n.name))*charWidth + 2*nodePadX
 		byName[n.name] = n
 		nodes = append(nodes, n)
@@ -266,8 +289,8 @@ func layout[S ~string, E ~string](spec fsm.Spec[S, E]) ([]*dnode, []*dedge) {
 				merged[k] = e
 				edges = append(edges, e)
 			}
-			if !slices.Contains(e.events, string(tr.Event)) {
-				e.events = append(e.events, string(tr.Event))
+			if !slices.Contains(e.events, tr.Label()) {
+				e.events = append(e.events, tr.Label())
 			}
 		}
 	}

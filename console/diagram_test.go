@@ -44,24 +44,24 @@ func parseDiagram(t *testing.T, svg string) svgDoc {
 }
 
 // The drawing shows exactly the states and transitions of conn.Table():
-// every state once, with its failure and terminal marks, and one arrow per
+// every state once, with its alarm and terminal marks, and one arrow per
 // (from, to) pair labelled with its events.
 func TestDiagramMatchesTable(t *testing.T) {
 	spec := conn.Table()
 	d := parseDiagram(t, Diagram(spec))
 	type node struct {
 		Name              string
-		Failure, Terminal bool
+		Alarm, Terminal bool
 	}
 	var wantNodes, gotNodes []node
 	for _, st := range spec.States {
-		wantNodes = append(wantNodes, node{string(st.Name), st.Failure, st.Terminal})
+		wantNodes = append(wantNodes, node{string(st.Name), st.Alarm, st.Terminal})
 	}
 	wantEdges := map[string][]string{}
 	for _, tr := range spec.Transitions {
 		for _, f := range tr.From {
 			k := string(f) + " -> " + string(tr.To)
-			wantEdges[k] = append(wantEdges[k], string(tr.Event))
+			wantEdges[k] = append(wantEdges[k], tr.Label())
 		}
 	}
 	for _, evs := range wantEdges {
@@ -72,7 +72,7 @@ func TestDiagramMatchesTable(t *testing.T) {
 		classes := strings.Fields(g.Class)
 		switch {
 		case slices.Contains(classes, "node"):
-			gotNodes = append(gotNodes, node{g.State, slices.Contains(classes, "failure"), slices.Contains(classes, "terminal")})
+			gotNodes = append(gotNodes, node{g.State, slices.Contains(classes, "alarm"), slices.Contains(classes, "terminal")})
 		case slices.Contains(classes, "edge"):
 			k := g.From + " -> " + g.To
 			if _, dup := gotEdges[k]; dup {
@@ -125,14 +125,14 @@ func TestDiagramBoxesDoNotOverlap(t *testing.T) {
 // The layout follows the flow: the initial state is leftmost, every
 // forward arrow points right, and names are escaped.
 func TestDiagramLayoutAndEscaping(t *testing.T) {
-	spec := fsm.Spec[string, string]{
+	spec := fsm.Spec[string, string, struct{}]{
 		Name: "door <&>", Initial: "closed",
 		States: []fsm.State[string]{
 			{Name: "closed", Doc: "shut"}, {Name: "open", Doc: "wide <open>"},
-			{Name: "broken & gone", Doc: "x", Failure: true, Terminal: true},
+			{Name: "broken & gone", Doc: "x", Alarm: true, Terminal: true},
 		},
 		Events: []fsm.Event[string]{{Name: "open"}, {Name: "close"}, {Name: "kick"}},
-		Transitions: []fsm.Transition[string, string]{
+		Transitions: []fsm.Transition[string, string, struct{}]{
 			{Event: "open", From: []string{"closed"}, To: "open"},
 			{Event: "close", From: []string{"open"}, To: "closed"},
 			{Event: "kick", From: []string{"closed", "open"}, To: "broken & gone"},

@@ -42,7 +42,8 @@
 //	  name              the server's name in the configuration
 //	  state             the conn.State, e.g. "established", "lost-reconnecting"
 //	  phrase            conn.State.Phrase, e.g. "connection lost; reconnecting"
-//	  failure           true for the failure states of conn.Table (red in the diagrams)
+//	  alarm             true for the alarm states of conn.Table (red in the diagrams):
+//	                    the server is not connected, or not as it should be
 //	  attempt           0 on the initial attempt, n of maxAttempts during an outage
 //	  maxAttempts       the reconnect policy's attempt budget
 //	  since             when the current state was entered (omitted if unknown)
@@ -72,8 +73,8 @@
 // it needs no Graphviz at build or run time, and a state or edge added to
 // the table appears on the page without a regeneration step, so the page
 // cannot show another machine than the one the supervisors run. It uses
-// the colours of the committed diagrams (failure states #f8d7da on
+// the colours of the committed diagrams (alarm states #f8d7da on
 // #b02a37; the current state outlined in #0a58ca, filled #cfe2ff when it
-// is not a failure state). The page highlights the current state and the
+// is not an alarm state). The page highlights the current state and the
 // last transition, and labels the arrows that leave the current state.
 package console

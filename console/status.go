@@ -23,7 +23,7 @@ type ServerStatus struct {
 	Name        string `json:"name"`
 	State       string `json:"state"`   // a conn.State, e.g. "lost-reconnecting"
 	Phrase      string `json:"phrase"`  // conn.State.Phrase, e.g. "connection lost; reconnecting"
-	Failure     bool   `json:"failure"` // a failure state (red in the diagrams)
+	Alarm       bool   `json:"alarm"`   // an alarm state of conn.Table (red in the diagrams)
 	Attempt     int    `json:"attempt"` // 0 on the initial attempt, n of maxAttempts in an outage
 	MaxAttempts int    `json:"maxAttempts"`
 	// Since is when the current state was entered.
@@ -56,7 +56,7 @@ type TransitionRecord struct {
 // serverStatus converts a supervisor's status and recent transitions.
 func serverStatus(s conn.Status, recent []conn.Transition) ServerStatus {
 	out := ServerStatus{
-		Name: s.Server, State: string(s.State), Phrase: s.State.Phrase(), Failure: isFailure(s.State),
+		Name: s.Server, State: string(s.State), Phrase: s.State.Phrase(), Alarm: isAlarm(s.State),
 		Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, Since: s.Since, NextRetry: s.NextRetry,
 		DelayMs: s.Delay.Milliseconds(), Generation: s.Generation,
 		Tools: append([]string{}, s.Tools...), ToolCount: len(s.Tools),
@@ -78,15 +78,15 @@ func serverStatus(s conn.Status, recent []conn.Transition) ServerStatus {
 	return out
 }
 
-// isFailure reports whether conn.Table declares st a failure state.
-func isFailure(st conn.State) bool {
-	return slices.Contains(failureStates, st)
+// isAlarm reports whether conn.Table declares st an alarm state.
+func isAlarm(st conn.State) bool {
+	return slices.Contains(alarmStates, st)
 }
 
-var failureStates = func() []conn.State {
+var alarmStates = func() []conn.State {
 	var out []conn.State
 	for _, st := range conn.Table().States {
-		if st.Failure {
+		if st.Alarm {
 			out = append(out, st.Name)
 		}
 	}

@@ -65,7 +65,7 @@ function highlight(card, s) {
 function renderServer(s) {
   const card = cardFor(s.name);
   card.dataset.state = s.state;
-  card.classList.toggle("failure", s.failure);
+  card.classList.toggle("alarm", s.alarm);
   const badge = card.querySelector(".state");
   badge.textContent = s.state;
   card.querySelector(".phrase").textContent = s.phrase;
@@ -86,7 +86,7 @@ function renderServer(s) {
     at.className = "at";
     at.textContent = clockTime(t.at);
     const to = document.createElement("span");
-    to.className = "to" + (failureStates.has(t.to) ? " failure" : "");
+    to.className = "to" + (alarmStates.has(t.to) ? " alarm" : "");
     to.textContent = t.to;
     const ev = document.createElement("span");
     ev.className = "event";
@@ -99,8 +99,8 @@ function renderServer(s) {
   return card;
 }
 
-// The failure states, read from the diagram itself.
-let failureStates = new Set();
+// The alarm states, read from the diagram itself.
+let alarmStates = new Set();
 
 function tick() {
   if (!report) return;
@@ -123,7 +123,7 @@ function render(r) {
     const card = renderServer(s);
     seen.add(s.name);
     if (cards.children[i] !== card) cards.insertBefore(card, cards.children[i] || null);
-    if (s.failure) failing++; else if (s.state === "established") ok++;
+    if (s.alarm) failing++; else if (s.state === "established") ok++;
   });
   for (const card of [...cards.querySelectorAll("section.card")]) {
     if (!seen.has(card.dataset.server)) card.remove();
@@ -190,7 +190,7 @@ async function main() {
   diagram = res.ok ? await res.text() : "";
   const holder = document.createElement("div");
   holder.innerHTML = diagram;
-  holder.querySelectorAll(".node.failure").forEach(n => failureStates.add(n.dataset.state));
+  holder.querySelectorAll(".node.alarm").forEach(n => alarmStates.add(n.dataset.state));
   const all = document.getElementById("reconnect-all");
   all.addEventListener("click", () => headerAction(all, "/api/reconnect", "reconnecting all…", "all servers reconnected"));
   const reload = document.getElementById("reload");
