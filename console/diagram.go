@@ -23,12 +23,12 @@ const (
 
 // dnode is one state box of the drawing.
 type dnode struct {
-	name              string
-	doc               string
+	name            string
+	doc             string
 	alarm, terminal bool
-	layer             int
-	pos               float64 // barycentric position within the layer
-	x, y, w           float64 // top-left corner and width
+	layer           int
+	pos             float64 // barycentric position within the layer
+	x, y, w         float64 // top-left corner and width
 }
 
 // dedge is one arrow of the drawing: every event between one ordered pair

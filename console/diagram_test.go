@@ -50,7 +50,7 @@ func TestDiagramMatchesTable(t *testing.T) {
 	spec := conn.Table()
 	d := parseDiagram(t, Diagram(spec))
 	type node struct {
-		Name              string
+		Name            string
 		Alarm, Terminal bool
 	}
 	var wantNodes, gotNodes []node
