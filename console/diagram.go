@@ -236,7 +236,10 @@ func route(nodes []*dnode, edges []*dedge) (bottom float64) {
 			e.showLabel = slices.Index(ins[t], e) == 0
 		}
 	}
-	inBack := map[*dnode]int{}
+	inBack, backIn := map[*dnode]int{}, map[*dnode]int{}
+	for _, e := range backs {
+		backIn[e.to]++
+	}
 	leftBack := map[*dnode]int{}
 	for k, e := range backs {
 		f, t := e.from, e.to
@@ -246,8 +249,10 @@ func route(nodes []*dnode, edges []*dedge) (bottom float64) {
 		y1 := f.y + nodeH*float64(len(ins[f])+n+1)/float64(len(ins[f])+backOut[f]+1)
 		gx := colLeft[f.layer] - 14 - float64(k)*8
 		lane := bottom + 14 + float64(k)*11
-		x2 := t.x + t.w/2 + float64(inBack[t])*10
+		// Spread over the target's bottom, right to left as the lanes
+		// deepen, so a lane never crosses the rise of a shallower one.
 		inBack[t]++
+		x2 := t.x + t.w - t.w*float64(inBack[t])/float64(backIn[t]+1)
 		y2 := t.y + nodeH
 		r := 6.0
 		e.d = fmt.Sprintf("M%.1f,%.1f L%.1f,%.1f Q%.1f,%.1f %.1f,%.1f L%.1f,%.1f Q%.1f,%.1f %.1f,%.1f L%.1f,%.1f Q%.1f,%.1f %.1f,%.1f L%.1f,%.1f",
@@ -396,7 +401,8 @@ func orderLayers(nodes []*dnode, edges []*dedge) {
 }
 
 // place turns layers and positions into coordinates: columns as wide as
-// their widest box, each column centred vertically.
+// their widest box, each column centred vertically, with room above for
+// the two-line labels of the topmost arrows.
 func place(nodes []*dnode) {
 	layers := byLayer(nodes)
 	tallest := 0
@@ -409,7 +415,7 @@ func place(nodes []*dnode) {
 		for _, n := range l {
 			colW = max(colW, n.w)
 		}
-		top := margin + float64(tallest-len(l))*(nodeH+rowGap)/2
+		top := margin + 2*labelLine + float64(tallest-len(l))*(nodeH+rowGap)/2
 		for i, n := range l {
 			n.x = x + (colW-n.w)/2
 			n.y = top + float64(i)*(nodeH+rowGap)
