@@ -320,7 +320,7 @@ func printResult(w io.Writer, res *mcp.CallToolResult) error {
 	return nil
 }
 
-const runUsage = `Usage: mcpfsm run -config FILE [-log-format text|json] [-log-level info]
+const runUsage = `Usage: mcpfsm run -config FILE [-http ADDR [-http-token TOKEN]] [-log-format text|json] [-log-level info]
 
 Supervises every server of FILE until SIGINT (Ctrl-C) or SIGTERM: crashed
 stdio servers are respawned and lost sessions reconnected with each
@@ -337,9 +337,10 @@ closeTimeoutMs plus 5s); a second signal kills mcpfsm at once. Exits 0
 after a clean shutdown, 1 if a server with failOnStartupError did not come
 up or a server process could not be confirmed gone ("shutdown may be
 incomplete").
-` + startFlagsHelp + `
+` + consoleHelp + startFlagsHelp + `
 Examples:
   mcpfsm run -config mcpfsm.json
+  mcpfsm run -config mcpfsm.json -http 127.0.0.1:7777   # then open http://127.0.0.1:7777/
   mcpfsm run -config mcpfsm.json -log-format json -log-level debug 2>log.jsonl
 `
 
@@ -348,6 +349,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "", "the config `FILE` (JSON)")
 	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	cf := addConsoleFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -362,6 +364,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, code := loadConfig("run", *path, stderr)
 	if cfg == nil {
 		return code
+	}
+	ln, token, err := cf.listen()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
+		return exitFail
 	}
 
 	reg := conn.NewRegistry()
@@ -409,7 +416,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// debug-level record of the supervisor, but it is a transition.
 		logger.Log(context.Background(), max(t.To.Level(), slog.LevelInfo), "transition", attrs...)
 	}
-	all := startAll(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: onTransition})
+	fl := &fleet{path: *path, reg: reg}
+	hc := newHostConsole(fl, ln, token, reg, logger)
+	defer hc.stop()
+	fl.opts = startOptions{logger: logger, onTransition: func(t conn.Transition) { onTransition(t); hc.record(t) }}
+	all := startAll(ctx, cfg.Servers, reg, fl.opts)
+	fl.set(all)
 	code = exitOK
 	for _, st := range all {
 		if st.err != nil {
@@ -417,13 +429,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if code == exitOK {
-		logger.Info(fmt.Sprintf("supervising %d server(s); interrupt to stop", len(all)))
-		<-ctx.Done()
+		logger.Info(fmt.Sprintf("supervising %d server(s); interrupt to stop, SIGHUP to reload the config", len(all)))
+		hc.run(ctx)
 		logger.Info("shutting down")
 	} else {
 		reportFailures(stderr, "run", all)
 	}
-	if err := closeAll(all); err != nil {
+	if err := fl.closeEvery(); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
 		if errors.Is(err, conn.ErrIncompleteShutdown) {
 			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")

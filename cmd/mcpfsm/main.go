@@ -33,10 +33,15 @@ Usage:
   mcpfsm tools -config FILE [-timeout 30s]       list the tools of every server
   mcpfsm call  -config FILE [-timeout 30s] TOOL [JSON-ARGS]
                                                  call one tool and print its result
-  mcpfsm run   -config FILE [-log-format text|json] [-log-level info]
-                                                 supervise until SIGINT/SIGTERM
-  mcpfsm serve -config FILE [-listen ADDR]       serve every server's tools as one MCP
+  mcpfsm run   -config FILE [-http ADDR] [-log-format text|json] [-log-level info]
+                                                 supervise until SIGINT/SIGTERM;
+                                                 SIGHUP reloads FILE; -http serves
+                                                 the operator console at ADDR
+  mcpfsm serve -config FILE [-listen ADDR] [-http ADDR]
+                                                 serve every server's tools as one MCP
                                                  server (stdio, or Streamable HTTP)
+  mcpfsm status [-http ADDR] [-json]             the servers of a running host
+  mcpfsm reconnect [-http ADDR] NAME | -all      reconnect a running host's server now
   mcpfsm demo                                    watch a crash and a recovery (no setup)
 
 Run 'mcpfsm COMMAND -h' for a command's flags and examples.
@@ -142,8 +147,12 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, args[1:], stdout, stderr)
+	case "reconnect":
+		return cmdReconnect(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo\nrun 'mcpfsm -h' for usage\n", args[0])
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect\nrun 'mcpfsm -h' for usage\n", args[0])
 	return exitUsage
 }
 

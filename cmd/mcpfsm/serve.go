@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-timeout 10s] [-log-format text|json] [-log-level info]
+const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-http ADDR [-http-token TOKEN]] [-timeout 10s] [-log-format text|json] [-log-level info]
 
 Supervises every server of FILE and serves all their tools as one MCP
 server: over stdin and stdout by default, so that an MCP host starts it
@@ -45,7 +45,7 @@ that are still down come later, with a tools/list_changed.
 Over stdio, serve ends when its client disconnects (closes stdin), after
 stopping every server. With -listen it serves until SIGINT or SIGTERM.
 Logs go to stderr, never to stdout.
-` + startFlagsHelp + `
+` + consoleHelp + startFlagsHelp + `
 Examples:
   mcpfsm serve -config ~/.cursor/mcp.json
   mcpfsm serve -config .vscode/mcp.json -listen 127.0.0.1:8808
@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
 	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	cf := addConsoleFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -84,12 +85,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 
+	cln, token, err := cf.listen()
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
+		return exitFail
+	}
+
 	reg := conn.NewRegistry()
-	var all []*started // set before the front serves its first call
+	fl := &fleet{path: *path, reg: reg}
 	f := front.New(front.Options{Registry: reg, Logger: logger,
-		Status:         func(server string) (conn.Status, bool) { return statusOf(all, server) },
+		Status:         fl.status,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
-	all = start(ctx, cfg.Servers, reg, startOptions{logger: logger, onTransition: f.Observe, client: f.ClientOptions()}, *timeout)
+	hc := newHostConsole(fl, cln, token, reg, logger)
+	defer hc.stop()
+	fl.opts = startOptions{logger: logger, onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }, client: f.ClientOptions()}
+	all := start(ctx, cfg.Servers, reg, fl.opts, *timeout)
+	fl.set(all)
+	stopConsole := func() {}
 	code = exitOK
 	for _, st := range all {
 		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {
@@ -103,6 +118,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if st.err != nil {
 				logger.Warn("not connected yet; serving without its tools until it comes up", "server", st.srv.Name, "err", st.err)
 			}
+		}
+		// The console and SIGHUP reloads run while the front serves, and
+		// stop before the servers are closed.
+		hctx, stopHC := context.WithCancel(ctx)
+		hcDone := make(chan struct{})
+		go func() {
+			defer close(hcDone)
+			hc.run(hctx)
+		}()
+		stopConsole = func() {
+			stopHC()
+			<-hcDone
 		}
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger)
@@ -129,21 +156,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if ln != nil {
 		ln.Close()
 	}
-	if err := closeAll(all); err != nil {
+	stopConsole()
+	if err := fl.closeEvery(); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		code = exitFail
 	}
 	return code
-}
-
-// statusOf returns the status of the supervisor of server.
-func statusOf(all []*started, server string) (conn.Status, bool) {
-	for _, st := range all {
-		if st.srv.Name == server && st.sup != nil {
-			return st.sup.Status(), true
-		}
-	}
-	return conn.Status{}, false
 }
 
 // serveHTTP serves f on ln until ctx is done.

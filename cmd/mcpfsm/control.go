@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/console"
+)
+
+const statusUsage = `Usage: mcpfsm status [-http ADDR] [-http-token TOKEN] [-json]
+
+Asks a running host (mcpfsm run or serve, started with -http ADDR) for
+the state of its servers and prints a table: server, state, attempts
+(n/N of the current outage), time in that state, and the last cause.
+With -json it prints the console's /api/status JSON instead.
+
+ADDR defaults to $MCPFSM_HTTP, TOKEN to $MCPFSM_HTTP_TOKEN. Exits 1 when
+no host answers at ADDR.
+
+Examples:
+  mcpfsm status -http 127.0.0.1:7777
+  MCPFSM_HTTP=127.0.0.1:7777 mcpfsm status -json
+`
+
+const reconnectUsage = `Usage: mcpfsm reconnect [-http ADDR] [-http-token TOKEN] [-timeout 2m] NAME | -all
+
+Asks a running host (mcpfsm run or serve, started with -http ADDR) to
+reconnect server NAME now, or every server with -all, and waits for the
+attempt: a server that gave up (exhausted), waits for a retry or was
+never connected starts again at once. Exits 0 when the server (every
+server) is connected, 1 with the cause otherwise.
+
+ADDR defaults to $MCPFSM_HTTP, TOKEN to $MCPFSM_HTTP_TOKEN.
+
+Examples:
+  mcpfsm reconnect -http 127.0.0.1:7777 everything
+  mcpfsm reconnect -http 127.0.0.1:7777 -all
+`
+
+// clientFlags are the flags of the commands that talk to a running host.
+func clientFlags(fs *flag.FlagSet) (addr, token *string) {
+	addr = fs.String("http", os.Getenv(console.EnvAddr), "the host's console `ADDR` (default $"+console.EnvAddr+")")
+	token = fs.String("http-token", "", "the console's bearer `TOKEN` (default $"+console.EnvToken+")")
+	return addr, token
+}
+
+func newClient(addr, token string) *console.Client {
+	if token == "" {
+		token = os.Getenv(console.EnvToken)
+	}
+	return &console.Client{Addr: addr, Token: token}
+}
+
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("status", statusUsage, stderr)
+	addr, token := clientFlags(fs)
+	asJSON := fs.Bool("json", false, "print the JSON of /api/status")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "status", "unexpected argument %q", fs.Arg(0))
+	}
+	if *addr == "" {
+		return usageErr(stderr, "status", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := newClient(*addr, *token).Status(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+		return exitFail
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	if err := console.WriteTable(stdout, r); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func cmdReconnect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("reconnect", reconnectUsage, stderr)
+	addr, token := clientFlags(fs)
+	all := fs.Bool("all", false, "reconnect every server")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the attempts")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	switch {
+	case *all && fs.NArg() > 0:
+		return usageErr(stderr, "reconnect", "give a server NAME or -all, not both")
+	case !*all && fs.NArg() != 1:
+		return usageErr(stderr, "reconnect", "give one server NAME, or -all")
+	case *addr == "":
+		return usageErr(stderr, "reconnect", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c := newClient(*addr, *token)
+	if *all {
+		res, err := c.ReconnectAll(ctx)
+		for _, r := range res.Results {
+			printReconnect(stdout, &r)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	res, err := c.Reconnect(ctx, fs.Arg(0))
+	var ae *console.APIError
+	if errors.As(err, &ae) {
+		fmt.Fprintf(stderr, "mcpfsm reconnect: %s: %s\n", fs.Arg(0), ae.Message)
+		return exitFail
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
+		return exitFail
+	}
+	printReconnect(stdout, res)
+	return exitOK
+}
+
+func printReconnect(w io.Writer, r *console.ReconnectResult) {
+	if r.Error != "" {
+		fmt.Fprintf(w, "%s: %s: %s\n", r.Name, r.Server.State, r.Error)
+		return
+	}
+	fmt.Fprintf(w, "%s: %s (%d tools)\n", r.Name, r.Server.State, r.Server.ToolCount)
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/console"
+)
+
+// consoleHelp documents the console flags and reloading, for run and serve.
+const consoleHelp = `
+With -http ADDR, an operator console is served at http://ADDR/: a live
+status page (one card per server with its state in the connection
+diagram, attempts, next retry, last cause, tools and recent transitions;
+Reconnect buttons) and a JSON API (/api/status, /api/events,
+POST /api/servers/NAME/reconnect, POST /api/reconnect, POST /api/reload)
+that 'mcpfsm status' and 'mcpfsm reconnect' use. ADDR must be loopback
+(127.0.0.1:7777) unless a bearer token is set with -http-token or
+MCPFSM_HTTP_TOKEN; then every request needs "Authorization: Bearer TOKEN"
+(a browser opens http://ADDR/?token=TOKEN once).
+
+SIGHUP (or POST /api/reload) re-reads the config file: new servers start,
+removed ones stop, changed ones restart, and unchanged ones keep their
+process and tools (no tools/list_changed). A file that does not load is
+reported and the running servers are kept. SIGHUP does not stop mcpfsm.
+`
+
+// consoleFlags are the console's flags of run and serve.
+type consoleFlags struct {
+	addr, token *string
+}
+
+func addConsoleFlags(fs *flag.FlagSet) consoleFlags {
+	return consoleFlags{
+		addr:  fs.String("http", "", "serve the operator console at `ADDR`, such as 127.0.0.1:7777 (port 0: any free port)"),
+		token: fs.String("http-token", "", "bearer `TOKEN` the console requires (default $"+console.EnvToken+"); needed unless -http is loopback"),
+	}
+}
+
+// listen opens the console's listener, or returns nil without -http. It
+// runs before any server starts, so a bad address fails at once.
+func (c consoleFlags) listen() (net.Listener, string, error) {
+	if *c.addr == "" {
+		return nil, "", nil
+	}
+	token := *c.token
+	if token == "" {
+		token = os.Getenv(console.EnvToken)
+	}
+	ln, err := console.Listen(*c.addr, token)
+	return ln, token, err
+}
+
+// hostConsole is the console of run or serve and the reload signal.
+type hostConsole struct {
+	fl      *fleet
+	cons    *console.Console // nil without -http
+	ln      net.Listener
+	logger  *slog.Logger
+	hangups chan os.Signal
+}
+
+// newHostConsole registers for SIGHUP (from now on it no longer stops
+// mcpfsm) and, with a listener, creates the console of fl.
+func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegistry, logger *slog.Logger) *hostConsole {
+	h := &hostConsole{fl: fl, ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
+	signal.Notify(h.hangups, syscall.SIGHUP)
+	if ln != nil {
+		h.cons = console.New(fl, console.Options{Token: token, Logger: logger, ToolsChanged: reg.Changed})
+	}
+	return h
+}
+
+// record passes t to the console.
+func (h *hostConsole) record(t conn.Transition) {
+	if h.cons != nil {
+		h.cons.Record(t)
+	}
+}
+
+// run serves the console and reloads on SIGHUP until ctx ends.
+func (h *hostConsole) run(ctx context.Context) {
+	served := make(chan error, 1)
+	if h.cons != nil {
+		go func() { served <- h.cons.Serve(ctx, h.ln) }()
+		h.logger.Info(fmt.Sprintf("console at http://%s/", h.ln.Addr()))
+	} else {
+		served <- nil
+	}
+	for {
+		select {
+		case <-h.hangups:
+			h.logger.Info("SIGHUP: reloading the config")
+			if err := h.fl.Reload(ctx); err == nil && h.cons != nil {
+				h.cons.Notify()
+			}
+		case <-ctx.Done():
+			if err := <-served; err != nil {
+				h.logger.Error("console: " + err.Error())
+			}
+			return
+		}
+	}
+}
+
+// stop undoes newHostConsole: SIGHUP is no longer caught.
+func (h *hostConsole) stop() {
+	signal.Stop(h.hangups)
+	if h.ln != nil {
+		h.ln.Close()
+	}
+}
