@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,6 +171,12 @@ func TestConsoleCommands(t *testing.T) {
 	stderr.waitFor(t, at, "reload failed; the running servers are unchanged")
 	if code, out, _ := runCmd(t, "status", "-http", addr); code != 0 || !strings.Contains(out, "gamma") {
 		t.Errorf("status after a broken reload: %d %q", code, out)
+	}
+	// ... and so is POST /api/reload.
+	err := (&console.Client{Addr: addr}).Reload(t.Context())
+	var ae *console.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 500 || !strings.Contains(ae.Message, "the running servers are unchanged") {
+		t.Errorf("POST /api/reload of a broken file: %v", err)
 	}
 
 	if st := stop(); !st.Success() {
