@@ -417,9 +417,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Log(context.Background(), max(t.To.Level(), slog.LevelInfo), "transition", attrs...)
 	}
 	fl := &fleet{path: *path, reg: reg}
-	hc := newHostConsole(fl, ln, token, reg, logger)
+	hc, err := newHostConsole(fl, ln, token, reg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
+		return exitFail
+	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, onTransition: func(t conn.Transition) { onTransition(t); hc.record(t) }}
+	fl.opts = startOptions{logger: logger, metrics: hc.metrics, onTransition: func(t conn.Transition) { onTransition(t); hc.record(t) }}
 	all := startAll(ctx, cfg.Servers, reg, fl.opts)
 	fl.set(all)
 	code = exitOK

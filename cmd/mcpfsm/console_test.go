@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,6 +107,23 @@ func TestConsoleCommands(t *testing.T) {
 		t.Errorf("status table (-want +got):\n%s\n%s", diff, out)
 	}
 
+	// /metrics: the supervisors' instruments in Prometheus text format.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`mcpfsm_connection_state{mcpfsm_server_name="alpha",mcpfsm_state="established"} 1`,
+		`mcpfsm_connection_state{mcpfsm_server_name="flaky",mcpfsm_state="exhausted"} 1`,
+		`mcpfsm_connection_transitions_total{mcpfsm_server_name="flaky",mcpfsm_transition_event="attempt-failed"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+
 	// reconnect fails while the server still fails, then brings it back.
 	if code, out, errOut := runCmd(t, "reconnect", "-http", addr, "flaky"); code != 1 || !strings.Contains(errOut, "flaky") {
 		t.Errorf("reconnect of a still-failing server: %d %q %q", code, out, errOut)
@@ -173,7 +192,7 @@ func TestConsoleCommands(t *testing.T) {
 		t.Errorf("status after a broken reload: %d %q", code, out)
 	}
 	// ... and so is POST /api/reload.
-	err := (&console.Client{Addr: addr}).Reload(t.Context())
+	err = (&console.Client{Addr: addr}).Reload(t.Context())
 	var ae *console.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 500 || !strings.Contains(ae.Message, "the running servers are unchanged") {
 		t.Errorf("POST /api/reload of a broken file: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,6 +31,7 @@ type startOptions struct {
 	logger       *slog.Logger
 	onTransition func(conn.Transition)
 	client       *mcp.ClientOptions // nil: the SDK's defaults
+	metrics      *metrics.Metrics   // measures every supervisor, when set
 }
 
 // startAll starts every server concurrently on reg. With
@@ -44,7 +46,11 @@ func startAll(ctx context.Context, servers []config.Server, reg conn.Registry, o
 		wg.Go(func() {
 			c := srv.Conn(st.stderr)
 			c.Registry, c.Logger, c.OnTransition, c.Client = reg, o.logger, o.onTransition, o.client
-			st.sup, st.err = conn.Start(ctx, c)
+			if o.metrics != nil {
+				st.sup, st.err = o.metrics.Start(ctx, c)
+			} else {
+				st.sup, st.err = conn.Start(ctx, c)
+			}
 		})
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
+	"github.com/mcpfsm/mcpfsm/metrics"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // consoleHelp documents the console flags and reloading, for run and serve.
@@ -21,7 +24,10 @@ status page (one card per server with its state in the connection
 diagram, attempts, next retry, last cause, tools and recent transitions;
 Reconnect buttons) and a JSON API (/api/status, /api/events,
 POST /api/servers/NAME/reconnect, POST /api/reconnect, POST /api/reload)
-that 'mcpfsm status' and 'mcpfsm reconnect' use. ADDR must be loopback
+that 'mcpfsm status' and 'mcpfsm reconnect' use, and the supervisors'
+OpenTelemetry metrics in Prometheus text format at /metrics (state,
+tools, transitions, reconnect attempts, outage durations, tool calls;
+see 'go doc ./metrics'). ADDR must be loopback
 (127.0.0.1:7777) unless a bearer token is set with -http-token or
 MCPFSM_HTTP_TOKEN; then every request needs "Authorization: Bearer TOKEN"
 (a browser opens http://ADDR/?token=TOKEN once).
@@ -58,24 +64,41 @@ func (c consoleFlags) listen() (net.Listener, string, error) {
 	return ln, token, err
 }
 
-// hostConsole is the console of run or serve and the reload signal.
+// hostConsole is the console of run or serve, its metrics, and the
+// reload signal.
 type hostConsole struct {
 	fl      *fleet
 	cons    *console.Console // nil without -http
 	ln      net.Listener
 	logger  *slog.Logger
 	hangups chan os.Signal
+
+	metrics  *metrics.Metrics // with -http: served at /metrics
+	provider *sdkmetric.MeterProvider
 }
 
 // newHostConsole registers for SIGHUP (from now on it no longer stops
-// mcpfsm) and, with a listener, creates the console of fl.
-func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegistry, logger *slog.Logger) *hostConsole {
+// mcpfsm) and, with a listener, creates the console of fl with the
+// supervisors' metrics at /metrics (Prometheus text format). Start the
+// servers with h.metrics.
+func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegistry, logger *slog.Logger) (*hostConsole, error) {
 	h := &hostConsole{fl: fl, ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
-	signal.Notify(h.hangups, syscall.SIGHUP)
-	if ln != nil {
-		h.cons = console.New(fl, console.Options{Token: token, Logger: logger, ToolsChanged: reg.Changed})
+	if ln == nil {
+		signal.Notify(h.hangups, syscall.SIGHUP)
+		return h, nil
 	}
-	return h
+	mp, handler, err := metrics.Prometheus()
+	if err != nil {
+		return nil, err
+	}
+	if h.metrics, err = metrics.New(mp); err != nil {
+		_ = mp.Shutdown(context.Background())
+		return nil, err
+	}
+	h.provider = mp
+	h.cons = console.New(fl, console.Options{Token: token, Logger: logger, ToolsChanged: reg.Changed, Metrics: handler})
+	signal.Notify(h.hangups, syscall.SIGHUP)
+	return h, nil
 }
 
 // record passes t to the console.
@@ -110,10 +133,16 @@ func (h *hostConsole) run(ctx context.Context) {
 	}
 }
 
-// stop undoes newHostConsole: SIGHUP is no longer caught.
+// stop undoes newHostConsole: SIGHUP is no longer caught, and the
+// metrics are shut down.
 func (h *hostConsole) stop() {
 	signal.Stop(h.hangups)
 	if h.ln != nil {
 		h.ln.Close()
+	}
+	if h.metrics != nil {
+		if err := errors.Join(h.metrics.Close(), h.provider.Shutdown(context.Background())); err != nil {
+			h.logger.Warn("metrics: " + err.Error())
+		}
 	}
 }

@@ -99,9 +99,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	f := front.New(front.Options{Registry: reg, Logger: logger,
 		Status:         fl.status,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
-	hc := newHostConsole(fl, cln, token, reg, logger)
+	hc, err := newHostConsole(fl, cln, token, reg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
+		return exitFail
+	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }, client: f.ClientOptions()}
+	fl.opts = startOptions{logger: logger, metrics: hc.metrics, client: f.ClientOptions(),
+		onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }}
 	all := start(ctx, cfg.Servers, reg, fl.opts, *timeout)
 	fl.set(all)
 	stopConsole := func() {}
