@@ -154,8 +154,7 @@ func TestConsoleCommands(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	flakyPIDs := pids(t, logB)
-	flakyPID := flakyPIDs[len(flakyPIDs)-1]
+	flakyPID := lastPID(t, logB)
 	at = len(stderr.String())
 	if err := syscall.Kill(host, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -201,11 +200,7 @@ func TestConsoleCommands(t *testing.T) {
 	if st := stop(); !st.Success() {
 		t.Errorf("mcpfsm run exited with %v:\n%s", st, stderr.String())
 	}
-	for _, pid := range append(pids(t, logA), pids(t, logC)...) {
-		if alive(pid) {
-			t.Errorf("server process %d outlived the host", pid)
-		}
-	}
+	allGone(t, logA, logB, logC)
 	if code, _, errOut := runCmd(t, "status", "-http", addr); code != 1 || !strings.Contains(errOut, "no mcpfsm host is running") {
 		t.Errorf("status with no host: %d %q", code, errOut)
 	}
