@@ -60,14 +60,20 @@ func openStream(t *testing.T, url string) *stream {
 	return s
 }
 
-// until waits for an event whose first server is in state.
+// until waits for an event whose first server is in state, with the
+// transition into it in its history. (A supervisor updates its status just
+// before it reports the transition, so one event may show the state and
+// the next one its transition.)
 func (s *stream) until(state string) StatusReport {
 	s.t.Helper()
 	deadline := time.After(wait)
 	for {
 		select {
 		case r := <-s.events:
-			if len(r.Servers) > 0 && r.Servers[0].State == state {
+			if len(r.Servers) == 0 || r.Servers[0].State != state {
+				continue
+			}
+			if tr := r.Servers[0].Transitions; len(tr) > 0 && tr[len(tr)-1].To == state {
 				return r
 			}
 		case <-deadline:
