@@ -173,9 +173,12 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
+	bin := fixture.Build(t)
+	// Registered first, so it runs last, after every Close.
+	t.Cleanup(func() { noFixtureLeft(t, bin) })
 	return &env{
 		t:      t,
-		bin:    fixture.Build(t),
+		bin:    bin,
 		dir:    dir,
 		pidlog: filepath.Join(dir, "pids"),
 		reg:    conn.NewRegistry(),
@@ -355,4 +358,39 @@ func (r *recorder) awaitState(t testing.TB, sup *conn.Supervisor, want conn.Stat
 			t.Fatalf("not %s within %v but %s; transitions:\n%s", want, d, sup.State(), r.dump())
 		}
 	}
+}
+
+// noFixtureLeft fails t if any process still runs the fixture binary bin:
+// every test must end with every server process, and everything those
+// started, gone.
+func noFixtureLeft(t testing.TB, bin string) {
+	t.Helper()
+	for _, pid := range fixtureProcesses(t, bin) {
+		t.Errorf("fixture process %d is still alive after the test", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL) // do not poison the next test
+	}
+}
+
+// fixtureProcesses returns the live processes whose program is bin.
+func fixtureProcesses(t testing.TB, bin string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("scan processes: %v", err)
+	}
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if prog, _, _ := bytes.Cut(cmdline, []byte{0}); string(prog) == bin && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

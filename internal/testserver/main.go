@@ -33,6 +33,13 @@ type options struct {
 	rawProtocol   string
 	hangAfter     int
 	session       bool
+	hangNoRead    bool
+	closeStdout   int
+	exitAnswers   int
+	setsidHolder  string
+	sleep         time.Duration
+	http          bool
+	ignoreSignals bool
 }
 
 func main() {
@@ -50,6 +57,13 @@ func main() {
 	flag.BoolVar(&o.duplicate, "duplicate-tools", false, "raw JSON-RPC server whose tools/list names one tool twice")
 	flag.StringVar(&o.rawProtocol, "raw-protocol", "", "raw JSON-RPC server (tool echo) that answers initialize with this protocol version")
 	flag.IntVar(&o.hangAfter, "hang-after", 0, "raw JSON-RPC server (tool echo) that answers nothing, pings included, after answering this many requests other than ping, but keeps reading stdin")
+	flag.BoolVar(&o.hangNoRead, "hang-no-read", false, "with -hang-after: once hung, stop reading stdin too, so that the client's writes fill the pipe")
+	flag.IntVar(&o.closeStdout, "close-stdout-after", 0, "raw JSON-RPC server (tool echo) that closes stdout after answering this many requests other than ping, and then blocks")
+	flag.IntVar(&o.exitAnswers, "exit-after-answers", 0, "raw JSON-RPC server (tool echo) that exits with status 3 right after answering this many requests other than ping")
+	flag.StringVar(&o.setsidHolder, "setsid-holder", "", "start a process in a session of its own (out of this process group) that holds stdout and stderr for a minute; append its PID to this file")
+	flag.DurationVar(&o.sleep, "sleep", 0, "sleep this long and exit, doing nothing else (the -setsid-holder process)")
+	flag.BoolVar(&o.http, "http", false, "serve Streamable HTTP on 127.0.0.1 (a free port) instead of stdio; print \"testserver: listening URL\" to stderr")
+	flag.BoolVar(&o.ignoreSignals, "ignore-signals", false, "ignore SIGINT, SIGTERM and SIGHUP")
 	flag.IntVar(&o.tools, "tools", 0, "list this many extra tools (extra_00000...), over pages of 500")
 	flag.BoolVar(&o.badNames, "bad-names", false, "also list tools whose names are not valid public names")
 	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
@@ -58,6 +72,10 @@ func main() {
 	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 
+	if o.sleep > 0 {
+		time.Sleep(o.sleep)
+		return
+	}
 	if o.pidlog != "" {
 		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))
 	}
@@ -72,6 +90,12 @@ func main() {
 	if o.ignoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	if o.ignoreSignals {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	}
+	if o.setsidHolder != "" {
+		startHolder(o.setsidHolder)
+	}
 	if o.grandchild {
 		startGrandchild(o.pidfile)
 	}
@@ -85,7 +109,9 @@ func main() {
 		_, err = io.Copy(io.Discard, os.Stdin)
 	case o.garbage:
 		err = serveGarbage()
-	case o.duplicate || o.rawProtocol != "" || o.hangAfter > 0:
+	case o.http:
+		err = serveHTTP(o)
+	case o.duplicate || o.rawProtocol != "" || o.hangAfter > 0 || o.closeStdout > 0 || o.exitAnswers > 0:
 		err = serveRaw(o)
 	default:
 		err = serveSDK(o)

@@ -16,16 +16,21 @@ func startGrandchild(pidfile string) {
 		os.Exit(2)
 	}
 	if pidfile != "" {
-		// Write then rename, so a reader never sees a partial PID.
-		tmp := pidfile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(fmt.Sprintln(cmd.Process.Pid)), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "testserver:", err)
-			os.Exit(2)
-		}
-		if err := os.Rename(tmp, pidfile); err != nil {
-			fmt.Fprintln(os.Stderr, "testserver:", err)
-			os.Exit(2)
-		}
+		writePID(pidfile, cmd.Process.Pid)
+	}
+}
+
+// writePID writes pid to path, then renames, so a reader never sees a
+// partial PID.
+func writePID(path string, pid int) {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintln(pid)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
 	}
 }
 

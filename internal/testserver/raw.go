@@ -45,7 +45,12 @@ const (
 //     the client asked for, as a server that only speaks VERSION would;
 //   - -hang-after N: after answering N requests other than ping, it answers
 //     nothing at all, pings included, but keeps reading stdin, as a
-//     deadlocked server whose pipe stays open would.
+//     deadlocked server whose pipe stays open would; with -hang-no-read it
+//     stops reading stdin too;
+//   - -close-stdout-after N: after answering N requests other than ping, it
+//     closes stdout and blocks;
+//   - -exit-after-answers N: it exits right after answering N requests
+//     other than ping.
 //
 // Otherwise it lists one tool, echo, and answers initialize with the
 // client's version. Every request is logged to stderr as "testserver:
@@ -76,6 +81,9 @@ func serveRaw(o options) error {
 		}
 		fmt.Fprintf(os.Stderr, "testserver: request %s %s\n", req.Method, req.Params.ProtocolVersion)
 		if o.hangAfter > 0 && answered >= o.hangAfter {
+			if o.hangNoRead {
+				select {} // hung: read nothing more either
+			}
 			continue // hung: read on, answer nothing
 		}
 		if req.Method != "ping" {
@@ -113,6 +121,16 @@ func serveRaw(o options) error {
 		}
 		if err := enc.Encode(msg); err != nil {
 			return err
+		}
+		if req.Method == "ping" {
+			continue
+		}
+		if answered == o.exitAnswers {
+			os.Exit(3)
+		}
+		if answered == o.closeStdout {
+			os.Stdout.Close()
+			select {} // alive, its stdout gone
 		}
 	}
 	return sc.Err()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +24,23 @@ type echoArgs struct {
 
 // serveSDK is the well-behaved server, built on the go-sdk server API.
 func serveSDK(o options) error {
+	t := &mcp.IOTransport{Reader: os.Stdin, Writer: crashWriter{w: os.Stdout, delay: o.crashDelay}}
+	return newServer(o).Run(context.Background(), t)
+}
+
+// serveHTTP serves the same server over Streamable HTTP on a free loopback
+// port, and prints its URL.
+func serveHTTP(o options) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := newServer(o)
+	fmt.Fprintf(os.Stderr, "testserver: listening http://%s/mcp\n", ln.Addr())
+	return http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+}
+
+func newServer(o options) *mcp.Server {
 	var srv *mcp.Server
 	opts := &mcp.ServerOptions{PageSize: 500}
 	opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) {
@@ -56,8 +75,7 @@ func serveSDK(o options) error {
 			addStatic(srv, n)
 		}
 	}
-	t := &mcp.IOTransport{Reader: os.Stdin, Writer: crashWriter{w: os.Stdout, delay: o.crashDelay}}
-	return srv.Run(context.Background(), t)
+	return srv
 }
 
 // badNames are raw names that need normalising, truncating or both.
