@@ -149,7 +149,7 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
 	}
 	if err != nil && (g.down.Load() || connectionGone(err)) {
-		return nil, g.unavailable(public, err)
+		return nil, g.unavailable(public, g.requestFailed(err))
 	}
 	return res, err
 }
@@ -159,7 +159,8 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 func connectionGone(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
-		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func (g *generation) unavailable(tool string, cause error) error {

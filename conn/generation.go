@@ -33,8 +33,10 @@ type generation struct {
 	transport mcp.Transport
 	sess      *mcp.ClientSession
 
+	live liveness // when and why the connection was first known bad
+
 	shutdownOnce sync.Once
-	released     chan struct{} // closed once the session is closed and the transport released
+	released     chan struct{} // closed once the transport's process is gone (at once without one)
 	expired      chan struct{} // closed CloseTimeout after shutdown started
 
 	// Owned by the supervisor's loop.
@@ -47,7 +49,7 @@ func (s *Supervisor) newGeneration(attempt int) *generation {
 	s.genSeq++
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
-		released: make(chan struct{}), expired: make(chan struct{})}
+		released: make(chan struct{}), expired: make(chan struct{}), live: liveness{bad: make(chan struct{})}}
 	g.sync = s.newSync(g)
 	return g
 }
@@ -67,16 +69,12 @@ func (g *generation) run() {
 	}
 	s.post(func() { s.attemptDone(g, tools, nil, true) })
 	g.startKeepAlive()
-	werr := g.sess.Wait()
+	g.watch()
 	g.down.Store(true)
-	// The session ended by itself: the SDK has already retired pending
-	// calls, and cancelling now could fail a call whose reply did arrive.
-	g.natural.Store(true)
-	if perr := g.stopKeepAlive(); perr != nil {
-		werr = perr // the keep-alive ended it: that is the news
-	}
+	g.stopKeepAlive()
 	released := g.shutdownAndWait()
-	s.post(func() { s.lost(g, werr, released) })
+	werr, at := g.live.err, g.live.at
+	s.post(func() { s.lost(g, werr, at, released) })
 }
 
 // connect opens the transport, initializes the session and fetches the
@@ -168,14 +166,24 @@ func (g *generation) shutdown() <-chan struct{} {
 		g.closed = true
 		sess, t := g.sess, g.transport
 		g.mu.Unlock()
+		// The session's Close may wait on the server (an HTTP DELETE, a
+		// write to a pipe nobody reads): the process is terminated beside
+		// it, not after it, and the barrier is the process.
+		g.sup.workers.Add(1)
 		go func() {
+			defer g.sup.workers.Done()
 			if sess != nil {
 				_ = sess.Close()
 			}
 			g.calls.close(false)
-			if term, ok := t.(Terminator); ok {
-				<-term.Terminate()
-			}
+		}()
+		term, ok := t.(Terminator)
+		if !ok {
+			close(g.released) // no process: nothing can outlive the session
+			return
+		}
+		go func() {
+			<-terminateWithin(term, g.sup.cfg.CloseTimeout)
 			close(g.released)
 		}()
 	})

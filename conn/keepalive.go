@@ -15,8 +15,7 @@ import (
 // does not run at all on protocol 2026-07-28).
 type keepAlive struct {
 	timer   *clock.Timer
-	stopped bool  // no more pings; guarded by generation.mu
-	err     error // the failed ping's error; guarded by generation.mu
+	stopped bool // no more pings; guarded by generation.mu
 }
 
 // startKeepAlive arms the first ping. It runs on the generation's
@@ -34,17 +33,16 @@ func (g *generation) startKeepAlive() {
 	g.ka.timer = s.clk.AfterFunc(s.cfg.KeepAlive, g.ping)
 }
 
-// stopKeepAlive stops pinging and returns the error of a ping that failed,
-// if one did. The generation's goroutine calls it before it stops counting
-// as a worker, so a ping never starts once no worker is left.
-func (g *generation) stopKeepAlive() error {
+// stopKeepAlive stops pinging. The generation's goroutine calls it before
+// it stops counting as a worker, so a ping never starts once no worker is
+// left.
+func (g *generation) stopKeepAlive() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ka.stopped = true
 	if g.ka.timer != nil {
 		g.ka.timer.Stop()
 	}
-	return g.ka.err
 }
 
 func (g *generation) ping() {
@@ -61,6 +59,7 @@ func (g *generation) ping() {
 	g.mu.Unlock()
 	defer s.workers.Done()
 
+	sent := s.clk.Now()
 	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.KeepAlive)
 	err := g.sess.Ping(ctx, nil)
 	cancel()
@@ -70,8 +69,9 @@ func (g *generation) ping() {
 		return
 	}
 	if err != nil {
-		g.ka.err = fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err))
 		g.mu.Unlock()
+		// The connection was not known good when the ping was sent.
+		g.markBad(sent, fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err)))
 		g.shutdown()
 		return
 	}

@@ -87,41 +87,36 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.proc = p
 	inner, err := (&mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}).Connect(ctx)
 	if err != nil {
-		p.terminate()
+		p.terminate(p.grace)
 		return nil, err
 	}
-	return &stdioConn{Connection: inner, p: p}, nil
+	return &stdioConn{Connection: inner, p: p, w: newPipeWriter(p.stdin)}, nil
 }
 
 // Terminate implements [Terminator].
-func (t *stdioTransport) Terminate() <-chan struct{} {
+func (t *stdioTransport) Terminate() <-chan struct{} { return t.terminateWithin(0) }
+
+// terminateWithin is Terminate with the grace periods shortened, when
+// within is positive, so that the group is killed well within it.
+func (t *stdioTransport) terminateWithin(within time.Duration) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.terminated = true
 	if t.proc == nil {
 		return closedChan
 	}
-	return t.proc.terminate()
+	return t.proc.terminate(graceWithin(t.proc.grace, within))
 }
 
-// stdioConn closes the SDK connection and then waits, bounded, for the
-// process to be gone, so that a session's Close means the child is reaped.
-type stdioConn struct {
-	mcp.Connection
-	p *process
-}
-
-func (c *stdioConn) Close() error {
-	err := c.Connection.Close()
-	done := c.p.terminate()
-	t := time.NewTimer(3*c.p.grace + time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		return fmt.Errorf("conn: server process %d did not exit after SIGKILL", c.p.pid)
+// graceWithin shortens grace so that two grace periods and the kill fit in
+// within, with a margin (a quarter of it, at most 500ms) for the kill and
+// the reaping.
+func graceWithin(grace, within time.Duration) time.Duration {
+	if within <= 0 {
+		return grace
 	}
-	return err
+	margin := min(within/4, 500*time.Millisecond)
+	return min(grace, (within-margin)/2)
 }
 
 // process is one running server and its process group.
@@ -129,11 +124,14 @@ type process struct {
 	pid    int
 	os     *os.Process
 	grace  time.Duration
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
+	stdin  *os.File    // our write end
+	stdout *exitReader // our read end
 	exited chan struct{}
 
-	termOnce sync.Once
+	termMu      sync.Mutex
+	termStarted bool
+	termGrace   time.Duration // of the schedule in progress
+	hurry       chan struct{} // closed when a shorter schedule replaces it
 }
 
 func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
@@ -185,49 +183,67 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
-	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: outR, exited: make(chan struct{})}
-	var copied chan struct{}
+	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR}, exited: make(chan struct{})}
+	var stderr *exitReader
 	if errR != nil {
-		copied = make(chan struct{})
+		stderr = &exitReader{f: errR}
 		go func() {
-			defer close(copied)
 			defer errR.Close()
 			// io.Copy uses a fixed buffer: a stderr flood costs no memory.
-			_, _ = io.Copy(cfg.Stderr, errR)
+			_, _ = io.Copy(cfg.Stderr, stderr)
 		}()
 	}
 	go func() {
 		_ = cmd.Wait()
-		// The leader is gone; whatever it started in its group goes too.
-		p.signal(stepKill)
-		if copied != nil {
-			<-copied
+		// The leader is reaped: what it wrote is in the pipes, and the
+		// readers stop once those are empty, whoever else holds them.
+		p.stdout.leaderExited()
+		if stderr != nil {
+			stderr.leaderExited()
 		}
+		// Whatever the leader started in its group goes too. The barrier
+		// is the process group, not the stderr copier.
+		p.signal(stepKill)
 		close(p.exited)
 	}()
 	return p, nil
 }
 
-// terminate shuts the process down: close stdin, wait, ask the group to
-// stop (SIGTERM), wait, kill the group (SIGKILL). It returns the exited
-// channel at once.
-func (p *process) terminate() <-chan struct{} {
-	p.termOnce.Do(func() {
+// terminate shuts the process down: close stdin, wait grace, ask the
+// group to stop (SIGTERM), wait grace, kill the group (SIGKILL). It
+// returns the exited channel at once. A later call with a shorter grace
+// hurries a shutdown in progress.
+func (p *process) terminate(grace time.Duration) <-chan struct{} {
+	p.termMu.Lock()
+	defer p.termMu.Unlock()
+	if p.termStarted && grace >= p.termGrace {
+		return p.exited
+	}
+	first := !p.termStarted
+	p.termStarted, p.termGrace = true, grace
+	if first {
 		_ = p.stdin.Close()
-		go func() {
-			t := time.NewTimer(p.grace)
-			defer t.Stop()
-			for _, step := range []terminateStep{stepTerm, stepKill} {
-				select {
-				case <-p.exited:
-					return
-				case <-t.C:
-				}
-				p.signal(step)
-				t.Reset(p.grace)
+	} else {
+		close(p.hurry)
+	}
+	hurry := make(chan struct{})
+	p.hurry = hurry
+	go func() {
+		start := time.Now()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		for i, step := range []terminateStep{stepTerm, stepKill} {
+			select {
+			case <-p.exited:
+				return
+			case <-hurry:
+				return // a shorter schedule took over
+			case <-t.C:
 			}
-		}()
-	})
+			p.signal(step)
+			t.Reset(time.Duration(i+2)*grace - time.Since(start))
+		}
+	}()
 	return p.exited
 }
 

@@ -2,7 +2,10 @@
 
 package conn
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // terminateStep is a step of shutting a server down after its stdin closed.
 type terminateStep int
@@ -21,4 +24,11 @@ func (p *process) signal(step terminateStep) {
 	if step == stepKill {
 		_ = p.os.Kill()
 	}
+}
+
+// drain reads on: without pollable pipes a read cannot be made not to
+// wait, so a descendant holding the pipe delays the end of the session.
+func (r *exitReader) drain(b []byte) (int, error) {
+	_ = r.f.SetReadDeadline(time.Time{})
+	return r.f.Read(b)
 }

@@ -3,8 +3,10 @@
 package conn
 
 import (
+	"io"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // terminateStep is a step of shutting a server down after its stdin closed.
@@ -26,4 +28,35 @@ func (p *process) signal(step terminateStep) {
 		sig = syscall.SIGKILL
 	}
 	_ = syscall.Kill(-p.pid, sig)
+}
+
+// drain reads what the pipe holds without waiting for more: io.EOF once it
+// is empty.
+func (r *exitReader) drain(b []byte) (int, error) {
+	if err := r.f.SetReadDeadline(time.Time{}); err != nil {
+		return 0, err
+	}
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), b)
+			if rerr != syscall.EINTR {
+				return true // done, even on EAGAIN: never wait for a survivor
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	switch {
+	case rerr == syscall.EAGAIN || rerr == nil && n == 0:
+		return 0, io.EOF
+	case rerr != nil:
+		return 0, rerr
+	}
+	return n, nil
 }

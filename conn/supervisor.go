@@ -306,21 +306,27 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	s.fire(EventAttemptFailed, s.outcome(g.attempt, ferr, g.id, released))
 }
 
-// lost is the end of an established generation's session.
-func (s *Supervisor) lost(g *generation, err error, released bool) {
+// lost is the end of an established generation's session; at is when its
+// connection was first known bad, where its uptime ends.
+func (s *Supervisor) lost(g *generation, err error, at time.Time, released bool) {
 	if g != s.current || !s.machine.Can(EventConnectionLost) {
 		return // fenced: a retired generation, or disposal closed it
 	}
-	s.fire(EventConnectionLost, s.outcome(0, &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}, g.id, released))
+	s.fire(EventConnectionLost, s.outcomeAt(0, &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}, g.id, released, at))
 }
 
 // outcome is the payload of a failure or loss, from which the table's
 // guards choose the next state. The outage budget is charged only when
 // the generation was released: one that was not halts reconnecting.
 func (s *Supervisor) outcome(attempt int, err error, gen uint64, released bool) Payload {
+	return s.outcomeAt(attempt, err, gen, released, s.clk.Now())
+}
+
+// outcomeAt is outcome for a connection last known good at t.
+func (s *Supervisor) outcomeAt(attempt int, err error, gen uint64, released bool, t time.Time) Payload {
 	p := Payload{Attempt: attempt, Err: err, Generation: gen, Released: released, Enabled: s.cfg.policy.Enabled}
 	if released {
-		d := s.budget.Down()
+		d := s.budget.DownAt(t)
 		p.Attempt, p.MaxAttempts, p.Delay, p.Retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
 	}
 	return p

@@ -85,9 +85,20 @@ func (b *Budget) Up() {
 
 // Down records a failed attempt or a lost connection and decides what to do
 // next; see [Budget]. After exhaustion every Down stays exhausted until
-// [Budget.Reset] (or an Up that lasts the stability window).
-func (b *Budget) Down() Decision {
-	if b.stable() {
+// [Budget.Reset] (or an Up that lasts the stability window). It is
+// DownAt(now).
+func (b *Budget) Down() Decision { return b.DownAt(b.clock.Now()) }
+
+// DownAt is [Budget.Down] for a connection that was last known good at t:
+// its uptime ends at t, however long it took to notice or to release it
+// afterwards (a server that ignores EOF and SIGTERM, or a hang noticed by
+// a keep-alive ping sent at t). A t before the Up counts as no uptime; a t
+// after now counts as now.
+func (b *Budget) DownAt(t time.Time) Decision {
+	if now := b.clock.Now(); t.After(now) {
+		t = now
+	}
+	if b.stableAt(t) {
 		b.attempts = 0
 	}
 	b.up = false
@@ -130,8 +141,11 @@ func (b *Budget) Policy() Policy { return b.policy }
 // stable reports whether a connection is up and has been for at least the
 // stability window. The boundary is inclusive: uptime equal to the window
 // is recovery.
-func (b *Budget) stable() bool {
-	return b.up && b.clock.Now().Sub(b.upSince) >= b.policy.StabilityWindow()
+func (b *Budget) stable() bool { return b.stableAt(b.clock.Now()) }
+
+// stableAt is stable for a connection that ended at t.
+func (b *Budget) stableAt(t time.Time) bool {
+	return b.up && t.Sub(b.upSince) >= b.policy.StabilityWindow()
 }
 
 // Decision is the answer of [Budget.Down].

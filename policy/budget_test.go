@@ -105,6 +105,40 @@ func TestBudgetCrashLoopExhausts(t *testing.T) {
 	}
 }
 
+// TestBudgetDownAtEndsUptimeWhenFirstKnownBad: a connection that went bad
+// early but took longer than the window to release (a server ignoring EOF
+// and SIGTERM, a hang noticed by a late ping) does not refund the budget.
+func TestBudgetDownAtEndsUptimeWhenFirstKnownBad(t *testing.T) {
+	window := policy.Default().StabilityWindow()
+	tests := []struct {
+		name        string
+		badAfter    time.Duration // from Up to the first bad news
+		noticed     time.Duration // from Up to the DownAt call
+		wantAttempt int
+	}{
+		{"bad at once, released after twice the window", 0, 2 * window, 4},
+		{"bad one nanosecond short of the window", window - time.Nanosecond, window + time.Hour, 4},
+		{"bad exactly at the window resets", window, window + time.Hour, 1},
+		{"bad before the Up counts as no uptime", -time.Hour, window * 3, 4},
+		{"bad in the future counts as now", window * 10, window - time.Nanosecond, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewMock()
+			b := policy.NewBudget(policy.Default(), clk)
+			for range 3 {
+				b.Down()
+			}
+			b.Up()
+			up := clk.Now()
+			clk.Add(tt.noticed)
+			if d := b.DownAt(up.Add(tt.badAfter)); d.Attempt != tt.wantAttempt || !d.Retry {
+				t.Errorf("DownAt(up+%v) at up+%v = %v, want retry attempt %d", tt.badAfter, tt.noticed, d, tt.wantAttempt)
+			}
+		})
+	}
+}
+
 // TestBudgetRecoversIndefinitely: a server that stays up for the window
 // between crashes never exhausts, and every outage starts at attempt 1.
 func TestBudgetRecoversIndefinitely(t *testing.T) {

@@ -1,0 +1,96 @@
+package conn
+
+import (
+	"sync"
+	"time"
+)
+
+// liveness records the moment a generation's connection was first known
+// bad, and why: the session ended (EOF, the process exited), a keep-alive
+// ping got no answer, or a request found the server gone. The outage
+// budget counts uptime to that moment, not to the release of the
+// generation, which a server that ignores EOF and SIGTERM can delay by
+// whole grace periods.
+type liveness struct {
+	once sync.Once
+	bad  chan struct{} // closed by markBad
+	// Written once before bad is closed; read after.
+	at  time.Time
+	err error
+}
+
+// markBad records the first bad news; later news is ignored.
+func (g *generation) markBad(at time.Time, err error) {
+	g.live.once.Do(func() {
+		g.live.at, g.live.err = at, err
+		close(g.live.bad)
+	})
+}
+
+// badCause returns why the connection is bad, or nil if it is not known to be.
+func (g *generation) badCause() error {
+	select {
+	case <-g.live.bad:
+		return g.live.err
+	default:
+		return nil
+	}
+}
+
+// watch blocks until the connection is known bad: the session ended by
+// itself, or something marked it bad. It does not wait for the session's
+// end after a failed ping: an HTTP session's end waits on requests to the
+// server that failed the ping.
+func (g *generation) watch() {
+	s := g.sup
+	ended := make(chan error, 1)
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		ended <- g.sess.Wait()
+	}()
+	select {
+	case err := <-ended:
+		// The session ended by itself: the SDK has already retired pending
+		// calls, and cancelling now could fail a call whose reply did arrive.
+		g.natural.Store(true)
+		g.markBad(s.clk.Now(), err)
+	case <-g.live.bad:
+	}
+}
+
+// requestFailed is the cause to report for a request that failed because
+// the connection is gone. A transport without a process has no other way
+// to tell the supervisor (a refused or reset HTTP connection does not end
+// the SDK's session), so the failure ends the generation: a loss. A
+// process's pipes end the session by themselves.
+func (g *generation) requestFailed(err error) error {
+	if cause := g.badCause(); cause != nil {
+		return cause
+	}
+	if !connectionGone(err) {
+		return err
+	}
+	g.mu.Lock()
+	_, ownsProcess := g.transport.(Terminator)
+	g.mu.Unlock()
+	if !ownsProcess {
+		g.markBad(g.sup.clk.Now(), err)
+		g.shutdown()
+	}
+	return err
+}
+
+// boundedTerminator is a [Terminator] that can fit its shutdown schedule
+// into a deadline.
+type boundedTerminator interface {
+	terminateWithin(time.Duration) <-chan struct{}
+}
+
+// terminateWithin terminates t so that it ends within d if it can.
+func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
+	if bt, ok := t.(boundedTerminator); ok {
+		return bt.terminateWithin(d)
+	}
+	return t.Terminate()
+}
