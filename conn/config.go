@@ -62,9 +62,10 @@ type Config struct {
 	// KeepAlive, if positive, pings the server at this interval on Clock,
 	// each ping bounded by the same interval; a server that does not
 	// answer (hung, or its connection silently gone) has its session
-	// ended, in-flight calls included, which counts as a lost connection.
-	// Zero disables pings, and then only call deadlines notice a hung
-	// server.
+	// ended, in-flight calls included, which counts as a lost connection,
+	// with uptime counted to the unanswered ping. Zero means the
+	// transport's default: [DefaultHTTPKeepAlive] for an [HTTP] transport,
+	// no pings otherwise (then only call deadlines notice a hung server).
 	KeepAlive time.Duration
 	// Clock is the time source for timeouts and backoff. Nil means the
 	// real clock.
@@ -167,6 +168,9 @@ func (c Config) resolve() (resolved, error) {
 			*d.v = d.def
 		}
 	}
+	if d, ok := c.Transport.(keepAliveDefaulter); ok && c.KeepAlive == 0 {
+		r.KeepAlive = d.defaultKeepAlive()
+	}
 	if r.ProtocolVersion == "" {
 		r.ProtocolVersion = DefaultProtocolVersion
 	}
@@ -178,6 +182,9 @@ func (c Config) resolve() (resolved, error) {
 	}
 	return r, nil
 }
+
+// keepAliveDefaulter is a transport with a default keep-alive interval.
+type keepAliveDefaulter interface{ defaultKeepAlive() time.Duration }
 
 // NameRule states what a Config.Name must be: the name becomes part of
 // every public tool name, mcp__<server>__<tool>, and must split from it

@@ -6,16 +6,31 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// DefaultHTTPKeepAlive is the keep-alive interval of a Supervisor whose
+// Transport is an [HTTP] and whose Config.KeepAlive is zero. Nothing else
+// notices a Streamable HTTP server that is down or frozen while no call is
+// made: the SDK retries its event stream for about 13 to 26 s before it
+// gives up on a refused connection, and waits for ever on a frozen one.
+// With it, a server that refuses or resets the connection is a loss at
+// the next ping (within 10 s), and a frozen one within two intervals.
+const DefaultHTTPKeepAlive = 10 * time.Second
 
 // HTTP is a [Transport] for a Streamable HTTP server. Every generation gets
 // a new mcp.StreamableClientTransport and so a new MCP session: the SDK
 // retries its event streams itself but never re-initializes a lost
 // session, so a session the server no longer knows (it restarted) ends the
 // generation and the supervisor reconnects.
+//
+// Liveness: a Supervisor pings an HTTP server every [DefaultHTTPKeepAlive]
+// unless Config.KeepAlive says otherwise, and a request of any kind (a
+// call, a ping) that finds the connection refused or reset ends the
+// generation: the server is lost, not just the call failed.
 type HTTP struct {
 	// Endpoint is the server's MCP URL, such as "https://host/mcp".
 	Endpoint string
@@ -54,6 +69,10 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 		watch:                     watch,
 	}, nil
 }
+
+// defaultKeepAlive is the keep-alive of a Supervisor of h whose
+// Config.KeepAlive is zero.
+func (h *HTTP) defaultKeepAlive() time.Duration { return DefaultHTTPKeepAlive }
 
 func (h *HTTP) validate() error {
 	u, err := url.Parse(h.Endpoint)
