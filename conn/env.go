@@ -1,53 +1,123 @@
 package conn
 
 import (
+	"net/url"
+	"runtime"
+	"slices"
 	"strings"
 )
+
+// DefaultEnvNames are the host environment variables a stdio server gets
+// unless [Stdio.InheritEnv] is set: what a program needs to find its
+// tools, its home, its user and its locale, and nothing that commonly
+// holds a secret. HOME, LOGNAME, PATH, SHELL, TERM and USER are the
+// TypeScript SDK's list; TMPDIR and TZ say where temporary files go and
+// which time zone applies, and LANG, LANGUAGE and LC_* (see
+// [IsDefaultEnvName]) choose the locale, without which a server may
+// misread or garble non-ASCII text. On Windows the list is the one a
+// process needs to start and find its profile.
+func DefaultEnvNames() []string {
+	if runtime.GOOS == "windows" {
+		return slices.Clone(windowsEnvNames)
+	}
+	return slices.Clone(unixEnvNames)
+}
+
+var (
+	unixEnvNames    = []string{"HOME", "LANG", "LANGUAGE", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "TZ", "USER"}
+	windowsEnvNames = []string{"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+		"PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
+		"USERNAME", "USERPROFILE", "WINDIR"}
+)
+
+// IsDefaultEnvName reports whether a host variable passes to a stdio
+// server by default: one of [DefaultEnvNames], or on Unix a locale
+// category (LC_ALL, LC_CTYPE, ...). Windows names compare case-insensitively.
+func IsDefaultEnvName(name string) bool {
+	if runtime.GOOS == "windows" {
+		return slices.Contains(windowsEnvNames, strings.ToUpper(name))
+	}
+	return slices.Contains(unixEnvNames, name) || strings.HasPrefix(name, "LC_")
+}
 
 // credentialMarkers are the substrings that make an environment variable
 // name credential-shaped (compared in upper case).
 var credentialMarkers = []string{
-	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "ACCESS_KEY",
+	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "API_KEY", "APIKEY", "ACCESS_KEY",
 	"PRIVATE_KEY", "CREDENTIAL", "SESSION_KEY", "COOKIE",
 }
 
 // credentialWords are the '_'-separated words that make a name
 // credential-shaped; as substrings they would catch innocent names
-// (GIT_AUTHOR_NAME).
-var credentialWords = []string{"AUTH", "PAT", "JWT", "BEARER"}
+// (GIT_AUTHOR_NAME, COMPASS_HOME, KEYBOARD).
+var credentialWords = []string{"AUTH", "PAT", "JWT", "BEARER", "PASS", "PWD", "KEY", "DSN"}
 
 // IsCredentialName reports whether an environment variable name looks like it
 // holds a credential: its upper-cased name contains one of TOKEN, SECRET,
-// PASSWORD, PASSWD, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY, CREDENTIAL,
-// SESSION_KEY or COOKIE, or has AUTH, PAT, JWT or BEARER as one of its
-// '_'-separated words (NPM_AUTH, but not GIT_AUTHOR_NAME). Such variables of
-// the host are not passed to stdio servers; pass what a server needs
-// explicitly in [Stdio.Env].
+// PASSWORD, PASSWD, PASSPHRASE, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY,
+// CREDENTIAL, SESSION_KEY or COOKIE, or has AUTH, PAT, JWT, BEARER, PASS,
+// PWD, KEY or DSN as one of its '_'-separated words (NPM_AUTH, MYSQL_PWD,
+// SENTRY_DSN, OPENAI_KEY; but not GIT_AUTHOR_NAME, nor PWD, the working
+// directory). [Stdio.InheritEnv] drops such host variables.
 func IsCredentialName(name string) bool {
 	up := strings.ToUpper(name)
+	if up == "PWD" || up == "OLDPWD" {
+		return false // the shell's working directories
+	}
 	for _, m := range credentialMarkers {
 		if strings.Contains(up, m) {
 			return true
 		}
 	}
 	for w := range strings.SplitSeq(up, "_") {
-		for _, c := range credentialWords {
-			if w == c {
-				return true
-			}
+		if slices.Contains(credentialWords, w) {
+			return true
 		}
 	}
 	return false
 }
 
-// ChildEnv returns the environment for a stdio server: parent (in
-// os.Environ form) without credential-shaped variables (see
-// [IsCredentialName]), then extra, whose entries win over the parent's.
+// HasURLPassword reports whether an environment value is a URL with a
+// password in it, such as postgres://app:s3cret@db/app: innocent names
+// (DATABASE_URL, REDIS_URL) often hold one.
+func HasURLPassword(value string) bool {
+	if !strings.Contains(value, "://") {
+		return false
+	}
+	u, err := url.Parse(strings.TrimSpace(value))
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
+}
+
+// ChildEnv returns the default environment of a stdio server: the
+// variables of parent (in os.Environ form) that [IsDefaultEnvName]
+// allows, then extra, whose entries win over the parent's. Nothing else of
+// the host reaches the server: pass what it needs in [Stdio.Env].
 func ChildEnv(parent, extra []string) []string {
-	out := make([]string, 0, len(parent)+len(extra))
+	return childEnv(parent, extra, func(name, _ string) bool { return IsDefaultEnvName(name) })
+}
+
+// InheritedEnv returns the environment of a stdio server with
+// [Stdio.InheritEnv]: parent without the variables whose name is
+// credential-shaped ([IsCredentialName]) or whose value is a URL with a
+// password ([HasURLPassword]), then extra, whose entries win. It is a
+// heuristic: a secret under a name and value that look innocent passes.
+func InheritedEnv(parent, extra []string) []string {
+	return childEnv(parent, extra, func(name, value string) bool {
+		return !IsCredentialName(name) && !HasURLPassword(value)
+	})
+}
+
+func childEnv(parent, extra []string, keep func(name, value string) bool) []string {
+	out := make([]string, 0, len(extra)+16)
 	for _, kv := range parent {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "" || IsCredentialName(name) {
+		name, value, _ := strings.Cut(kv, "=")
+		// A value starting with "()" is an exported shell function: code,
+		// not configuration.
+		if name == "" || strings.HasPrefix(value, "()") || !keep(name, value) {
 			continue
 		}
 		out = append(out, kv)

@@ -24,15 +24,27 @@ const DefaultTerminateDuration = 2 * time.Second
 // On Unix the child runs in its own process group, and the whole group is
 // killed when the child exits or is shut down, so wrappers such as "npx" or
 // "sh -c" leave no grandchildren behind. On Windows only the child itself
-// is terminated. Its environment is the host's
-// without credential-shaped variables (see [ChildEnv]), plus Env.
+// is terminated.
+//
+// The child's environment is Env on top of a few of the host's variables
+// that locate and describe the user's system (PATH, HOME, USER, the
+// locale...: see [DefaultEnvNames]); nothing else of the host's reaches
+// it, since secrets hide under innocent names (a DATABASE_URL with a
+// password, MYSQL_PWD, SENTRY_DSN). Name what a server needs in Env, or
+// set InheritEnv.
 type Stdio struct {
 	// Path is the program to run, looked up in PATH if it has no slash.
 	Path string
 	// Args are the arguments after the program name.
 	Args []string
-	// Env holds extra KEY=VALUE entries; they override the host's.
+	// Env holds KEY=VALUE entries for the child; they override the
+	// host's. See [ChildEnv].
 	Env []string
+	// InheritEnv passes the host's whole environment except the
+	// variables that look like credentials by name or value (see
+	// [InheritedEnv]), instead of only [DefaultEnvNames]. The scrubbing is
+	// a heuristic: prefer naming variables in Env.
+	InheritEnv bool
 	// Dir is the working directory; empty means the host's.
 	Dir string
 	// Stderr receives the server's standard error. Nil discards it.
@@ -137,6 +149,9 @@ type process struct {
 func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = ChildEnv(os.Environ(), cfg.Env)
+	if cfg.InheritEnv {
+		cmd.Env = InheritedEnv(os.Environ(), cfg.Env)
+	}
 	cmd.Dir = cfg.Dir
 	ownGroup(cmd)
 	// Own os.Pipe ends rather than StdinPipe/StdoutPipe: exec closes those

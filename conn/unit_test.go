@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -69,7 +70,9 @@ func TestIsCredentialName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "DB_PASSWORD": true, "OPENAI_API_KEY": true,
 		"GOOGLE_APPLICATION_CREDENTIALS": true, "NPM_AUTH": true, "AUTH": true, "gh_pat": true, "SESSION_COOKIE": true,
-		"PATH": false, "HOME": false, "GIT_AUTHOR_NAME": false, "PWD": false, "LANG": false, "AUTHOR": false, "PATTERN": false,
+		"MYSQL_PWD": true, "DB_PASS": true, "SMTP_PASS": true, "GPG_PASSPHRASE": true, "SENTRY_DSN": true, "OPENAI_KEY": true,
+		"PATH": false, "HOME": false, "GIT_AUTHOR_NAME": false, "PWD": false, "OLDPWD": false, "LANG": false, "AUTHOR": false,
+		"PATTERN": false, "COMPASS_HOME": false, "KEYBOARD": false, "DATABASE_URL": false,
 	} {
 		if got := conn.IsCredentialName(name); got != want {
 			t.Errorf("IsCredentialName(%q) = %v, want %v", name, got, want)
@@ -77,13 +80,41 @@ func TestIsCredentialName(t *testing.T) {
 	}
 }
 
-func TestChildEnvDropsCredentials(t *testing.T) {
-	parent := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=x", "AWS_SECRET_ACCESS_KEY=y", "DB_PASSWORD=z",
-		"OPENAI_API_KEY=k", "GOOGLE_APPLICATION_CREDENTIALS=/c", "LANG=C", "=weird"}
-	got := conn.ChildEnv(parent, []string{"GITHUB_TOKEN=passed-explicitly", "LANG=en"})
-	want := []string{"PATH=/bin", "HOME=/root", "LANG=C", "GITHUB_TOKEN=passed-explicitly", "LANG=en"}
+func TestHasURLPassword(t *testing.T) {
+	for value, want := range map[string]bool{
+		"postgres://app:s3cret@db/app": true, "redis://:pw@cache:6379/0": true, " https://u:p@host ": true,
+		"postgres://app@db/app": false, "https://example.com/a:b@c": false, "/usr/bin": false, "a:b@c": false, "": false,
+	} {
+		if got := conn.HasURLPassword(value); got != want {
+			t.Errorf("HasURLPassword(%q) = %v, want %v", value, got, want)
+		}
+	}
+}
+
+// hostEnv is a host environment with secrets under innocent names.
+var hostEnv = []string{"PATH=/bin", "HOME=/root", "USER=u", "LANG=C", "LC_CTYPE=C.UTF-8", "TMPDIR=/tmp", "PWD=/w",
+	"FOO=bar", "GITHUB_TOKEN=x", "DATABASE_URL=postgres://app:s3cret@db/app", "REDIS_URL=redis://:pw@cache",
+	"MYSQL_PWD=p", "DB_PASS=p", "SMTP_PASS=p", "GPG_PASSPHRASE=p", "SENTRY_DSN=https://k@sentry.io/1", "OPENAI_KEY=k",
+	"BASH_FUNC_f%%=() { :; }", "=weird"}
+
+func TestChildEnvIsAnAllowList(t *testing.T) {
+	got := conn.ChildEnv(hostEnv, []string{"GITHUB_TOKEN=passed-explicitly", "LANG=en"})
+	want := []string{"PATH=/bin", "HOME=/root", "USER=u", "LANG=C", "LC_CTYPE=C.UTF-8", "TMPDIR=/tmp",
+		"GITHUB_TOKEN=passed-explicitly", "LANG=en"}
+	if runtime.GOOS == "windows" {
+		want = []string{"PATH=/bin", "GITHUB_TOKEN=passed-explicitly", "LANG=en"}
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ChildEnv (-want +got):\n%s", diff)
+	}
+}
+
+func TestInheritedEnvDropsCredentials(t *testing.T) {
+	got := conn.InheritedEnv(hostEnv, []string{"GITHUB_TOKEN=passed-explicitly", "LANG=en"})
+	want := []string{"PATH=/bin", "HOME=/root", "USER=u", "LANG=C", "LC_CTYPE=C.UTF-8", "TMPDIR=/tmp", "PWD=/w",
+		"FOO=bar", "GITHUB_TOKEN=passed-explicitly", "LANG=en"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("InheritedEnv (-want +got):\n%s", diff)
 	}
 }
 

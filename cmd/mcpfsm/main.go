@@ -78,10 +78,10 @@ allowed.
                         2024-11-05 HTTP+SSE transport); default from
                         command or url
     args                array of strings: the command's arguments
-    env                 object of strings: extra environment variables; the
-                        host's credential-like variables (*TOKEN*, *SECRET*,
-                        *API_KEY*, ...) are NOT passed on, so name the ones a
-                        server needs here
+    env                 object of strings: the server's environment variables;
+                        of the host's, only PATH, HOME, USER, LOGNAME, SHELL,
+                        TERM, TMPDIR, TZ and the locale are passed on, so
+                        name every other one a server needs here
     envFile             a KEY=VALUE file of more variables (env wins)
     cwd                 the command's working directory
     headers             object of strings: HTTP headers for url servers

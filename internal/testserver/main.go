@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -40,6 +41,7 @@ type options struct {
 	sleep         time.Duration
 	http          bool
 	ignoreSignals bool
+	envFile       string
 }
 
 func main() {
@@ -64,6 +66,7 @@ func main() {
 	flag.DurationVar(&o.sleep, "sleep", 0, "sleep this long and exit, doing nothing else (the -setsid-holder process)")
 	flag.BoolVar(&o.http, "http", false, "serve Streamable HTTP on 127.0.0.1 (a free port) instead of stdio; print \"testserver: listening URL\" to stderr")
 	flag.BoolVar(&o.ignoreSignals, "ignore-signals", false, "ignore SIGINT, SIGTERM and SIGHUP")
+	flag.StringVar(&o.envFile, "env-file", "", "write this process's environment to this file, one KEY=VALUE a line")
 	flag.IntVar(&o.tools, "tools", 0, "list this many extra tools (extra_00000...), over pages of 500")
 	flag.BoolVar(&o.badNames, "bad-names", false, "also list tools whose names are not valid public names")
 	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
@@ -78,6 +81,9 @@ func main() {
 	}
 	if o.pidlog != "" {
 		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))
+	}
+	if o.envFile != "" {
+		writeEnv(o.envFile)
 	}
 	// Tests watch stderr for this line to learn that a process started.
 	fmt.Fprintf(os.Stderr, "testserver: started %d\n", os.Getpid())
@@ -135,6 +141,20 @@ func appendLine(path, line string) {
 	}
 	defer f.Close()
 	if _, err := f.WriteString(line + "\n"); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+}
+
+// writeEnv writes the environment to path, then renames, so a reader
+// never sees a partial file.
+func writeEnv(path string) {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(2)
 	}
