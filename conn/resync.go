@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
@@ -67,7 +68,14 @@ func (s *Supervisor) newSync(g *generation) *fsm.Machine[SyncState, SyncEvent, s
 		OnEnter: map[SyncState]func(context.Context, fsm.Step[SyncState, SyncEvent, struct{}]){
 			SyncListing: func(_ context.Context, st fsm.Step[SyncState, SyncEvent, struct{}]) {
 				if st.Event == SyncChanged {
-					s.cfg.Logger.Info("tool list changed, re-syncing", "server", s.cfg.Name, "state", string(s.State()), "generation", g.id)
+					// Coalesced like the sync itself: a flood gets one
+					// INFO line a second, counting the changes it stands for.
+					level, held := slog.LevelDebug, 0
+					if ok, n := s.resyncLog.allow(s.clk.Now(), resyncLogEvery); ok {
+						level, held = slog.LevelInfo, n
+					}
+					s.cfg.Logger.Log(context.Background(), level, "tool list changed, re-syncing",
+						"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "coalesced", held)
 				}
 				s.resync(g)
 			},

@@ -50,6 +50,7 @@ type Supervisor struct {
 	published []published
 	retry     *retryTimer // the armed backoff, in the backoff states
 	readyDone bool
+	resyncLog logLimiter // coalesces the re-sync log line
 
 	ext sessionState // the session beyond its tools (session.go)
 }
