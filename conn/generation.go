@@ -96,7 +96,12 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open transport: %w", err)
 	}
-	if !g.attach(func() { g.transport = t }) {
+	if !g.attach(func() {
+		g.transport = t
+		if term, ok := t.(Terminator); ok {
+			s.procs.add(term)
+		}
+	}) {
 		if term, ok := t.(Terminator); ok {
 			<-term.Terminate()
 		}
@@ -184,6 +189,7 @@ func (g *generation) shutdown() <-chan struct{} {
 		}
 		go func() {
 			<-terminateWithin(term, g.sup.cfg.CloseTimeout)
+			g.sup.procs.remove(term)
 			close(g.released)
 		}()
 	})

@@ -241,6 +241,13 @@ func (p *process) terminate(grace time.Duration) <-chan struct{} {
 	} else {
 		close(p.hurry)
 	}
+	if grace <= 0 {
+		// No grace at all: kill now, before returning, so that a host
+		// that exits right after leaves nothing behind.
+		p.signal(stepKill)
+		p.hurry = make(chan struct{})
+		return p.exited
+	}
 	hurry := make(chan struct{})
 	p.hurry = hurry
 	go func() {

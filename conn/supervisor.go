@@ -34,6 +34,7 @@ type Supervisor struct {
 	done      chan struct{} // closed when the loop has disposed everything
 	ready     chan struct{} // closed when the first attempt has an outcome
 	workers   sync.WaitGroup
+	procs     processes // transports whose process is not yet confirmed gone
 
 	// Written by the loop before ready/done are closed; read after.
 	readyErr   error
@@ -176,15 +177,17 @@ func (s *Supervisor) Done() <-chan struct{} { return s.done }
 // unregisters every tool. When Close returns nil, no goroutine and no
 // server process of the supervisor remains. It returns an error wrapping
 // [ErrIncompleteShutdown] if a server process could not be confirmed gone
-// within CloseTimeout, and ctx's error if ctx ends first (disposal then
-// goes on in the background). Close is idempotent and safe for concurrent
-// use.
+// within CloseTimeout. If ctx ends first, Close kills every server process
+// group at once (SIGKILL, skipping the grace periods) and returns ctx's
+// error; the rest of disposal goes on in the background. Close is
+// idempotent and safe for concurrent use.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	select {
 	case <-s.done:
 		return s.disposeErr
 	case <-ctx.Done():
+		s.procs.killAll()
 		return fmt.Errorf("conn: closing %q: %w", s.cfg.Name, ctx.Err())
 	}
 }
