@@ -120,9 +120,16 @@ func (t *stdioTransport) terminateWithin(within time.Duration) <-chan struct{} {
 	return t.proc.terminate(graceWithin(t.proc.grace, within))
 }
 
-// graceWithin shortens grace so that two grace periods and the kill fit in
-// within, with a margin (a quarter of it, at most 500ms) for the kill and
-// the reaping.
+// GracePeriod is the grace period a Supervisor gives a stdio server with
+// [Stdio.TerminateDuration] grace and [Config.CloseTimeout] closeTimeout:
+// grace, shortened if needed so that both grace periods and the kill fit
+// in closeTimeout, with a margin of a quarter of it (at most 500ms) for
+// the kill and the reaping. The process group is always SIGKILLed within
+// CloseTimeout.
+func GracePeriod(grace, closeTimeout time.Duration) time.Duration {
+	return graceWithin(grace, closeTimeout)
+}
+
 func graceWithin(grace, within time.Duration) time.Duration {
 	if within <= 0 {
 		return grace

@@ -54,6 +54,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	code = exitOK
 	for _, s := range cfg.Servers {
 		summarise(stdout, s)
+		warnTiming(stderr, s)
 		for _, err := range s.Check() {
 			fmt.Fprintf(stderr, "mcpfsm check: %v\n", err)
 			code = exitFail
@@ -160,7 +161,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	all := start(ctx, cfg.Servers, reg, startOptions{logger: logger}, *timeout)
 	printTools(stdout, reg.Tools())
 	failed := reportFailures(stderr, "tools", all)
-	if err := closeAll(all); err != nil {
+	if err := closeAll(ctx, all); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
 		failed = true
 	}
@@ -249,7 +250,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		code = call(ctx, reg, tool, callArgs, stdout, stderr)
 	}
-	if err := closeAll(all); err != nil {
+	if err := closeAll(ctx, all); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
 		code = exitFail
 	}
@@ -322,7 +323,7 @@ func printResult(w io.Writer, res *mcp.CallToolResult) error {
 
 const runUsage = `Usage: mcpfsm run -config FILE [-http ADDR [-http-token TOKEN]] [-log-format text|json] [-log-level info]
 
-Supervises every server of FILE until SIGINT (Ctrl-C) or SIGTERM: crashed
+Supervises every server of FILE until SIGINT (Ctrl-C), SIGTERM or SIGHUP: crashed
 stdio servers are respawned and lost sessions reconnected with each
 server's reconnect policy, and their tools stay registered.
 
@@ -333,7 +334,9 @@ time the set of registered tools changes, the new list is printed to
 stdout.
 
 On the first signal every server is stopped (bounded by the longest
-closeTimeoutMs plus 5s); a second signal kills mcpfsm at once. Exits 0
+closeTimeoutMs plus 5s; a stdio server's grace periods are shortened to fit
+its closeTimeoutMs); a second signal skips the grace periods: every server
+process group is killed, then mcpfsm exits. No server outlives it. Exits 0
 after a clean shutdown, 1 if a server with failOnStartupError did not come
 up or a server process could not be confirmed gone ("shutdown may be
 incomplete").
@@ -439,7 +442,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		reportFailures(stderr, "run", all)
 	}
-	if err := fl.closeEvery(); err != nil {
+	if err := fl.closeEvery(ctx); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
 		if errors.Is(err, conn.ErrIncompleteShutdown) {
 			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")

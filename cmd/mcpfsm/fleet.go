@@ -101,7 +101,7 @@ func (f *fleet) reconnect(ctx context.Context, st *started) error {
 	if f.closed || !ok || cur != st {
 		return fmt.Errorf("mcp server %q: %w (it was reloaded or removed)", st.srv.Name, conn.ErrClosed)
 	}
-	if err := closeAll([]*started{cur}); err != nil {
+	if err := closeAll(context.Background(), []*started{cur}); err != nil {
 		return err
 	}
 	next := startAll(ctx, []config.Server{cur.srv}, f.reg, f.opts)[0]
@@ -183,7 +183,7 @@ func (f *fleet) Reload(ctx context.Context) error {
 	slices.Sort(removed)
 	// Close before starting: a changed server must not run twice, and its
 	// name must be free in the registry for its successor.
-	closeErr := closeAll(stop)
+	closeErr := closeAll(context.Background(), stop)
 	next := map[string]*started{}
 	var errs []error
 	for _, st := range startAll(ctx, start, f.reg, f.opts) {
@@ -210,9 +210,9 @@ func names(s []string) string {
 }
 
 // closeEvery closes the running set (at exit).
-func (f *fleet) closeEvery() error {
+func (f *fleet) closeEvery(ctx context.Context) error {
 	f.change.Lock()
 	defer f.change.Unlock()
 	f.closed = true
-	return closeAll(f.running())
+	return closeAll(ctx, f.running())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -25,7 +26,7 @@ func startFleet(t *testing.T, path string) (*fleet, *conn.ToolRegistry) {
 	fl := &fleet{path: path, reg: reg, opts: startOptions{logger: slog.New(slog.DiscardHandler)}}
 	fl.set(startAll(t.Context(), cfg.Servers, reg, fl.opts))
 	t.Cleanup(func() {
-		if err := fl.closeEvery(); err != nil {
+		if err := fl.closeEvery(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -117,7 +118,7 @@ func TestReloadBrokenConfigKeepsRunning(t *testing.T) {
 	if after := fl.running(); !slices.Equal(before, after) || after[0].sup.Status().State != conn.Established {
 		t.Errorf("the running set changed after a broken reload")
 	}
-	if err := fl.closeEvery(); err != nil {
+	if err := fl.closeEvery(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := fl.Reload(t.Context()); !errors.Is(err, conn.ErrClosed) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,14 +94,16 @@ func closeBound(servers []config.Server) time.Duration {
 	return longest + 5*time.Second
 }
 
-// closeAll closes every supervisor concurrently, bounded by closeBound, and
-// returns their errors (naming the server).
-func closeAll(all []*started) error {
+// closeAll closes every supervisor concurrently, bounded by closeBound or
+// the end of ctx's hurry context (a second interrupt), and returns their
+// errors (naming the server). Either way every server process is killed:
+// a Close that gives up kills.
+func closeAll(ctx context.Context, all []*started) error {
 	var servers []config.Server
 	for _, st := range all {
 		servers = append(servers, st.srv)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeBound(servers))
+	ctx, cancel := context.WithTimeout(hurryOf(ctx), closeBound(servers))
 	defer cancel()
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
@@ -233,4 +236,17 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// warnTiming warns about a stdio server whose closeTimeoutMs is too short
+// for the shutdown schedule: its grace periods are then shortened.
+func warnTiming(w io.Writer, s config.Server) {
+	if s.Type != config.TypeStdio {
+		return
+	}
+	closeTimeout := cmp.Or(s.CloseTimeout, conn.DefaultCloseTimeout)
+	if g := conn.GracePeriod(conn.DefaultTerminateDuration, closeTimeout); g < conn.DefaultTerminateDuration {
+		fmt.Fprintf(w, "%s: warning: closeTimeoutMs %d is shorter than the stdio shutdown schedule (close stdin, %v, SIGTERM, %v, SIGKILL); the grace periods are shortened to %v so that the server is still killed within it\n",
+			s.Name, closeTimeout.Milliseconds(), conn.DefaultTerminateDuration, conn.DefaultTerminateDuration, g)
+	}
 }

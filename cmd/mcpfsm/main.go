@@ -111,17 +111,45 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is the whole command. It cancels its context on SIGINT or SIGTERM;
-// after the first signal the default handling is restored, so a second one
-// kills mcpfsm.
+// run is the whole command. The first SIGINT, SIGTERM or SIGHUP cancels
+// its context: every server is stopped, with its grace periods. A second
+// one skips the grace periods but still kills every server process group
+// before mcpfsm exits.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	hurry, hurried := context.WithCancel(context.Background())
+	defer hurried()
 	go func() {
-		<-ctx.Done()
-		stop()
+		for _, stop := range []context.CancelFunc{interrupt, hurried} {
+			select {
+			case <-sigs:
+				stop()
+			case <-hurry.Done():
+				return // run returned
+			}
+		}
 	}()
-	return runContext(ctx, args, stdout, stderr)
+	return runContext(withHurry(ctx, hurry), args, stdout, stderr)
+}
+
+// hurryKey holds the context whose end means "stop now": closeAll gives up
+// waiting and kills.
+type hurryKey struct{}
+
+func withHurry(ctx, hurry context.Context) context.Context {
+	return context.WithValue(ctx, hurryKey{}, hurry)
+}
+
+// hurryOf returns ctx's hurry context, or one that never ends.
+func hurryOf(ctx context.Context) context.Context {
+	if h, ok := ctx.Value(hurryKey{}).(context.Context); ok {
+		return h
+	}
+	return context.Background()
 }
 
 // runContext is run with the context that stands for "interrupted" passed

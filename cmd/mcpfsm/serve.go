@@ -162,7 +162,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ln.Close()
 	}
 	stopConsole()
-	if err := fl.closeEvery(); err != nil {
+	if err := fl.closeEvery(ctx); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		code = exitFail
 	}
