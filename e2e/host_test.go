@@ -122,12 +122,7 @@ func startHost(t *testing.T, e *env, closeTimeoutMs int, flags ...string) *host 
 }
 
 // signal sends sig to the host.
-func (h *host) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-}
+func (h *host) signal(t *testing.T, sig syscall.Signal) { signal(t, h.cmd, sig) }
 
 // awaitExit waits for the host to exit and returns its exit code.
 func (h *host) awaitExit(t *testing.T, d time.Duration) int {

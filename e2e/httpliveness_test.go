@@ -54,9 +54,12 @@ func startHTTPProcess(t *testing.T, e *env) *httpProcess {
 }
 
 // signal sends sig to the server process.
-func (h *httpProcess) signal(t *testing.T, sig syscall.Signal) {
+func (h *httpProcess) signal(t *testing.T, sig syscall.Signal) { signal(t, h.cmd, sig) }
+
+// signal sends sig to cmd's process.
+func signal(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) {
 	t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 }

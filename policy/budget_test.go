@@ -71,17 +71,24 @@ func TestBudgetStabilityWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clock.NewMock()
-			b := policy.NewBudget(policy.Default(), clk)
-			for range 3 {
-				b.Down()
-			}
-			b.Up()
+			b := upAfterThreeDowns(clk)
 			clk.Add(tt.uptime)
 			if d := b.Down(); d.Attempt != tt.wantAttempt || !d.Retry {
 				t.Errorf("Down after %v up = %v, want retry attempt %d", tt.uptime, d, tt.wantAttempt)
 			}
 		})
 	}
+}
+
+// upAfterThreeDowns is a default budget that charged three attempts and
+// then saw a connection come up.
+func upAfterThreeDowns(clk clock.Clock) *policy.Budget {
+	b := policy.NewBudget(policy.Default(), clk)
+	for range 3 {
+		b.Down()
+	}
+	b.Up()
+	return b
 }
 
 // TestBudgetCrashLoopExhausts is the case a reset-on-connect counter gets
@@ -125,11 +132,7 @@ func TestBudgetDownAtEndsUptimeWhenFirstKnownBad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clock.NewMock()
-			b := policy.NewBudget(policy.Default(), clk)
-			for range 3 {
-				b.Down()
-			}
-			b.Up()
+			b := upAfterThreeDowns(clk)
 			up := clk.Now()
 			clk.Add(tt.noticed)
 			if d := b.DownAt(up.Add(tt.badAfter)); d.Attempt != tt.wantAttempt || !d.Retry {
