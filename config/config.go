@@ -71,7 +71,7 @@ type Server struct {
 	ConnectTimeout     time.Duration // zero: conn.DefaultConnectTimeout
 	CallTimeout        time.Duration // zero: conn.DefaultCallTimeout
 	CloseTimeout       time.Duration // zero: conn.DefaultCloseTimeout
-	KeepAlive          time.Duration // zero: no pings
+	KeepAlive          time.Duration // zero: conn's default (pings for HTTP only)
 }
 
 // Options tune how a file is read. The zero value reads the process

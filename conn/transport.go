@@ -31,8 +31,11 @@ func (f TransportFunc) Open(ctx context.Context) (mcp.Transport, error) { return
 // A Supervisor waits for this channel, bounded by Config.CloseTimeout,
 // before it starts the next generation: this close barrier is what
 // guarantees that two processes of one server are never alive at once.
-// Transports without it are considered released when their session's
-// Close returns.
+// The supervisor terminates the process beside the session's Close, not
+// after it, since that Close may wait on the server. Transports without
+// it own no process: they are released at once, and their session's
+// Close goes on in the background (Close waits for it, bounded by
+// CloseTimeout).
 type Terminator interface {
 	Terminate() <-chan struct{}
 }

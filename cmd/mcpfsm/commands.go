@@ -97,6 +97,9 @@ func summarise(w io.Writer, s config.Server) {
 		return d
 	}
 	keep := "off"
+	if s.URL != "" && s.KeepAlive == 0 {
+		keep = "every " + conn.DefaultHTTPKeepAlive.String()
+	}
 	if s.KeepAlive > 0 {
 		keep = "every " + s.KeepAlive.String()
 	}

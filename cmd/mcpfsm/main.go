@@ -95,7 +95,8 @@ allowed.
     connectTimeoutMs    bound on one connection attempt (30000)
     callTimeoutMs       bound on one tool call (300000)
     closeTimeoutMs      how long a stopped server process may take to exit (5000)
-    keepAliveMs         ping interval; 0 disables pings (0)
+    keepAliveMs         ping interval (0: none for a command server,
+                        10000 for a url server)
   Strings in command, args, env, envFile, cwd, url and headers may use
   ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} and ${userHome};
   ${input:...} is an error (mcpfsm cannot prompt). Unknown keys, wrong
