@@ -118,6 +118,9 @@ func (s *Supervisor) resync(g *generation) {
 		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
 		defer cancel()
 		tools, err := g.listTools(ctx)
+		if err != nil {
+			err = g.requestFailed(err) // a refused connection is a loss
+		}
 		s.post(func() { s.resyncDone(g, tools, err) })
 	}()
 }
