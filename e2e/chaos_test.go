@@ -197,7 +197,7 @@ func TestChaos(t *testing.T) {
 
 	// Killer, on the test goroutine: SIGKILL the newest process at random
 	// moments. The schedule is fault injection, not synchronisation.
-	kills := 0
+	kills, lastKilled := 0, -1 // lastKilled indexes e.pids()
 	end := time.After(*soak)
 	for done := false; !done; {
 		select {
@@ -213,11 +213,19 @@ func TestChaos(t *testing.T) {
 		if pid := pids[len(pids)-1]; alive(pid) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
 				kills++
+				lastKilled = len(pids) - 1
 			}
 		}
 	}
 	close(stop)
 	wg.Wait()
+
+	// The last kill may not be handled yet: the supervisor can still be
+	// established on the killed process. It is handled once a newer
+	// process has started (the killer always kills the newest).
+	if lastKilled >= 0 {
+		awaitPIDCount(t, e, lastKilled+2, wait)
+	}
 
 	// After the killing stops, the supervisor settles in established.
 	e.rec.awaitState(t, sup, conn.Established, wait)
@@ -250,5 +258,21 @@ func TestChaos(t *testing.T) {
 	goleak.VerifyNone(t)
 	if after := openFDs(t); after > fdsBefore+2 {
 		t.Errorf("open fds: %d before, %d after", fdsBefore, after)
+	}
+}
+
+// awaitPIDCount waits until n server processes have started; the pid log
+// is a file, so it is polled.
+func awaitPIDCount(t *testing.T, e *env, n int, d time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for len(e.pids()) < n {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d server processes started within %v, want %d", len(e.pids()), d, n)
+		}
 	}
 }
