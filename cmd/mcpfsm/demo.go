@@ -68,6 +68,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, s := range servers {
 		t := conn.Command(exe)
 		t.Env = []string{demoServerEnv + "=" + s.name}
+		if pl := os.Getenv(demoPIDLogEnv); pl != "" {
+			// A stdio server gets no host variable it is not given.
+			t.Env = append(t.Env, demoPIDLogEnv+"="+pl)
+		}
 		sup, err := conn.Start(ctx, conn.Config{
 			Name: s.name, Transport: t, Registry: reg, Reconnect: &s.p,
 			CloseTimeout: 3 * time.Second, Logger: quiet, OnTransition: d.transition,
