@@ -326,7 +326,7 @@ func printResult(w io.Writer, res *mcp.CallToolResult) error {
 
 const runUsage = `Usage: mcpfsm run -config FILE [-http ADDR [-http-token TOKEN]] [-log-format text|json] [-log-level info]
 
-Supervises every server of FILE until SIGINT (Ctrl-C), SIGTERM or SIGHUP: crashed
+Supervises every server of FILE until SIGINT (Ctrl-C) or SIGTERM: crashed
 stdio servers are respawned and lost sessions reconnected with each
 server's reconnect policy, and their tools stay registered.
 

@@ -83,6 +83,7 @@ type hostConsole struct {
 // servers with h.metrics.
 func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegistry, logger *slog.Logger) (*hostConsole, error) {
 	h := &hostConsole{fl: fl, ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
+	hangupsReload.Store(true)
 	if ln == nil {
 		signal.Notify(h.hangups, syscall.SIGHUP)
 		return h, nil

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mcpfsm/mcpfsm/config"
@@ -112,8 +113,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is the whole command. The first SIGINT, SIGTERM or SIGHUP cancels
-// its context: every server is stopped, with its grace periods. A second
+// run is the whole command. The first SIGINT, SIGTERM or SIGHUP (unless it
+// reloads: see hangupsReload) cancels its context: every server is
+// stopped, with its grace periods. A second
 // one skips the grace periods but still kills every server process group
 // before mcpfsm exits.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -126,16 +128,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer hurried()
 	go func() {
 		for _, stop := range []context.CancelFunc{interrupt, hurried} {
-			select {
-			case <-sigs:
-				stop()
-			case <-hurry.Done():
-				return // run returned
+			for {
+				select {
+				case sig := <-sigs:
+					if sig == syscall.SIGHUP && hangupsReload.Load() {
+						continue // run's console reloads on it
+					}
+					stop()
+				case <-hurry.Done():
+					return // run returned
+				}
+				break
 			}
 		}
 	}()
 	return runContext(withHurry(ctx, hurry), args, stdout, stderr)
 }
+
+// hangupsReload is set once SIGHUP means "reload the config" (run's host
+// console) rather than "stop".
+var hangupsReload atomic.Bool
 
 // hurryKey holds the context whose end means "stop now": closeAll gives up
 // waiting and kills.
