@@ -31,6 +31,10 @@ type Config struct {
 	// Jitter is the fraction in [0, 1] by which delays are spread;
 	// default 0 (none).
 	Jitter *float64 `json:"jitter,omitempty"`
+	// ProbeIntervalMs is how often an exhausted supervisor tries once
+	// more, in whole milliseconds, 0 (no probing) to DelayLimitMs;
+	// default 0.
+	ProbeIntervalMs *float64 `json:"probeIntervalMs,omitempty"`
 }
 
 // Option names in the order they are documented, checked and reported.
@@ -40,9 +44,10 @@ const (
 	keyMaxDelay     = "maxDelayMs"
 	keyMaxAttempts  = "maxAttempts"
 	keyJitter       = "jitter"
+	keyProbe        = "probeIntervalMs"
 )
 
-var knownKeys = []string{keyEnabled, keyInitialDelay, keyMaxDelay, keyMaxAttempts, keyJitter}
+var knownKeys = []string{keyEnabled, keyInitialDelay, keyMaxDelay, keyMaxAttempts, keyJitter, keyProbe}
 
 // Resolve turns cfg into a [Policy], applying defaults to nil fields and
 // judging every bound, including the cross-field rule InitialDelayMs <=
@@ -97,6 +102,16 @@ func Resolve(cfg *Config, path string) (Policy, error) {
 			reject(keyJitter, ruleJitter)
 		} else {
 			p.Jitter = *v
+		}
+	}
+	if v := cfg.ProbeIntervalMs; v != nil {
+		switch n := *v; {
+		case !(n >= 0 && n <= DelayLimitMs): // NaN fails here
+			reject(keyProbe, ruleProbeMs)
+		case n != math.Trunc(n):
+			reject(keyProbe, ruleWholeMs)
+		default:
+			p.ProbeInterval = time.Duration(n) * time.Millisecond
 		}
 	}
 	if err := joinErrs(errs); err != nil {

@@ -19,7 +19,8 @@
 //	  "initialDelayMs": 500,    // whole milliseconds, 1 .. 2147483647
 //	  "maxDelayMs": 30000,      // whole milliseconds, initialDelayMs .. 2147483647
 //	  "maxAttempts": 10,        // integer, 1 .. 2147483647
-//	  "jitter": 0               // fraction, 0 .. 1
+//	  "jitter": 0,              // fraction, 0 .. 1
+//	  "probeIntervalMs": 0      // whole milliseconds, 0 (off) .. 2147483647
 //	}
 //
 // (Comments are for this page only; the input is plain JSON.) [Parse]
@@ -32,7 +33,7 @@
 // with the caller's path:
 //
 //	servers.fs.reconnect.initialDelayMs must be less than or equal to maxDelayMs
-//	servers.fs.reconnect.retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)
+//	servers.fs.reconnect.retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)
 //
 // # Schedule
 //
@@ -55,6 +56,14 @@
 // restarting for ever, which a counter reset on every successful connect
 // would allow. Time comes from an injected [clock.Clock], so tests use a
 // mock clock and never sleep.
+//
+// # Probing after giving up
+//
+// A spent budget stops retrying. With ProbeInterval (probeIntervalMs) set,
+// a supervisor in that state tries one attempt every interval, as hosts
+// that park a dead server and look again later do: a success recovers
+// with a fresh budget, a failure waits for the next probe. Zero, the
+// default, waits for a human (conn.Supervisor.Reconnect or a restart).
 //
 // # Jitter
 //

@@ -32,9 +32,9 @@ func ExampleParse_errors() {
 		fmt.Printf("first: field=%s rule=%q\n", fe.Field, fe.Rule)
 	}
 	// Output:
-	// servers.fs.reconnect.retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)
+	// servers.fs.reconnect.retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)
 	// true
-	// first: field=retries rule="is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)"
+	// first: field=retries rule="is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)"
 }
 
 func ExampleResolve() {

@@ -12,6 +12,7 @@ func FuzzParse(f *testing.F) {
 		`{"enabled":true,"initialDelayMs":500,"maxDelayMs":30000,"maxAttempts":10,"jitter":0.2}`,
 		`{"maxAttempts":1e400}`, `{"initialDelayMs":-0}`, `{"a":{"b":[1,2,{}]}}`,
 		`{"maxAttempts":1,"maxAttempts":1}`, `{"enabled":null} `, `{"jitter":1}{`,
+		`{"probeIntervalMs":300000}`, `{"probeIntervalMs":-1}`, `{"probeIntervalMs":0.5}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -12,7 +12,8 @@ import (
 // Parse decodes a JSON reconnect object and resolves it with [Resolve].
 //
 // The document must be one JSON object whose keys are among enabled,
-// initialDelayMs, maxDelayMs, maxAttempts and jitter (case-sensitive), each
+// initialDelayMs, maxDelayMs, maxAttempts, jitter and probeIntervalMs
+// (case-sensitive), each
 // at most once; whitespace may follow it, nothing else. A JSON null, for
 // the whole document or for one option, means "defaults", so a
 // `"reconnect": null` in a larger file behaves like an omitted one. Empty
@@ -132,6 +133,8 @@ func decodeMember(cfg *Config, key string, raw json.RawMessage, reject func(fiel
 		dst, want = &cfg.MaxAttempts, "a positive integer"
 	case keyJitter:
 		dst, want = &cfg.Jitter, "a number between 0 and 1"
+	case keyProbe:
+		dst, want = &cfg.ProbeIntervalMs, "a number of milliseconds"
 	default:
 		reject(displayKey(key), "is not a reconnect option ("+unknownHint(key)+")")
 		return

@@ -31,6 +31,11 @@ func TestParseAccepts(t *testing.T) {
 			policy.Policy{Enabled: true, InitialDelay: 500 * time.Millisecond, MaxDelay: time.Minute, MaxAttempts: 2}},
 		{"bounds inclusive", `{"initialDelayMs":2147483647,"maxDelayMs":2147483647,"maxAttempts":2147483647,"jitter":1}`,
 			policy.Policy{Enabled: true, InitialDelay: policy.DelayLimit, MaxDelay: policy.DelayLimit, MaxAttempts: policy.AttemptsLimit, Jitter: 1}},
+		{"probe interval", `{"probeIntervalMs":300000}`,
+			policy.Policy{Enabled: true, InitialDelay: 500 * time.Millisecond, MaxDelay: 30 * time.Second, MaxAttempts: 10, ProbeInterval: 5 * time.Minute}},
+		{"probe interval zero is off", `{"probeIntervalMs":0}`, def},
+		{"probe interval at the limit", `{"probeIntervalMs":2147483647}`,
+			policy.Policy{Enabled: true, InitialDelay: 500 * time.Millisecond, MaxDelay: 30 * time.Second, MaxAttempts: 10, ProbeInterval: policy.DelayLimit}},
 		{"lowest bounds", `{"initialDelayMs":1,"maxDelayMs":1,"maxAttempts":1,"jitter":0}`,
 			policy.Policy{Enabled: true, InitialDelay: time.Millisecond, MaxDelay: time.Millisecond, MaxAttempts: 1}},
 	}
@@ -50,7 +55,7 @@ func TestParseAccepts(t *testing.T) {
 func TestParseRejects(t *testing.T) {
 	const (
 		delayRule = " must be a positive number of milliseconds no greater than 2147483647"
-		known     = " is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)"
+		known     = " is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)"
 		p         = path + "."
 	)
 	tests := []struct {
@@ -70,6 +75,10 @@ func TestParseRejects(t *testing.T) {
 			[]string{p + "initialDelayMs must be less than or equal to maxDelayMs (initialDelayMs defaults to 500; set it explicitly)"}},
 		{"initial above default max", `{"initialDelayMs":60000}`,
 			[]string{p + "initialDelayMs must be less than or equal to maxDelayMs (maxDelayMs defaults to 30000; set it explicitly)"}},
+		{"negative probe", `{"probeIntervalMs":-1}`, []string{p + "probeIntervalMs must be 0 (no probing) or a positive number of milliseconds no greater than 2147483647"}},
+		{"probe above limit", `{"probeIntervalMs":2147483648}`, []string{p + "probeIntervalMs must be 0 (no probing) or a positive number of milliseconds no greater than 2147483647"}},
+		{"fractional probe", `{"probeIntervalMs":0.5}`, []string{p + "probeIntervalMs must be a whole number of milliseconds"}},
+		{"probe of the wrong type", `{"probeIntervalMs":"5m"}`, []string{p + "probeIntervalMs must be a number of milliseconds, not a string"}},
 		{"zero attempts", `{"maxAttempts":0}`, []string{p + "maxAttempts must be a positive integer"}},
 		{"negative attempts", `{"maxAttempts":-3}`, []string{p + "maxAttempts must be a positive integer"}},
 		{"fractional attempts", `{"maxAttempts":2.5}`, []string{p + "maxAttempts must be a positive integer"}},
@@ -152,7 +161,7 @@ func TestParseSyntaxErrorUnwraps(t *testing.T) {
 func TestParseEmptyPath(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`{"maxAttempts":0}`, "maxAttempts must be a positive integer"},
-		{`{"retries":1}`, "retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)"},
+		{`{"retries":1}`, "retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)"},
 		{`[]`, "reconnect config must be a JSON object, not an array"},
 	}
 	for _, tt := range tests {

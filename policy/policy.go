@@ -12,6 +12,8 @@ const (
 	DefaultMaxDelay     = 30 * time.Second
 	DefaultMaxAttempts  = 10
 	DefaultJitter       = 0.0
+	// DefaultProbeInterval is 0: an exhausted supervisor stays exhausted.
+	DefaultProbeInterval = time.Duration(0)
 )
 
 // Upper bounds. They exist so that every accepted value fits the types that
@@ -42,6 +44,8 @@ var (
 	ruleAttempts      = "must be a positive integer"
 	ruleAttemptsLimit = "must be a positive integer no greater than " + strconv.Itoa(AttemptsLimit)
 	ruleJitter        = "must be a number between 0 and 1"
+	ruleProbeMs       = "must be 0 (no probing) or a positive number of milliseconds no greater than " + strconv.Itoa(DelayLimitMs)
+	ruleProbe         = "must be 0 (no probing) or a positive duration no greater than " + DelayLimit.String()
 )
 
 // Policy is a resolved reconnect policy: every field is set and, when it
@@ -61,10 +65,16 @@ type Policy struct {
 	// Jitter is the fraction, in [0, 1], by which a [Budget] spreads each
 	// delay symmetrically around the schedule; 0 disables jitter.
 	Jitter float64
+	// ProbeInterval, if positive, is how often a supervisor whose budget
+	// is spent (state exhausted) tries one more attempt: a success
+	// recovers with a fresh budget, a failure waits for the next probe
+	// without a new backoff series. Zero (the default) stays exhausted
+	// until a human reconnects.
+	ProbeInterval time.Duration
 }
 
 // Default returns the default policy: enabled, 500 ms initial delay, 30 s
-// maximum delay, 10 attempts, no jitter.
+// maximum delay, 10 attempts, no jitter, no probing once exhausted.
 func Default() Policy {
 	return Policy{
 		Enabled:      true,
@@ -78,7 +88,7 @@ func Default() Policy {
 // Validate re-judges every bound that [Resolve] enforces, for policies built
 // in code. It returns nil or an error matching [ErrInvalid] whose
 // [*FieldError] values name the Go field (InitialDelay, MaxDelay,
-// MaxAttempts, Jitter). The zero Policy is invalid. Enabled is not
+// MaxAttempts, Jitter, ProbeInterval). The zero Policy is invalid. Enabled is not
 // consulted: a disabled policy must still be a valid one, so that enabling
 // it later cannot surface a latent error.
 func (p Policy) Validate() error {
@@ -105,6 +115,9 @@ func (p Policy) Validate() error {
 	}
 	if !(p.Jitter >= 0 && p.Jitter <= 1) { // written so that NaN fails
 		reject("Jitter", ruleJitter)
+	}
+	if p.ProbeInterval < 0 || p.ProbeInterval > DelayLimit {
+		reject("ProbeInterval", ruleProbe)
 	}
 	return joinErrs(errs)
 }

@@ -113,6 +113,9 @@ func TestValidate(t *testing.T) {
 		{"negative jitter", with(func(p *policy.Policy) { p.Jitter = -0.1 }), []string{"Jitter must be a number between 0 and 1"}},
 		{"jitter above 1", with(func(p *policy.Policy) { p.Jitter = 1.01 }), []string{"Jitter must be a number between 0 and 1"}},
 		{"NaN jitter", with(func(p *policy.Policy) { p.Jitter = math.NaN() }), []string{"Jitter must be a number between 0 and 1"}},
+		{"probe interval", with(func(p *policy.Policy) { p.ProbeInterval = time.Hour }), nil},
+		{"negative probe interval", with(func(p *policy.Policy) { p.ProbeInterval = -1 }), []string{"ProbeInterval must be 0 (no probing) or a positive duration no greater than 596h31m23.647s"}},
+		{"probe interval above limit", with(func(p *policy.Policy) { p.ProbeInterval = policy.DelayLimit + 1 }), []string{"ProbeInterval must be 0 (no probing) or a positive duration no greater than 596h31m23.647s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
