@@ -6,7 +6,8 @@ import "fmt"
 // for quiescence off the loop. (Leaving a backoff state already disarmed
 // its timer.)
 func (s *Supervisor) dispose() {
-	s.resolveReady(fmt.Errorf("conn: %q: %w", s.cfg.Name, ErrClosed))
+	s.resolveReady(s.closedErr())
+	s.answerWaiters(s.closedErr())
 	var barriers []*generation
 	for _, g := range []*generation{s.pending, s.current} {
 		if g != nil {

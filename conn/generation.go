@@ -64,6 +64,7 @@ func (g *generation) run() {
 	if err != nil {
 		g.down.Store(true)
 		released := g.shutdownAndWait()
+		err = markPermanent(g.withCause(err))
 		s.post(func() { s.attemptDone(g, nil, err, released) })
 		return
 	}
@@ -73,7 +74,7 @@ func (g *generation) run() {
 	g.down.Store(true)
 	g.stopKeepAlive()
 	released := g.shutdownAndWait()
-	werr, at := g.live.err, g.live.at
+	werr, at := g.withCause(g.live.err), g.live.at
 	s.post(func() { s.lost(g, werr, at, released) })
 }
 

@@ -52,7 +52,9 @@ type HTTP struct {
 // Streamable returns an [HTTP] transport for endpoint.
 func Streamable(endpoint string) *HTTP { return &HTTP{Endpoint: endpoint} }
 
-// Open returns a fresh SDK transport for one generation.
+// Open returns a fresh SDK transport for one generation. Its HTTP client
+// also keeps the server's last error answer, so that a failure or loss can
+// say what the server said ([HTTPError]) and honour its Retry-After.
 func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 	if err := h.validate(); err != nil {
 		return nil, err
@@ -63,10 +65,16 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 	}
 	watch := &authWatch{}
 	hc := *client
-	hc.Transport = &headerTransport{next: client.Transport, header: h.Header, watch: watch}
+	next := client.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	rec := &responseRecorder{base: next, now: time.Now}
+	hc.Transport = &headerTransport{next: rec, header: h.Header, watch: watch}
 	return &httpTransport{
 		StreamableClientTransport: &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: &hc, OAuthHandler: h.OAuthHandler},
 		watch:                     watch,
+		rec:                       rec,
 	}, nil
 }
 

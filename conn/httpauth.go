@@ -13,6 +13,7 @@ import (
 type httpTransport struct {
 	*mcp.StreamableClientTransport
 	watch *authWatch
+	rec   *responseRecorder // the last error answer, see HTTPError
 }
 
 // authWatch records the status of the latest HTTP answer.

@@ -31,8 +31,9 @@ const (
 	// scheduled after a backoff delay. The last good tools stay registered
 	// and fail fast.
 	LostReconnecting State = "lost-reconnecting"
-	// Exhausted: the outage budget is spent; the tools are unregistered and
-	// nothing more is tried until Close.
+	// Exhausted: the outage budget is spent; the tools are unregistered.
+	// Nothing more is tried until [Supervisor.Reconnect], or the next probe
+	// when the policy has a ProbeInterval.
 	Exhausted State = "exhausted"
 	// FailedDisabled: an attempt failed and reconnect is disabled by policy;
 	// no tools were registered by it.
@@ -40,13 +41,21 @@ const (
 	// LostDisabled: an established connection dropped and reconnect is
 	// disabled by policy; its tools stay registered and fail fast.
 	LostDisabled State = "lost-disabled"
+	// FailedPermanent: attempts failed in a way no wait can fix (the
+	// command is missing or not executable, the working directory is
+	// missing, the URL's host does not resolve), twice in a row; the
+	// tools are unregistered and nothing more is tried until
+	// [Supervisor.Reconnect]. Its log line names the fix.
+	FailedPermanent State = "failed-permanent"
 	// Halted: a server process did not exit within the close timeout, so
 	// reconnecting stopped rather than risk two processes of one server.
+	// [Supervisor.Reconnect] leaves it once that process has exited.
 	Halted State = "halted"
 	// AuthRefused: the server refused authorization (HTTP 401 or 403)
 	// after the OAuth handler gave up, or with none set. Retrying with the
 	// same credentials cannot help, so nothing more is tried and the outage
-	// budget is not spent; the state waits for Close.
+	// budget is not spent; the state waits for [Supervisor.Reconnect]
+	// (once the credentials are fixed) or Close.
 	AuthRefused State = "auth-refused"
 	// Disposing: Close was called; the supervisor is quiescing.
 	Disposing State = "disposing"
@@ -64,13 +73,19 @@ const (
 	// EventConnected: the attempt initialized a session and its tools were swapped in.
 	EventConnected Event = "connected"
 	// EventAttemptFailed: the attempt failed. It leads to halted, failed-disabled,
-	// exhausted or failed-retrying, as the guards decide.
+	// failed-permanent, exhausted or failed-retrying, as the guards decide.
 	EventAttemptFailed Event = "attempt-failed"
 	// EventConnectionLost: an established session ended. It leads to halted,
 	// lost-disabled, exhausted or lost-reconnecting, as the guards decide.
 	EventConnectionLost Event = "connection-lost"
 	// EventBackoffElapsed: the backoff delay elapsed; the next attempt starts.
 	EventBackoffElapsed Event = "backoff-elapsed"
+	// EventReconnect: [Supervisor.Reconnect] started an attempt at once, from
+	// a backoff or a state where reconnecting had stopped.
+	EventReconnect Event = "reconnect"
+	// EventProbe: the policy's ProbeInterval elapsed in exhausted; one
+	// attempt starts, and its failure leads back to exhausted.
+	EventProbe Event = "probe"
 	// EventDispose: Close was called.
 	EventDispose Event = "dispose"
 	// EventDisposed: every goroutine and process of the supervisor has stopped.
@@ -89,10 +104,11 @@ type Payload struct {
 	Generation  uint64        // the generation the step concerns; 0 for the newest
 
 	// The outcome of a failure or loss, which the guards read.
-	Released bool // the generation confirmed its process gone within CloseTimeout
-	Enabled  bool // the reconnect policy is enabled
-	Retry    bool // the outage budget granted another attempt after Delay
-	Refused  bool // the server refused authorization: no retry can help
+	Released  bool // the generation confirmed its process gone within CloseTimeout
+	Enabled   bool // the reconnect policy is enabled
+	Retry     bool // the outage budget granted another attempt after Delay
+	Refused   bool // the server refused authorization: no retry can help
+	Permanent bool // a second attempt in a row failed in a way no wait can fix
 }
 
 // kind is what a state says about the connection, beyond its name.
@@ -136,9 +152,11 @@ var states = []stateFacts{
 		"connection failed and reconnect is disabled", slog.LevelError, failed, sayFailedDisabled},
 	{fsm.State[State]{Name: LostDisabled, Doc: "connection lost; reconnect disabled; tools fail fast"},
 		"connection lost and reconnect is disabled", slog.LevelError, lost, sayLostDisabled},
+	{fsm.State[State]{Name: FailedPermanent, Doc: "connection failed; no retry can fix it; tools unregistered"},
+		"connection failed and no retry can fix it", slog.LevelError, failed, sayFailedPermanent},
 	{fsm.State[State]{Name: Halted, Doc: "old server process never exited; reconnect stopped"},
 		"server process did not exit; reconnect halted", slog.LevelError, stopped, sayHalted},
-	{fsm.State[State]{Name: AuthRefused, Doc: "server refused authorization (HTTP 401/403); waiting for Close"},
+	{fsm.State[State]{Name: AuthRefused, Doc: "server refused authorization (HTTP 401/403); waiting for Reconnect or Close"},
 		"authorization refused", slog.LevelError, stopped, sayAuthRefused},
 	{fsm.State[State]{Name: Disposing, Doc: "Close called; quiescing"},
 		"disposing", slog.LevelDebug, plain, nil},
@@ -188,7 +206,14 @@ var (
 	disabled    = func(p Payload) bool { return !p.Enabled }
 	spent       = func(p Payload) bool { return !p.Retry }
 	refused     = func(p Payload) bool { return p.Refused }
+	permanent   = func(p Payload) bool { return p.Permanent }
+	released    = func(p Payload) bool { return p.Released }
 )
+
+// waiting lists the states [Supervisor.Reconnect] leaves at once: a
+// backoff, and every state where reconnecting stopped for a reason a human
+// may have fixed. Halted is left only once its process has exited.
+var waiting = []State{FailedRetrying, LostReconnecting, Exhausted, FailedDisabled, LostDisabled, FailedPermanent, AuthRefused}
 
 // Table returns the connection machine's declaration: its states, events
 // and transitions, and the guards that choose among the outcomes of a
@@ -213,6 +238,8 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Name: EventAttemptFailed, Doc: "the attempt failed"},
 			{Name: EventConnectionLost, Doc: "the established session ended"},
 			{Name: EventBackoffElapsed, Doc: "backoff delay elapsed"},
+			{Name: EventReconnect, Doc: "Reconnect called"},
+			{Name: EventProbe, Doc: "probe interval elapsed"},
 			{Name: EventDispose, Doc: "Close called"},
 			{Name: EventDisposed, Doc: "every goroutine and process stopped"},
 		},
@@ -222,6 +249,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: Halted, Guard: notReleased, When: "not released"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: AuthRefused, Guard: refused, When: "authorization refused"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedDisabled, Guard: disabled, When: "reconnect disabled"},
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedPermanent, Guard: permanent, When: "no retry can fix it"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: Exhausted, Guard: spent, When: "budget spent"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedRetrying},
 
@@ -231,6 +259,9 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventConnectionLost, From: []State{Established}, To: LostReconnecting},
 
 			{Event: EventBackoffElapsed, From: []State{FailedRetrying, LostReconnecting}, To: Connecting},
+			{Event: EventReconnect, From: waiting, To: Connecting},
+			{Event: EventReconnect, From: []State{Halted}, To: Connecting, Guard: released, When: "process gone"},
+			{Event: EventProbe, From: []State{Exhausted}, To: Connecting},
 			{Event: EventDisposed, From: []State{Disposing}, To: Disposed},
 		},
 	}

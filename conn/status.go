@@ -2,8 +2,8 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
-
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
@@ -128,6 +128,16 @@ func sayFailedDisabled(phrase string, _ Transition, _ time.Duration) (string, []
 
 func sayLostDisabled(phrase string, _ Transition, _ time.Duration) (string, []any) {
 	return phrase + "; registered tools will fail until you " + recoverHint, nil
+}
+
+func sayFailedPermanent(phrase string, t Transition, _ time.Duration) (string, []any) {
+	fix := "fix the server's configuration"
+	var pe *PermanentError
+	if errors.As(t.Err, &pe) {
+		fix = pe.Fix
+	}
+	return phrase + ": " + fix + "; tools unregistered; then call Reconnect, reload its configuration or restart the host",
+		[]any{"fix", fix}
 }
 
 func sayHalted(phrase string, _ Transition, closeTimeout time.Duration) (string, []any) {

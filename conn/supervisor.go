@@ -49,9 +49,15 @@ type Supervisor struct {
 	pending   *generation // the attempt in flight
 	current   *generation // the generation whose tools are registered
 	published []published
-	retry     *retryTimer // the armed backoff, in the backoff states
+	retry     *retryTimer // the armed backoff or probe, in the backoff states and exhausted
 	readyDone bool
-	resyncLog logLimiter // coalesces the re-sync log line
+	waiters   []chan<- error // Reconnect calls waiting for the attempt in flight
+	stuck     *generation    // the generation that halted reconnecting, in halted
+	probing   bool           // the attempt in flight is a probe from exhausted
+	// permanentRun counts the consecutive attempts that failed in a way
+	// no wait can fix; the second leads to failed-permanent.
+	permanentRun int
+	resyncLog    logLimiter // coalesces the re-sync log line
 
 	ext sessionState // the session beyond its tools (session.go)
 }
@@ -61,10 +67,11 @@ type published struct {
 	unregister func()
 }
 
-// retryTimer is an armed backoff: the loop waits on its timer and then
-// fires backoff-elapsed with its payload.
+// retryTimer is an armed backoff or probe: the loop waits on its timer and
+// then fires its event (backoff-elapsed or probe) with its payload.
 type retryTimer struct {
 	timer   *clock.Timer
+	event   Event
 	payload Payload
 }
 
@@ -101,17 +108,26 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s.machine, err = fsm.New(Table(), fsm.Options[State, Event, Payload]{
 		// The entry actions; each reads what it needs from the payload.
 		OnEnter: map[State]func(context.Context, step){
-			Connecting:       func(_ context.Context, st step) { s.startAttempt(st.Data.Attempt) },
+			Connecting: func(_ context.Context, st step) {
+				s.probing = st.Event == EventProbe
+				s.startAttempt(st.Data.Attempt)
+			},
 			FailedRetrying:   func(_ context.Context, st step) { s.armTimer(st.Data) },
 			LostReconnecting: func(_ context.Context, st step) { s.armTimer(st.Data) },
-			Exhausted:        func(context.Context, step) { s.unpublish() },
-			Disposing:        func(context.Context, step) { s.dispose() },
-			Disposed:         func(context.Context, step) { s.unpublish() },
+			Exhausted: func(_ context.Context, st step) {
+				s.unpublish()
+				s.armProbe(st.Data)
+			},
+			FailedPermanent: func(context.Context, step) { s.unpublish() },
+			Disposing:       func(context.Context, step) { s.dispose() },
+			Disposed:        func(context.Context, step) { s.unpublish() },
 		},
-		// Leaving a backoff state, whichever way, disarms its timer.
+		// Leaving a backoff state or exhausted, whichever way, disarms
+		// its timer.
 		OnExit: map[State]func(context.Context, step){
 			FailedRetrying:   func(context.Context, step) { s.disarm() },
 			LostReconnecting: func(context.Context, step) { s.disarm() },
+			Exhausted:        func(context.Context, step) { s.disarm() },
 		},
 		Observer: s.observe,
 		OnError: func(ev Event, err error) {
@@ -217,7 +233,7 @@ func (s *Supervisor) loop() {
 			s.listChanged()
 		case <-elapsed:
 			p := s.retry.payload
-			s.fire(EventBackoffElapsed, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})
+			s.fire(s.retry.event, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})
 		case <-closing:
 			closing = nil // it stays closed: handle it once
 			if s.machine.Can(EventDispose) {
@@ -273,9 +289,14 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		}
 		s.pending, s.current = nil, g
 		s.established(g)
+		if s.probing {
+			s.budget.Reset() // a probe that succeeds ends the outage
+		}
 		s.budget.Up()
+		s.permanentRun = 0
 		s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
 		s.resolveReady(nil)
+		s.answerWaiters(nil)
 		// The attempt's listing is done; a change that arrived during it
 		// starts the first re-sync now.
 		if g.changed.Swap(false) {
@@ -288,26 +309,33 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	// A refused authorization is not an outage: it charges no budget and
 	// its own guard stops reconnecting (see AuthError).
 	var ferr error = &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
-	msg := "connection attempt failed: " + err.Error()
 	status := g.authRefused()
 	if status != 0 {
 		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}
-		msg = fmt.Sprintf("connection attempt refused authorization (HTTP %d): %v", status, err)
 	}
-	s.cfg.Logger.Warn(msg,
-		"server", s.cfg.Name, "state", string(s.machine.State()), "attempt", g.attempt, "generation", g.id, "err", err)
 	s.resolveReady(ferr)
+	s.answerWaiters(ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
 		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})
 		return
 	}
 	if status != 0 {
+		if !released {
+			s.stuck = g
+		}
 		s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id,
 			Released: released, Enabled: s.cfg.policy.Enabled, Refused: true})
 		return
 	}
-	s.fire(EventAttemptFailed, s.outcome(g.attempt, ferr, g.id, released))
+	if errors.Is(err, ErrPermanent) {
+		s.permanentRun++
+	} else {
+		s.permanentRun = 0
+	}
+	p := s.outcome(g, g.attempt, ferr, released)
+	p.Permanent = s.permanentRun >= 2
+	s.fire(EventAttemptFailed, p)
 }
 
 // lost is the end of an established generation's session; at is when its
@@ -316,23 +344,33 @@ func (s *Supervisor) lost(g *generation, err error, at time.Time, released bool)
 	if g != s.current || !s.machine.Can(EventConnectionLost) {
 		return // fenced: a retired generation, or disposal closed it
 	}
-	s.fire(EventConnectionLost, s.outcomeAt(0, &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}, g.id, released, at))
+	lerr := &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}
+	s.fire(EventConnectionLost, s.outcomeAt(g, 0, lerr, released, at))
 }
 
-// outcome is the payload of a failure or loss, from which the table's
-// guards choose the next state. The outage budget is charged only when
-// the generation was released: one that was not halts reconnecting.
-func (s *Supervisor) outcome(attempt int, err error, gen uint64, released bool) Payload {
-	return s.outcomeAt(attempt, err, gen, released, s.clk.Now())
+// outcome is the payload of a failure or loss of g, from which the
+// table's guards choose the next state. The outage budget is charged only
+// when the generation was released: one that was not halts reconnecting,
+// and is kept so that Reconnect can tell when its process is gone. The
+// delay is the backoff, or in exhausted the probe interval, raised to a
+// Retry-After the server sent.
+func (s *Supervisor) outcome(g *generation, attempt int, err error, released bool) Payload {
+	return s.outcomeAt(g, attempt, err, released, s.clk.Now())
 }
 
 // outcomeAt is outcome for a connection last known good at t.
-func (s *Supervisor) outcomeAt(attempt int, err error, gen uint64, released bool, t time.Time) Payload {
-	p := Payload{Attempt: attempt, Err: err, Generation: gen, Released: released, Enabled: s.cfg.policy.Enabled}
-	if released {
-		d := s.budget.DownAt(t)
-		p.Attempt, p.MaxAttempts, p.Delay, p.Retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
+func (s *Supervisor) outcomeAt(g *generation, attempt int, err error, released bool, t time.Time) Payload {
+	p := Payload{Attempt: attempt, Err: err, Generation: g.id, Released: released, Enabled: s.cfg.policy.Enabled}
+	if !released {
+		s.stuck = g
+		return p
 	}
+	d := s.budget.DownAt(t)
+	p.Attempt, p.MaxAttempts, p.Delay, p.Retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
+	if !d.Retry && p.Enabled {
+		p.Delay = s.cfg.policy.ProbeInterval
+	}
+	p.Delay = retryAfterFloor(p.Delay, err)
 	return p
 }
 
@@ -348,7 +386,7 @@ func (s *Supervisor) resolveReady(err error) {
 // armTimer is the entry action of the backoff states: the loop fires
 // backoff-elapsed, with the attempt p grants, once p.Delay has passed.
 func (s *Supervisor) armTimer(p Payload) {
-	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), payload: p}
+	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), event: EventBackoffElapsed, payload: p}
 }
 
 // disarm is the exit action of the backoff states.

@@ -34,6 +34,7 @@ func TestTableStateNames(t *testing.T) {
 		conn.LostDisabled:     "lost-disabled",
 		conn.Halted:           "halted",
 		conn.AuthRefused:      "auth-refused",
+		conn.FailedPermanent:  "failed-permanent",
 		conn.Disposing:        "disposing",
 		conn.Disposed:         "disposed",
 	}
@@ -90,6 +91,7 @@ func TestTableFailedVersusLost(t *testing.T) {
 		{conn.LostDisabled, []string{"established --connection-lost [reconnect disabled]-->"}},
 		{conn.FailedRetrying, []string{"connecting --attempt-failed-->"}},
 		{conn.FailedDisabled, []string{"connecting --attempt-failed [reconnect disabled]-->"}},
+		{conn.FailedPermanent, []string{"connecting --attempt-failed [no retry can fix it]-->"}},
 		{conn.Exhausted, []string{"connecting --attempt-failed [budget spent]-->", "established --connection-lost [budget spent]-->"}},
 		{conn.Halted, []string{"connecting --attempt-failed [not released]-->", "established --connection-lost [not released]-->"}},
 		// A refused authorization is an attempt's outcome only: a session
@@ -196,7 +198,7 @@ func TestTablePhrases(t *testing.T) {
 			lost = append(lost, s)
 		}
 	}
-	if diff := cmp.Diff([]conn.State{conn.FailedRetrying, conn.FailedDisabled}, failed); diff != "" {
+	if diff := cmp.Diff([]conn.State{conn.FailedRetrying, conn.FailedDisabled, conn.FailedPermanent}, failed); diff != "" {
 		t.Errorf("Failed() states (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]conn.State{conn.LostReconnecting, conn.LostDisabled}, lost); diff != "" {
@@ -263,5 +265,27 @@ func TestTableDiagramEdges(t *testing.T) {
 				t.Errorf("DOT edge %s %s starts outside %s", e, to, from)
 			}
 		}
+	}
+}
+
+// TestTableWaysBack pins every way back into connecting: the backoff
+// timer, a probe from exhausted, and Reconnect from every state that waits
+// or has stopped (from halted only once its process is gone), and nothing
+// from established, connecting itself or disposal.
+func TestTableWaysBack(t *testing.T) {
+	want := []string{
+		"exhausted --probe-->",
+		"exhausted --reconnect-->",
+		"failed-disabled --reconnect-->",
+		"failed-permanent --reconnect-->",
+		"failed-retrying --backoff-elapsed-->",
+		"failed-retrying --reconnect-->",
+		"halted --reconnect [process gone]-->",
+		"lost-disabled --reconnect-->",
+		"lost-reconnecting --backoff-elapsed-->",
+		"lost-reconnecting --reconnect-->",
+	}
+	if diff := cmp.Diff(want, transitionsInto(conn.Connecting)); diff != "" {
+		t.Errorf("transitions into connecting (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,135 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrStillRunning: [Supervisor.Reconnect] was called in halted while the
+// server process that halted reconnecting has still not exited. Starting
+// another would run two processes of one server; stop the old one first.
+var ErrStillRunning = errors.New("the old server process is still running")
+
+// MaxRetryAfter caps the Retry-After an HTTP server may ask for: a longer
+// one is honoured as this long, so a hostile or broken server cannot park
+// a supervisor for days.
+const MaxRetryAfter = time.Hour
+
+// Reconnect starts an attempt at once and returns its outcome: nil when
+// the connection is established, or the attempt's [*FailedError].
+//
+// From a backoff (failed-retrying, lost-reconnecting) it cuts the wait
+// short; from exhausted, failed-disabled, lost-disabled and
+// failed-permanent it starts again where reconnecting had stopped; from
+// halted it starts again only once the process that did not exit has
+// exited since (otherwise it fails with an error matching
+// [ErrStillRunning] and changes nothing). Each of these is the table's
+// reconnect event. It resets the outage budget, so a failure of this
+// attempt starts a fresh backoff series (or, for a failure no wait can
+// fix, one confirming retry).
+//
+// While an attempt is in flight (connecting) Reconnect waits for that one
+// instead of starting another, so concurrent calls share one attempt and
+// all get its outcome. When already established it returns nil and
+// changes nothing. After Close, and while disposing, it returns an error
+// matching [ErrClosed]. If ctx ends first it returns ctx's error; the
+// attempt goes on.
+func (s *Supervisor) Reconnect(ctx context.Context) error {
+	select {
+	case <-s.closing:
+		return s.closedErr()
+	default:
+	}
+	reply := make(chan error, 1)
+	select {
+	case s.inbox <- func() { s.reconnect(reply) }:
+	case <-s.done:
+		return s.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Supervisor) closedErr() error { return fmt.Errorf("conn: %q: %w", s.cfg.Name, ErrClosed) }
+
+// reconnect runs Reconnect on the loop. Every reply is buffered, so the
+// loop never waits on a caller who gave up.
+func (s *Supervisor) reconnect(reply chan<- error) {
+	select {
+	case <-s.closing:
+		reply <- s.closedErr()
+		return
+	default:
+	}
+	switch st := s.machine.State(); st {
+	case Established:
+		reply <- nil
+		return
+	case Connecting:
+		s.waiters = append(s.waiters, reply)
+		return
+	case Disposing, Disposed:
+		reply <- s.closedErr()
+		return
+	case Halted:
+		if s.stuck != nil && !isClosed(s.stuck.released) {
+			reply <- fmt.Errorf("conn: %q: not reconnecting: generation %d's server process has not exited since it was retired (%w); stop it, then reconnect",
+				s.cfg.Name, s.stuck.id, ErrStillRunning)
+			return
+		}
+	}
+	if !s.machine.Can(EventReconnect) {
+		reply <- fmt.Errorf("conn: %q: cannot reconnect from state %s", s.cfg.Name, s.machine.State())
+		return
+	}
+	s.budget.Reset()
+	s.permanentRun = 0
+	s.stuck = nil
+	s.waiters = append(s.waiters, reply)
+	s.fire(EventReconnect, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, Released: true, Enabled: s.cfg.policy.Enabled})
+}
+
+// answerWaiters gives every Reconnect waiting on the attempt its outcome.
+func (s *Supervisor) answerWaiters(err error) {
+	for _, w := range s.waiters {
+		w <- err
+	}
+	s.waiters = nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// armProbe is the entry action of exhausted: with a ProbeInterval, the
+// loop fires probe once the payload's delay (the interval, or a longer
+// Retry-After) has passed.
+func (s *Supervisor) armProbe(p Payload) {
+	if s.cfg.policy.ProbeInterval <= 0 || p.Delay <= 0 {
+		return
+	}
+	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), event: EventProbe, payload: p}
+}
+
+// retryAfterFloor raises a delay to what an HTTP server asked for with
+// Retry-After on the failure err reports, at most [MaxRetryAfter].
+func retryAfterFloor(d time.Duration, err error) time.Duration {
+	var he *HTTPError
+	if d <= 0 || !errors.As(err, &he) || he.RetryAfter <= d {
+		return d
+	}
+	return min(he.RetryAfter, MaxRetryAfter)
+}
