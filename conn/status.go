@@ -84,21 +84,42 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	s.watch.deliver(t)
 }
 
-// logTransition writes the log line of a transition, at the target
+// logTransition writes the one log line of a transition, at the target
 // state's level, with the message its say function builds from the
 // state's phrase; so "connection failed" and "connection lost" follow from
-// the state and cannot be mixed up.
+// the state and cannot be mixed up. A failure or loss ends the message
+// with its cause ("; cause: ..."), which says what the server did, so an
+// operator reading only messages learns why.
 func (s *Supervisor) logTransition(t Transition) {
 	f := t.To.facts()
 	msg, extra := f.phrase, []any(nil)
 	if f.say != nil {
 		msg, extra = f.say(f.phrase, t, s.cfg.CloseTimeout)
 	}
-	attrs := append([]any{"server", t.Server, "state", string(t.To), "generation", t.Generation}, extra...)
+	attrs := append([]any{"server", t.Server, "state", string(t.To), "from", string(t.From), "event", string(t.Event),
+		"generation", t.Generation}, extra...)
 	if t.Err != nil {
+		msg += "; cause: " + causeText(t.Err)
 		attrs = append(attrs, "err", t.Err)
 	}
 	s.cfg.Logger.Log(context.Background(), f.level, msg, attrs...)
+}
+
+// causeText is what a transition's error says beyond its state's phrase:
+// the cause inside a *FailedError or *LostError.
+func causeText(err error) string {
+	var fe *FailedError
+	var le *LostError
+	switch {
+	case errors.As(err, &fe) && fe.Err != nil:
+		return fe.Err.Error()
+	case errors.As(err, &le):
+		if le.Err == nil {
+			return "the server closed the connection"
+		}
+		return le.Err.Error()
+	}
+	return err.Error()
 }
 
 // The log lines of the states that say more than their phrase; the states

@@ -46,9 +46,8 @@ func Example() {
 	}
 	// Output:
 	// connecting -attempt-failed-> failed-retrying -backoff-elapsed-> connecting -connected-> established -connection-lost-> lost-reconnecting -backoff-elapsed-> connecting -connected-> established
-	// WARN connection attempt failed: open transport: generation 1 refused
-	// WARN connection failed; retrying in 1s (attempt 1/3)
-	// WARN connection lost; reconnecting in 2s (attempt 2/3)
+	// WARN connection failed; retrying in 1s (attempt 1/3); cause: open transport: generation 1 refused
+	// WARN connection lost; reconnecting in 2s (attempt 2/3); cause: the server closed the connection
 }
 
 // panicT stands in for a *testing.T in the example.

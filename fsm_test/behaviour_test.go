@@ -173,7 +173,7 @@ func TestStopWhenCloseSignalNeverComes(t *testing.T) {
 		t.Errorf("opened %d transports, want 1", opens)
 	}
 	lines := h.rec.Logs(slog.LevelError)
-	if len(lines) != 1 || lines[0].Msg != "server process did not exit; reconnect halted: it did not exit within CloseTimeout (5s); not reconnecting, to avoid two server processes at once; fix the server, then reload its configuration or restart the host" {
+	if len(lines) != 1 || lines[0].Msg != "server process did not exit; reconnect halted: it did not exit within CloseTimeout (5s); not reconnecting, to avoid two server processes at once; fix the server, then reload its configuration or restart the host; cause: initialize: initialize refused" {
 		t.Errorf("error logs = %v", lines)
 	}
 	ht.Release() // let the stuck shutdown finish for the leak check

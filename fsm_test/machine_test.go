@@ -71,7 +71,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.LostReconnecting, conn.Connecting, conn.EventBackoffElapsed, 1, 0},
 				{conn.Connecting, conn.Established, conn.EventConnected, 1, 0},
 			},
-			logs: []conntest.LogLine{warnLine("connection lost; reconnecting in 1s (attempt 1/3)")},
+			logs: []conntest.LogLine{warnLine("connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection")},
 		},
 		{
 			name:   "initial failure then retry failure are both connection failed",
@@ -87,10 +87,8 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Established, conn.EventConnected, 2, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection attempt failed: open transport: generation 1 refused"),
-				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
-				warnLine("connection attempt failed: open transport: generation 2 refused"),
-				warnLine("connection failed; retrying in 2s (attempt 2/3)"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3); cause: open transport: generation 1 refused"),
+				warnLine("connection failed; retrying in 2s (attempt 2/3); cause: open transport: generation 2 refused"),
 			},
 		},
 		{
@@ -110,14 +108,10 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Exhausted, conn.EventAttemptFailed, 3, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection attempt failed: open transport: generation 1 refused"),
-				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
-				warnLine("connection attempt failed: open transport: generation 2 refused"),
-				warnLine("connection failed; retrying in 2s (attempt 2/3)"),
-				warnLine("connection attempt failed: open transport: generation 3 refused"),
-				warnLine("connection failed; retrying in 4s (attempt 3/3)"),
-				warnLine("connection attempt failed: open transport: generation 4 refused"),
-				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3); cause: open transport: generation 1 refused"),
+				warnLine("connection failed; retrying in 2s (attempt 2/3); cause: open transport: generation 2 refused"),
+				warnLine("connection failed; retrying in 4s (attempt 3/3); cause: open transport: generation 3 refused"),
+				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host; cause: open transport: generation 4 refused"),
 			},
 		},
 		{
@@ -144,10 +138,10 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Established, conn.Exhausted, conn.EventConnectionLost, 3, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
-				warnLine("connection lost; reconnecting in 2s (attempt 2/3)"),
-				warnLine("connection lost; reconnecting in 4s (attempt 3/3)"),
-				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"),
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection"),
+				warnLine("connection lost; reconnecting in 2s (attempt 2/3); cause: the server closed the connection"),
+				warnLine("connection lost; reconnecting in 4s (attempt 3/3); cause: the server closed the connection"),
+				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host; cause: the server closed the connection"),
 			},
 		},
 		{
@@ -171,13 +165,10 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Exhausted, conn.EventAttemptFailed, 3, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
-				warnLine("connection attempt failed: open transport: generation 2 refused"),
-				warnLine("connection failed; retrying in 2s (attempt 2/3)"),
-				warnLine("connection attempt failed: open transport: generation 3 refused"),
-				warnLine("connection failed; retrying in 4s (attempt 3/3)"),
-				warnLine("connection attempt failed: open transport: generation 4 refused"),
-				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host"),
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection"),
+				warnLine("connection failed; retrying in 2s (attempt 2/3); cause: open transport: generation 2 refused"),
+				warnLine("connection failed; retrying in 4s (attempt 3/3); cause: open transport: generation 3 refused"),
+				errorLine("giving up after 3 consecutive failed reconnect attempts; tools unregistered; fix the server, then reload its configuration or restart the host; cause: open transport: generation 4 refused"),
 			},
 		},
 		{
@@ -196,8 +187,8 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Established, conn.LostReconnecting, conn.EventConnectionLost, 1, time.Second},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
-				warnLine("connection lost; reconnecting in 1s (attempt 1/3)"),
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection"),
+				warnLine("connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection"),
 			},
 		},
 		{
@@ -210,7 +201,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Established, conn.LostDisabled, conn.EventConnectionLost, 0, 0},
 			},
 			logs: []conntest.LogLine{
-				errorLine("connection lost and reconnect is disabled; registered tools will fail until you fix the server, then reload its configuration or restart the host"),
+				errorLine("connection lost and reconnect is disabled; registered tools will fail until you fix the server, then reload its configuration or restart the host; cause: the server closed the connection"),
 			},
 		},
 		{
@@ -222,8 +213,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.FailedDisabled, conn.EventAttemptFailed, 0, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection attempt failed: open transport: generation 1 refused"),
-				errorLine("connection failed and reconnect is disabled; no tools were registered; fix the server, then reload its configuration or restart the host"),
+				errorLine("connection failed and reconnect is disabled; no tools were registered; fix the server, then reload its configuration or restart the host; cause: open transport: generation 1 refused"),
 			},
 		},
 		{
@@ -238,8 +228,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Connecting, conn.Established, conn.EventConnected, 1, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection attempt failed: no answer within ConnectTimeout (30s): initialize: context deadline exceeded"),
-				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3); cause: no answer within ConnectTimeout (30s): initialize: context deadline exceeded"),
 			},
 		},
 		{
@@ -253,8 +242,7 @@ func TestConnectionMachine(t *testing.T) {
 				{conn.Disposing, conn.Disposed, conn.EventDisposed, 0, 0},
 			},
 			logs: []conntest.LogLine{
-				warnLine("connection attempt failed: open transport: generation 1 refused"),
-				warnLine("connection failed; retrying in 1s (attempt 1/3)"),
+				warnLine("connection failed; retrying in 1s (attempt 1/3); cause: open transport: generation 1 refused"),
 			},
 		},
 	}

@@ -40,7 +40,7 @@ func TestLogAttributesAndStatusDuringBackoff(t *testing.T) {
 
 	var attrs map[string]string
 	for _, r := range h.rec.Records(slog.LevelWarn) {
-		if r.Msg == "connection lost; reconnecting in 1s (attempt 1/3)" {
+		if r.Msg == "connection lost; reconnecting in 1s (attempt 1/3); cause: the server closed the connection" {
 			attrs = r.Attrs
 		}
 	}
@@ -48,7 +48,8 @@ func TestLogAttributesAndStatusDuringBackoff(t *testing.T) {
 		t.Fatal("no retry log line")
 	}
 	delete(attrs, "err")
-	wantAttrs := map[string]string{"server": "fx", "state": "lost-reconnecting", "attempt": "1", "max_attempts": "3", "delay": "1s", "generation": "1"}
+	wantAttrs := map[string]string{"server": "fx", "state": "lost-reconnecting", "from": "established", "event": "connection-lost",
+		"attempt": "1", "max_attempts": "3", "delay": "1s", "generation": "1"}
 	if diff := cmp.Diff(wantAttrs, attrs); diff != "" {
 		t.Errorf("log attributes (-want +got):\n%s", diff)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -330,11 +329,11 @@ Supervises every server of FILE until SIGINT (Ctrl-C) or SIGTERM: crashed
 stdio servers are respawned and lost sessions reconnected with each
 server's reconnect policy, and their tools stay registered.
 
-Logs go to stderr: the supervisors' own records ("connected and registered
-tools", "connection lost; reconnecting in 500ms (attempt 1/10)", ...) plus
-one "transition" record per state change (server, from, to, event). Each
-time the set of registered tools changes, the new list is printed to
-stdout.
+Logs go to stderr: one record per state change ("connected and registered
+tools", "connection lost; reconnecting in 500ms (attempt 1/10); cause:
+...") with its server, state, from, event and generation, and err when it
+reports a failure. Each time the set of registered tools changes, the new
+list is printed to stdout.
 
 On the first signal every server is stopped (bounded by the longest
 closeTimeoutMs plus 5s; a stdio server's grace periods are shortened to fit
@@ -410,18 +409,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		<-printed
 	}()
 
-	onTransition := func(t conn.Transition) {
-		attrs := []any{"server", t.Server, "from", string(t.From), "to", string(t.To), "event", string(t.Event)}
-		if t.Generation > 0 { // zero on steps that concern no generation
-			attrs = append(attrs, "generation", t.Generation)
-		}
-		if t.Delay > 0 {
-			attrs = append(attrs, "delay", t.Delay)
-		}
-		// Every transition at info at least: entering connecting is a
-		// debug-level record of the supervisor, but it is a transition.
-		logger.Log(context.Background(), max(t.To.Level(), slog.LevelInfo), "transition", attrs...)
-	}
 	fl := &fleet{path: *path, reg: reg}
 	hc, err := newHostConsole(fl, ln, token, reg, logger)
 	if err != nil {
@@ -429,7 +416,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, metrics: hc.metrics, onTransition: func(t conn.Transition) { onTransition(t); hc.record(t) }}
+	// Each transition is logged once, by its supervisor (server, state,
+	// from, event, generation, err): no second record here.
+	fl.opts = startOptions{logger: logger, metrics: hc.metrics, onTransition: hc.record}
 	all := startAll(ctx, cfg.Servers, reg, fl.opts)
 	fl.set(all)
 	code = exitOK

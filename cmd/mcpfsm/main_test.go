@@ -237,9 +237,9 @@ func TestRun(t *testing.T) {
 	go func() { done <- runContext(ctx, []string{"run", "-config", path}, stdout, stderr) }()
 
 	stdout.waitFor(t, 0, "tools (2):", "mcp__fix__crash", "mcp__fix__echo")
-	at := stderr.waitFor(t, 0, "connected and registered tools", "transition", "to=established")
-	stderr.waitFor(t, at, "connection lost; reconnecting", "from=established to=lost-reconnecting",
-		"reconnected and re-synced tools", "to=established")
+	at := stderr.waitFor(t, 0, "connected and registered tools", "state=established")
+	stderr.waitFor(t, at, "connection lost; reconnecting", "state=lost-reconnecting from=established event=connection-lost",
+		"reconnected and re-synced tools", "state=established")
 	cancel()
 	select {
 	case code := <-done:
