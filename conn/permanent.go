@@ -43,41 +43,41 @@ func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
 // Unwrap returns the system's error.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
-// startFailed words a stdio server that could not be started, marking the
-// failures no wait can fix.
-func startFailed(path string, err error) error {
-	err = fmt.Errorf("start %s: %w", path, err)
-	if fix := startFix(err); fix != "" {
-		return &PermanentError{Fix: fix, Err: err}
-	}
-	return err
-}
-
-// startFix names the fix for a process start failure no wait can fix, or
-// returns "".
-func startFix(err error) string {
+// fixFor names the fix for a failure no wait can fix, or returns "". The
+// system's errors are matched where they arise, so an unrelated "no such
+// file" deeper in a transport's error is not mistaken for a missing
+// command.
+func fixFor(err error) string {
 	var pe *fs.PathError
+	var ee *exec.Error
+	var dns *net.DNSError
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
 		return FixCommand
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return FixHost
 	case errors.As(err, &pe) && pe.Op == "chdir":
 		return FixWorkDir
-	case errors.Is(err, fs.ErrNotExist):
-		// The program, or the interpreter its #! line names, is missing.
-		return FixCommand
-	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC):
-		return FixExecutable
+	case errors.As(err, &pe) && pe.Op == "fork/exec", errors.As(err, &ee):
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The program, or the interpreter its #! line names, is missing.
+			return FixCommand
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+			return FixExecutable
+		}
 	}
 	return ""
 }
 
-// markPermanent marks an attempt's failure no wait can fix, if err is one that
-// startFailed did not already mark: a host name the resolver says does not
-// exist.
+// markPermanent wraps an attempt's failure no wait can fix in a
+// *PermanentError naming the fix.
 func markPermanent(err error) error {
-	var dns *net.DNSError
-	if err == nil || errors.Is(err, ErrPermanent) || !errors.As(err, &dns) || !dns.IsNotFound {
+	if err == nil || errors.Is(err, ErrPermanent) {
 		return err
 	}
-	return &PermanentError{Fix: FixHost, Err: err}
+	if fix := fixFor(err); fix != "" {
+		return &PermanentError{Fix: fix, Err: err}
+	}
+	return err
 }

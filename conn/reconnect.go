@@ -80,7 +80,7 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 		reply <- s.closedErr()
 		return
 	case Halted:
-		if s.stuck != nil && !isClosed(s.stuck.released) {
+		if s.stuck != nil && !s.stuckGone {
 			reply <- fmt.Errorf("conn: %q: not reconnecting: generation %d's server process has not exited since it was retired (%w); stop it, then reconnect",
 				s.cfg.Name, s.stuck.id, ErrStillRunning)
 			return
@@ -92,7 +92,7 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 	}
 	s.budget.Reset()
 	s.permanentRun = 0
-	s.stuck = nil
+	s.stuck, s.stuckGone = nil, false
 	s.waiters = append(s.waiters, reply)
 	s.fire(EventReconnect, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, Released: true, Enabled: s.cfg.policy.Enabled})
 }
@@ -105,13 +105,15 @@ func (s *Supervisor) answerWaiters(err error) {
 	s.waiters = nil
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
+// stuckReleased runs when the process that halted reconnecting has exited
+// after all: Reconnect may start again, and the operator is told so.
+func (s *Supervisor) stuckReleased() {
+	s.stuckGone = true
+	if s.machine.State() != Halted {
+		return
 	}
+	s.cfg.Logger.Info("the server process that halted reconnecting has exited; Reconnect can start the server again",
+		"server", s.cfg.Name, "state", string(Halted), "generation", s.stuck.id)
 }
 
 // armProbe is the entry action of exhausted: with a ProbeInterval, the

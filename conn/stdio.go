@@ -203,7 +203,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		if errR != nil {
 			errR.Close()
 		}
-		return nil, startFailed(cfg.Path, err)
+		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
 	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR}, exited: make(chan struct{})}
 	var stderr *exitReader

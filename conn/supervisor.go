@@ -53,6 +53,7 @@ type Supervisor struct {
 	readyDone bool
 	waiters   []chan<- error // Reconnect calls waiting for the attempt in flight
 	stuck     *generation    // the generation that halted reconnecting, in halted
+	stuckGone bool           // its process has exited since
 	probing   bool           // the attempt in flight is a probe from exhausted
 	// permanentRun counts the consecutive attempts that failed in a way
 	// no wait can fix; the second leads to failed-permanent.
@@ -226,7 +227,13 @@ func (s *Supervisor) loop() {
 		if s.retry != nil {
 			elapsed = s.retry.timer.C
 		}
+		var gone <-chan struct{}
+		if s.stuck != nil && !s.stuckGone {
+			gone = s.stuck.released
+		}
 		select {
+		case <-gone:
+			s.stuckReleased()
 		case f := <-s.inbox:
 			f()
 		case <-s.kick:

@@ -17,8 +17,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"os/exec"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +45,18 @@ const (
 	Held Behaviour = "held"
 	// HeldRefuse fails to initialize over a held transport.
 	HeldRefuse Behaviour = "held-refuse"
+	// Missing fails to open the transport as a stdio server whose command
+	// is not installed does: with an error matching exec.ErrNotFound,
+	// which no wait can fix (conn.ErrPermanent).
+	Missing Behaviour = "missing"
+	// Busy fails to open the transport as an HTTP server that answers 503
+	// with "Retry-After: 60" does: with a *conn.HTTPError whose RetryAfter
+	// is BusyRetryAfter.
+	Busy Behaviour = "busy"
 )
+
+// BusyRetryAfter is the Retry-After of a Busy generation's answer.
+const BusyRetryAfter = time.Minute
 
 // Server is an in-process MCP server for supervisor tests. Its MCP field is
 // the go-sdk server: add and remove tools on it, and connected sessions see
@@ -142,6 +156,11 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	switch b {
 	case Refuse:
 		return nil, fmt.Errorf("generation %d refused", n)
+	case Missing:
+		return nil, fmt.Errorf("generation %d: start conntest-server: %w", n, &exec.Error{Name: "conntest-server", Err: exec.ErrNotFound})
+	case Busy:
+		return nil, fmt.Errorf("generation %d: %w", n, &conn.HTTPError{StatusCode: http.StatusServiceUnavailable,
+			Status: "503 Service Unavailable", Body: "busy", RetryAfter: BusyRetryAfter})
 	case HeldRefuse:
 		ht := newHeld(failingTransport{})
 		s.held.push(ht)
