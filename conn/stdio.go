@@ -154,6 +154,9 @@ type process struct {
 }
 
 func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
+	if err := checkDir(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
+	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = ChildEnv(os.Environ(), cfg.Env)
 	if cfg.InheritEnv {

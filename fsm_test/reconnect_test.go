@@ -123,7 +123,6 @@ func TestReconnectWhenEstablishedChangesNothing(t *testing.T) {
 	}
 }
 
-
 // TestReconnectFailureStartsAFreshBudget: a Reconnect whose attempt fails
 // returns that failure, and the outage starts over at retry 1.
 func TestReconnectFailureStartsAFreshBudget(t *testing.T) {
