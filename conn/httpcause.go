@@ -107,7 +107,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), MaxRetryAfter)
+		// The date has whole seconds: so has the wait, rounded up.
+		return min((t.Sub(now) + time.Second - 1).Truncate(time.Second), MaxRetryAfter)
 	}
 	return 0
 }
