@@ -31,7 +31,7 @@ func TestHTTPErrorAnswerIsTheCause(t *testing.T) {
 		{"429 with a date", http.StatusTooManyRequests, "DATE+90s", 90 * time.Second, "the server answered HTTP 429 Too Many Requests (retry after 1m3"},
 		{"429 asking for days is capped", http.StatusTooManyRequests, "999999", conn.MaxRetryAfter, "(retry after 1h0m0s)"},
 		{"500 has no Retry-After", http.StatusInternalServerError, "120", time.Second, "the server answered HTTP 500 Internal Server Error: overloaded: try later"},
-		{"401 says why", http.StatusUnauthorized, "", time.Second, "the server answered HTTP 401 Unauthorized: overloaded: try later"},
+		{"404 says why", http.StatusNotFound, "", time.Second, "the server answered HTTP 404 Not Found: overloaded: try later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -274,6 +274,7 @@ func TestTableDiagramEdges(t *testing.T) {
 // from established, connecting itself or disposal.
 func TestTableWaysBack(t *testing.T) {
 	want := []string{
+		"auth-refused --reconnect-->",
 		"exhausted --probe-->",
 		"exhausted --reconnect-->",
 		"failed-disabled --reconnect-->",

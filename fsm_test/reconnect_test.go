@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
@@ -268,4 +273,50 @@ func TestPermanentNeedsTwoInARow(t *testing.T) {
 	h.expect(conn.Connecting, conn.FailedRetrying)
 	h.advance(4 * time.Second)
 	h.expect(conn.Connecting, conn.Established)
+}
+
+// TestReconnectFromAuthRefused: once the credentials are fixed, Reconnect
+// leaves auth-refused.
+func TestReconnectFromAuthRefused(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "auth", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	serve := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "bad token", http.StatusUnauthorized)
+			return
+		}
+		serve.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	tr := conn.Streamable(ts.URL)
+	tr.Client = client
+	rec := conntest.NewRecorder()
+	reg := conn.NewRegistry()
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: "fx", Transport: tr, Registry: reg, Reconnect: &small,
+		Clock: clock.NewMock(), Logger: rec.Logger(), OnTransition: rec.OnTransition,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background())
+	rec.Expect(t, waitLimit, conn.AuthRefused)
+	refuse.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := sup.Reconnect(ctx); err != nil {
+		t.Fatalf("Reconnect = %v", err)
+	}
+	if trs := rec.Expect(t, waitLimit, conn.Connecting, conn.Established); trs[0].From != conn.AuthRefused {
+		t.Errorf("reconnect from %s, want auth-refused", trs[0].From)
+	}
+	if got := len(reg.Tools()); got != 1 {
+		t.Errorf("%d tools after Reconnect, want 1", got)
+	}
 }
