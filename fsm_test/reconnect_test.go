@@ -280,7 +280,9 @@ func TestPermanentNeedsTwoInARow(t *testing.T) {
 func TestReconnectFromAuthRefused(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "auth", Version: "v1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	serve := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var refuse atomic.Bool
 	refuse.Store(true)
