@@ -14,6 +14,7 @@ func TestParseConfig(t *testing.T) {
 	def := policy.Default()
 	fast := def
 	fast.InitialDelay, fast.MaxDelay, fast.MaxAttempts = 50*time.Millisecond, 100*time.Millisecond, 3
+	fast.ProbeInterval = time.Minute
 	tests := []struct {
 		name string
 		in   string
@@ -24,7 +25,7 @@ func TestParseConfig(t *testing.T) {
 			name: "stdio and http",
 			in: `{"servers": {
 				"fs": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "V"}, "cwd": "/tmp",
-					"reconnect": {"initialDelayMs": 50, "maxDelayMs": 100, "maxAttempts": 3},
+					"reconnect": {"initialDelayMs": 50, "maxDelayMs": 100, "maxAttempts": 3, "probeIntervalMs": 60000},
 					"failOnStartupError": true, "connectTimeoutMs": 1000, "callTimeoutMs": 2000,
 					"closeTimeoutMs": 3000, "keepAliveMs": 0},
 				"web": {"url": "https://host/mcp", "reconnect": null, "args": null}

@@ -21,6 +21,19 @@
 // fail fast with an error matching [ErrUnavailable]. Time comes from
 // Config.Clock, so every timing rule can be tested on a mock clock.
 //
+// # Operating a supervisor
+//
+// Every failure or loss says what the server did: an HTTP server's error
+// answer is a [*HTTPError] inside the [*FailedError] or [*LostError] (and
+// its Retry-After is a floor for the next delay), and the transition's one
+// log line ends with that cause. A failure no wait can fix (a missing or
+// non-executable command, a missing working directory, a host that does
+// not resolve) is a [*PermanentError] matching [ErrPermanent]: after one
+// confirming retry the supervisor stops in [FailedPermanent] and its log
+// line names the fix. [Supervisor.Reconnect] starts an attempt at once
+// from any state that waits or has stopped, and returns its outcome; a
+// policy with a ProbeInterval lets [Exhausted] try again by itself.
+//
 // # The rest of the session
 //
 // Supervision costs nothing the SDK offers; each feature survives
