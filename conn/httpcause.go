@@ -145,7 +145,8 @@ type causedError struct {
 	cause error // what the server did
 }
 
-func (e *causedError) Error() string   { return fmt.Sprintf("%v; %v", e.err, e.cause) }
+// Error puts what the server did first: it is what an operator acts on.
+func (e *causedError) Error() string   { return fmt.Sprintf("%v (%v)", e.cause, e.err) }
 func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
 
 // withCause adds what the server did to a generation's error (err may be

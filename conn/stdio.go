@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,6 +152,25 @@ type process struct {
 	termStarted bool
 	termGrace   time.Duration // of the schedule in progress
 	hurry       chan struct{} // closed when a shorter schedule replaces it
+
+	sent  atomic.Int32     // the last terminateStep+1 the shutdown signalled
+	tail  *stderrTail      // the end of standard error, for ServerExit
+	state *os.ProcessState // how it ended; written before exited is closed
+}
+
+// sentSignal names the last signal the shutdown schedule sent.
+func (p *process) sentSignal() string {
+	if n := p.sent.Load(); n > 0 {
+		return terminateStep(n - 1).signalName()
+	}
+	return ""
+}
+
+// shutdownSignal sends a step's signal as part of a shutdown the
+// supervisor started, and remembers it for ServerExit.
+func (p *process) shutdownSignal(step terminateStep) {
+	p.sent.Store(int32(step) + 1)
+	p.signal(step)
 }
 
 func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
@@ -178,57 +198,61 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	var errR, errW *os.File
-	switch w := cfg.Stderr.(type) {
-	case nil:
-	case *os.File:
-		cmd.Stderr = w
-	default:
-		if errR, errW, err = os.Pipe(); err != nil {
-			inR.Close()
-			inW.Close()
-			outR.Close()
-			outW.Close()
-			return nil, err
-		}
-		cmd.Stderr = errW
+	// Standard error always goes through a pipe of ours: its end is kept
+	// for ServerExit, and copied to cfg.Stderr if set.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
 	}
+	cmd.Stderr = errW
 	err = cmd.Start()
 	// The child holds its own copies of these ends now.
 	inR.Close()
 	outW.Close()
-	if errW != nil {
-		errW.Close()
-	}
+	errW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		if errR != nil {
-			errR.Close()
-		}
+		errR.Close()
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
-	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR}, exited: make(chan struct{})}
-	var stderr *exitReader
-	if errR != nil {
-		stderr = &exitReader{f: errR}
-		go func() {
-			defer errR.Close()
-			// io.Copy uses a fixed buffer: a stderr flood costs no memory.
-			_, _ = io.Copy(cfg.Stderr, stderr)
-		}()
-	}
+	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR},
+		exited: make(chan struct{}), tail: &stderrTail{}}
+	stderr := &exitReader{f: errR}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		defer errR.Close()
+		var w io.Writer = p.tail
+		if cfg.Stderr != nil {
+			w = io.MultiWriter(p.tail, cfg.Stderr)
+		}
+		// io.Copy uses a fixed buffer: a stderr flood costs no memory.
+		_, _ = io.Copy(w, stderr)
+	}()
 	go func() {
 		_ = cmd.Wait()
+		p.state = cmd.ProcessState
 		// The leader is reaped: what it wrote is in the pipes, and the
 		// readers stop once those are empty, whoever else holds them.
 		p.stdout.leaderExited()
-		if stderr != nil {
-			stderr.leaderExited()
-		}
+		stderr.leaderExited()
 		// Whatever the leader started in its group goes too. The barrier
 		// is the process group, not the stderr copier.
 		p.signal(stepKill)
+		// Its last words are in the pipe: give the copier a moment to
+		// drain them into the tail for ServerExit, but no longer, since
+		// a grandchild that left the group may keep writing.
+		t := time.NewTimer(stderrDrain)
+		select {
+		case <-copied:
+		case <-t.C:
+		}
+		t.Stop()
 		close(p.exited)
 	}()
 	return p, nil
@@ -254,7 +278,7 @@ func (p *process) terminate(grace time.Duration) <-chan struct{} {
 	if grace <= 0 {
 		// No grace at all: kill now, before returning, so that a host
 		// that exits right after leaves nothing behind.
-		p.signal(stepKill)
+		p.shutdownSignal(stepKill)
 		p.hurry = make(chan struct{})
 		return p.exited
 	}
@@ -272,7 +296,7 @@ func (p *process) terminate(grace time.Duration) <-chan struct{} {
 				return // a shorter schedule took over
 			case <-t.C:
 			}
-			p.signal(step)
+			p.shutdownSignal(step)
 			t.Reset(time.Duration(i+2)*grace - time.Since(start))
 		}
 	}()

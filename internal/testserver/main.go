@@ -42,6 +42,7 @@ type options struct {
 	http          bool
 	ignoreSignals bool
 	envFile       string
+	lastWords     string
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.StringVar(&o.pidlog, "pidlog", "", "append this process's PID to this file on start")
 	flag.DurationVar(&o.flapEvery, "list-changed-every", 0, "add or remove the tool flap this often, for ever (keep it above the SDK's 10ms notification debounce, or no notification is ever sent)")
 	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
+	flag.StringVar(&o.lastWords, "last-words", "", "write this line to stderr right before the exit of -exit-at-start or -exit-after")
 	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 
@@ -87,11 +89,17 @@ func main() {
 	}
 	// Tests watch stderr for this line to learn that a process started.
 	fmt.Fprintf(os.Stderr, "testserver: started %d\n", os.Getpid())
+	exit := func(code int) {
+		if o.lastWords != "" {
+			fmt.Fprintln(os.Stderr, o.lastWords)
+		}
+		os.Exit(code)
+	}
 	if o.exitAtStart {
-		os.Exit(1)
+		exit(1)
 	}
 	if o.exitAfter > 0 {
-		time.AfterFunc(o.exitAfter, func() { os.Exit(3) })
+		time.AfterFunc(o.exitAfter, func() { exit(3) })
 	}
 	if o.ignoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package conn
+
+import "os"
+
+// signalName is empty: there are no signals.
+func (terminateStep) signalName() string { return "" }
+
+// exitSignal returns "": a process without signals only exits.
+func exitSignal(*os.ProcessState) string { return "" }
