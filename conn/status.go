@@ -139,6 +139,10 @@ func sayConnected(_ string, t Transition, _ time.Duration) (string, []any) {
 }
 
 func sayExhausted(phrase string, t Transition, _ time.Duration) (string, []any) {
+	if t.Delay > 0 { // a policy with a ProbeInterval
+		return fmt.Sprintf("%s after %d consecutive failed reconnect attempts; tools unregistered; probing again in %v; %s",
+			phrase, t.MaxAttempts, t.Delay, recoverHint), []any{"max_attempts", t.MaxAttempts, "delay", t.Delay}
+	}
 	return fmt.Sprintf("%s after %d consecutive failed reconnect attempts; tools unregistered; %s", phrase, t.MaxAttempts, recoverHint),
 		[]any{"max_attempts", t.MaxAttempts}
 }

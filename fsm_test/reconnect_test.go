@@ -35,7 +35,11 @@ func (h *harness) reconnect() error {
 
 // exhaust drives a small-policy supervisor whose server refuses from its
 // first failure to exhausted.
-func (h *harness) exhaust() {
+func (h *harness) exhaust() { h.smallSchedule(conn.Exhausted) }
+
+// smallSchedule drives a small-policy supervisor from its first failure
+// through its three retries, the last of which leads to last.
+func (h *harness) smallSchedule(last conn.State) {
 	h.t.Helper()
 	h.expect(conn.FailedRetrying)
 	h.advance(time.Second)
@@ -43,7 +47,7 @@ func (h *harness) exhaust() {
 	h.advance(2 * time.Second)
 	h.expect(conn.Connecting, conn.FailedRetrying)
 	h.advance(4 * time.Second)
-	h.expect(conn.Connecting, conn.Exhausted)
+	h.expect(conn.Connecting, last)
 }
 
 // TestReconnectFromEveryWaitingState starts an attempt at once from each
@@ -156,6 +160,7 @@ func TestProbeAfterExhaustion(t *testing.T) {
 	if ex.Delay != time.Minute || h.sup.Status().NextRetry != h.clk.Now().Add(time.Minute) {
 		t.Errorf("exhausted: delay %v, next retry %v, want a probe in 1m", ex.Delay, h.sup.Status().NextRetry)
 	}
+	h.rec.WaitLog(t, waitLimit, slog.LevelError, "giving up after 3 consecutive failed reconnect attempts; tools unregistered; probing again in 1m0s;")
 	h.advance(time.Minute - time.Millisecond)
 	h.noTransition()
 	h.advance(time.Millisecond)
@@ -266,13 +271,7 @@ func TestPermanentFailureAfterOneConfirmation(t *testing.T) {
 // is retried like any other.
 func TestPermanentNeedsTwoInARow(t *testing.T) {
 	h := newHarness(t, []behaviour{missing, refuse, missing, accept}, []string{"echo"}, withPolicy(small))
-	h.expect(conn.FailedRetrying)
-	h.advance(time.Second)
-	h.expect(conn.Connecting, conn.FailedRetrying)
-	h.advance(2 * time.Second)
-	h.expect(conn.Connecting, conn.FailedRetrying)
-	h.advance(4 * time.Second)
-	h.expect(conn.Connecting, conn.Established)
+	h.smallSchedule(conn.Established)
 }
 
 // TestReconnectFromAuthRefused: once the credentials are fixed, Reconnect
