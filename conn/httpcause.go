@@ -51,7 +51,9 @@ func (e *HTTPError) Error() string {
 
 // responseRecorder is the RoundTripper of one generation's HTTP client: it
 // keeps the last error answer to a POST (the requests that carry MCP
-// messages; the optional GET stream's 405 is no failure).
+// messages; the optional GET stream's 405 is no failure), forgotten at
+// the next successful POST, so that a loss long after a refused request
+// does not blame it.
 type responseRecorder struct {
 	base http.RoundTripper
 	now  func() time.Time // for Retry-After dates
@@ -62,8 +64,14 @@ type responseRecorder struct {
 
 func (r *responseRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
-	if err != nil || resp.StatusCode < 400 || req.Method != http.MethodPost {
+	if err != nil || req.Method != http.MethodPost {
 		return resp, err
+	}
+	if resp.StatusCode < 400 {
+		r.mu.Lock()
+		r.last = nil
+		r.mu.Unlock()
+		return resp, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
