@@ -35,7 +35,7 @@
 //	mcpfsm.connection.transitions          counter, {transition}
 //	    mcpfsm.server.name, mcpfsm.transition.from, mcpfsm.transition.to,
 //	    mcpfsm.transition.event
-//	mcpfsm.connection.reconnect.attempts   counter, {attempt}: reconnect attempts
+//	mcpfsm.connection.reconnect.attempts   counter, {attempt}: reconnect attempts (backoff, Reconnect, probe)
 //	                                       started (each backoff that elapsed)
 //	    mcpfsm.server.name
 //	mcpfsm.connection.outage.duration      histogram, s: from the moment a

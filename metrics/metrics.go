@@ -153,7 +153,9 @@ func (m *Metrics) TransitionObserver() func(conn.Transition) {
 			attrString(KeyTransitionFrom, string(t.From)),
 			attrString(KeyTransitionTo, string(t.To)),
 			attrString(KeyTransitionEvent, string(t.Event))))
-		if t.Event == conn.EventBackoffElapsed {
+		// Every attempt after the first: a backoff ended, an operator
+		// called Reconnect, or an exhausted supervisor probed.
+		if t.To == conn.Connecting {
 			m.reconnects.Add(ctx, 1, metric.WithAttributes(serverAttr(t.Server)))
 		}
 		switch {

@@ -250,3 +250,24 @@ func TestNewNilProvider(t *testing.T) {
 		t.Error("New(nil) succeeded")
 	}
 }
+
+// TestReconnectAttemptsCountEveryWayBack: Reconnect and probes are
+// reconnect attempts too.
+func TestReconnectAttemptsCountEveryWayBack(t *testing.T) {
+	s, m := newMetrics(t)
+	observe := m.TransitionObserver()
+	for _, tr := range []conn.Transition{
+		{Server: "fx", From: conn.Connecting, To: conn.Exhausted, Event: conn.EventAttemptFailed},
+		{Server: "fx", From: conn.Exhausted, To: conn.Connecting, Event: conn.EventProbe},
+		{Server: "fx", From: conn.Connecting, To: conn.Exhausted, Event: conn.EventAttemptFailed},
+		{Server: "fx", From: conn.Exhausted, To: conn.Connecting, Event: conn.EventReconnect},
+		{Server: "fx", From: conn.Connecting, To: conn.FailedRetrying, Event: conn.EventAttemptFailed},
+		{Server: "fx", From: conn.FailedRetrying, To: conn.Connecting, Event: conn.EventBackoffElapsed},
+	} {
+		observe(tr)
+	}
+	v, _ := s.collect(t)
+	if diff := cmp.Diff(map[string]float64{"mcpfsm.server.name=fx": 3}, v["mcpfsm.connection.reconnect.attempts"]); diff != "" {
+		t.Errorf("reconnect attempts (-want +got):\n%s", diff)
+	}
+}
