@@ -41,5 +41,8 @@ func Schedule(p policy.Policy) string {
 	if p.Jitter > 0 {
 		s += fmt.Sprintf(" (on average; delays jittered by ±%g%%)", p.Jitter*100)
 	}
+	if p.ProbeInterval > 0 {
+		s += fmt.Sprintf(", then probes every %v", p.ProbeInterval)
+	}
 	return s
 }
