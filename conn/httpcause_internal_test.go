@@ -16,7 +16,7 @@ func (f *fakeRT) RoundTrip(*http.Request) (*http.Response, error) {
 	return r, nil
 }
 
-func answer(code int, retryAfter, body string) *http.Response {
+func httpAnswer(code int, retryAfter, body string) *http.Response {
 	h := http.Header{}
 	if retryAfter != "" {
 		h.Set("Retry-After", retryAfter)
@@ -30,10 +30,10 @@ func answer(code int, retryAfter, body string) *http.Response {
 func TestResponseRecorder(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	rt := fakeRT{
-		answer(503, "Mon, 30 Nov 2026 12:00:30 GMT", "busy\n"),
-		answer(405, "", "no stream"),
-		answer(200, "", "{}"),
-		answer(429, "soon", strings.Repeat("z", 3*MaxCauseBytes)),
+		httpAnswer(503, "Mon, 30 Nov 2026 12:00:30 GMT", "busy\n"),
+		httpAnswer(405, "", "no stream"),
+		httpAnswer(200, "", "{}"),
+		httpAnswer(429, "soon", strings.Repeat("z", 3*MaxCauseBytes)),
 	}
 	r := &responseRecorder{base: &rt, now: func() time.Time { return now }}
 	post, _ := http.NewRequest(http.MethodPost, "http://h/mcp", nil)

@@ -99,10 +99,14 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 
 // answerWaiters gives every Reconnect waiting on the attempt its outcome.
 func (s *Supervisor) answerWaiters(err error) {
-	for _, w := range s.waiters {
+	answer(s.waiters, err)
+	s.waiters = nil
+}
+
+func answer(waiters []chan<- error, err error) {
+	for _, w := range waiters {
 		w <- err
 	}
-	s.waiters = nil
 }
 
 // stuckReleased runs when the process that halted reconnecting has exited

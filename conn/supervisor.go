@@ -321,7 +321,11 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}
 	}
 	s.resolveReady(ferr)
-	s.answerWaiters(ferr)
+	// Reconnect's callers hear the outcome once the machine has moved on
+	// from connecting, so that State then reports where it led.
+	waiters := s.waiters
+	s.waiters = nil
+	defer answer(waiters, ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
 		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})

@@ -142,6 +142,9 @@ func TestReconnectFailureStartsAFreshBudget(t *testing.T) {
 	if !errors.As(err, &ferr) || !strings.Contains(err.Error(), "generation 5 refused") {
 		t.Fatalf("Reconnect = %v, want the *FailedError of generation 5", err)
 	}
+	if got := h.sup.State(); got != conn.FailedRetrying {
+		t.Errorf("state when Reconnect returned its failure: %s, want failed-retrying", got)
+	}
 	trs := h.expect(conn.Connecting, conn.FailedRetrying)
 	if got := trs[1]; got.Attempt != 1 || got.Delay != time.Second {
 		t.Errorf("after a failed Reconnect: attempt %d delay %v, want 1 and 1s", got.Attempt, got.Delay)
