@@ -87,30 +87,11 @@ func (s fleetServer) Status() conn.Status { return s.current().sup.Status() }
 
 func (s fleetServer) Reconnect(ctx context.Context) error { return s.f.reconnect(ctx, s.current()) }
 
-// reconnect starts an attempt of st's server now and returns its outcome.
-// A supervisor with a Reconnect method does it itself; otherwise the
-// server is restarted with the same configuration: its supervisor is
-// closed (and with it any process), and a new one makes a first attempt.
-func (f *fleet) reconnect(ctx context.Context, st *started) error {
-	if r, ok := any(st.sup).(interface{ Reconnect(context.Context) error }); ok {
-		return r.Reconnect(ctx)
-	}
-	f.change.Lock()
-	defer f.change.Unlock()
-	cur, ok := f.lookup(st.srv.Name)
-	if f.closed || !ok || cur != st {
-		return fmt.Errorf("mcp server %q: %w (it was reloaded or removed)", st.srv.Name, conn.ErrClosed)
-	}
-	if err := closeAll(context.Background(), []*started{cur}); err != nil {
-		return err
-	}
-	next := startAll(ctx, []config.Server{cur.srv}, f.reg, f.opts)[0]
-	f.replace(map[string]*started{cur.srv.Name: next}, nil)
-	if next.err != nil {
-		return next.err
-	}
-	return next.sup.Ready(ctx)
-}
+// reconnect starts an attempt of st's server now and returns its outcome:
+// conn.Supervisor.Reconnect, which cuts a backoff short, starts again
+// from a state where reconnecting stopped, joins an attempt in flight and
+// changes nothing when the server is connected.
+func (f *fleet) reconnect(ctx context.Context, st *started) error { return st.sup.Reconnect(ctx) }
 
 func (f *fleet) lookup(name string) (*started, bool) {
 	for _, st := range f.running() {
