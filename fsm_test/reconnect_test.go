@@ -324,3 +324,30 @@ func TestReconnectFromAuthRefused(t *testing.T) {
 		t.Errorf("%d tools after Reconnect, want 1", got)
 	}
 }
+
+// TestReconnectWhileDisposing: once Close has started, Reconnect fails
+// with ErrClosed and starts nothing, even while disposal still waits for
+// the old process.
+func TestReconnectWhileDisposing(t *testing.T) {
+	h := newHarness(t, []behaviour{held}, []string{"echo"}, withPolicy(small))
+	ht := h.nextHeld()
+	h.expect(conn.Established)
+	closed := make(chan error, 1)
+	go func() { closed <- h.sup.Close(context.Background()) }()
+	h.expect(conn.Disposing)
+	<-ht.Terminated() // disposal waits for this process
+	if err := h.reconnect(); !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Reconnect while disposing = %v, want ErrClosed", err)
+	}
+	ht.Release()
+	h.expect(conn.Disposed)
+	if err := waitFor(t, closed, "Close"); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := h.reconnect(); !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Reconnect after Close = %v, want ErrClosed", err)
+	}
+	if got := h.srv.Opens(); got != 1 {
+		t.Errorf("opened %d transports, want 1", got)
+	}
+}
