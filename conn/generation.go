@@ -68,8 +68,12 @@ func (g *generation) run() {
 		s.post(func() { s.attemptDone(g, nil, err, released) })
 		return
 	}
-	s.post(func() { s.attemptDone(g, tools, nil, true) })
+	g.markGood(s.clk.Now())
+	// Armed before the loop hears "up", so that whoever sees the
+	// established transition (a test advancing a fake clock) knows the
+	// first ping is already scheduled.
 	g.startKeepAlive()
+	s.post(func() { s.attemptDone(g, tools, nil, true) })
 	g.watch()
 	g.down.Store(true)
 	g.stopKeepAlive()

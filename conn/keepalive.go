@@ -59,7 +59,6 @@ func (g *generation) ping() {
 	g.mu.Unlock()
 	defer s.workers.Done()
 
-	sent := s.clk.Now()
 	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.KeepAlive)
 	err := g.sess.Ping(ctx, nil)
 	cancel()
@@ -70,11 +69,13 @@ func (g *generation) ping() {
 	}
 	if err != nil {
 		g.mu.Unlock()
-		// The connection was not known good when the ping was sent.
-		g.markBad(sent, fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err)))
+		// Nothing since the last answer shows the connection was good:
+		// not even that this ping was sent on time, on a loaded host.
+		g.markBad(g.lastGood(), fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err)))
 		g.shutdown()
 		return
 	}
+	g.markGood(s.clk.Now())
 	g.ka.timer.Reset(s.cfg.KeepAlive)
 	g.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,12 +13,24 @@ import (
 // generation, which a server that ignores EOF and SIGTERM can delay by
 // whole grace periods.
 type liveness struct {
+	// good is when the connection was last known good, in Unix
+	// nanoseconds on the supervisor's clock: when its tools were listed,
+	// then at every answered keep-alive ping. A ping that goes unanswered
+	// is bad news about everything since the last answer, so the uptime
+	// it ends is counted to then, however late the ping ran.
+	good atomic.Int64
 	once sync.Once
 	bad  chan struct{} // closed by markBad
 	// Written once before bad is closed; read after.
 	at  time.Time
 	err error
 }
+
+// markGood records that the connection answered at t.
+func (g *generation) markGood(t time.Time) { g.live.good.Store(t.UnixNano()) }
+
+// lastGood returns when the connection was last known good.
+func (g *generation) lastGood() time.Time { return time.Unix(0, g.live.good.Load()) }
 
 // markBad records the first bad news; later news is ignored.
 func (g *generation) markBad(at time.Time, err error) {

@@ -31,7 +31,7 @@ func TestSlowDeathsDoNotLaunderTheBudget(t *testing.T) {
 		{"closes-stdout", []string{"-close-stdout-after", "2", "-ignore-eof", "-ignore-sigterm"}, 300 * time.Millisecond, 0, "connection lost"},
 		// Hangs right after tools/list: the first ping (150 ms) is never
 		// answered; the failure is known at 300 ms, past the window, but
-		// the connection was not known good since the ping was sent.
+		// the connection was not known good since its tools were listed.
 		{"hangs", []string{"-hang-after", "2", "-ignore-eof", "-ignore-sigterm"}, 250 * time.Millisecond, 150 * time.Millisecond, "keep-alive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

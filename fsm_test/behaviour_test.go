@@ -431,3 +431,31 @@ func TestKeepAliveEndsAHungGeneration(t *testing.T) {
 	h.advance(time.Second)
 	h.expect(conn.Connecting, conn.Established)
 }
+
+// A hang noticed by KeepAlive is charged from the last answer, not from
+// when the unanswered ping was sent: a server that hangs as soon as it is
+// up never earns the stability window, however long the interval, so a
+// crash loop of such servers exhausts the budget.
+func TestKeepAliveHangEarnsNoUptime(t *testing.T) {
+	const every = 10 * time.Second // longer than the 5s stability window
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 5 * time.Second, MaxAttempts: 3}
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(p),
+		func(_ *harness, c *conn.Config) { c.KeepAlive = every })
+	var attempts []int
+	for range 2 {
+		h.expect(conn.Established)
+		thaw := h.srv.Freeze()
+		h.advance(every) // the ping is sent, and stalls
+		// The previous round's cancelled ping may stall too: skip it.
+		for m := ""; m != "ping"; m = waitFor(h.t, h.srv.Stalled(), "the ping at the hung server") {
+		}
+		h.advance(every) // the ping times out
+		attempts = append(attempts, h.expect(conn.LostReconnecting)[0].Attempt)
+		thaw()
+		h.advance(p.MaxDelay)
+		h.expect(conn.Connecting)
+	}
+	if diff := cmp.Diff([]int{1, 2}, attempts); diff != "" {
+		t.Errorf("attempts charged to the two hangs (-want +got):\n%s", diff)
+	}
+}

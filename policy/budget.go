@@ -92,7 +92,7 @@ func (b *Budget) Down() Decision { return b.DownAt(b.clock.Now()) }
 // DownAt is [Budget.Down] for a connection that was last known good at t:
 // its uptime ends at t, however long it took to notice or to release it
 // afterwards (a server that ignores EOF and SIGTERM, or a hang noticed by
-// a keep-alive ping sent at t). A t before the Up counts as no uptime; a t
+// a keep-alive ping whose last answer came at t). A t before the Up counts as no uptime; a t
 // after now counts as now.
 func (b *Budget) DownAt(t time.Time) Decision {
 	if now := b.clock.Now(); t.After(now) {
