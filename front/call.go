@@ -85,6 +85,35 @@ func serverOf(public string) string {
 // describe says why the tool was not (or not fully) called: the server,
 // its state and when the next attempt is, then what happened to the call.
 func (f *Front) describe(server, tool string, err error, why string) string {
+	return f.describeOp(server, toolOp(tool), err, why)
+}
+
+// operation names what a request of the front client asked of a server,
+// for the outage messages.
+type operation struct {
+	what    string // `tool "x"`, `resource "u"`...
+	undone  string // what happened when nothing was sent: "was not called"
+	partial string // and when the connection ended under it
+}
+
+func toolOp(tool string) operation {
+	return operation{what: fmt.Sprintf("tool %q", tool), undone: "was not called",
+		partial: fmt.Sprintf("the connection ended during the call of tool %q, which may or may not have taken effect", tool)}
+}
+
+func resourceOp(uri string) operation {
+	return operation{what: fmt.Sprintf("resource %q", uri), undone: "was not read",
+		partial: fmt.Sprintf("the connection ended while resource %q was read", uri)}
+}
+
+func promptOp(name string) operation {
+	return operation{what: fmt.Sprintf("prompt %q", name), undone: "was not fetched",
+		partial: fmt.Sprintf("the connection ended while prompt %q was fetched", name)}
+}
+
+// describeOp says why op was not (or not fully) done: the server, its
+// state and when the next attempt is, then what happened to op.
+func (f *Front) describeOp(server string, op operation, err error, why string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", server)
 	st, ok := conn.Status{}, false
@@ -110,11 +139,11 @@ func (f *Front) describe(server, tool string, err error, why string) string {
 	}
 	switch {
 	case why != "":
-		fmt.Fprintf(&b, "; tool %q: %s", tool, why)
+		fmt.Fprintf(&b, "; %s: %s", op.what, why)
 	case cause != nil:
-		fmt.Fprintf(&b, "; the connection ended during the call of tool %q, which may or may not have taken effect", tool)
+		fmt.Fprintf(&b, "; %s", op.partial)
 	default:
-		fmt.Fprintf(&b, "; tool %q was not called", tool)
+		fmt.Fprintf(&b, "; %s %s", op.what, op.undone)
 	}
 	switch {
 	case !ok || st.State == conn.Established:

@@ -41,6 +41,20 @@ func (f *Front) ClientOptions() *mcp.ClientOptions {
 	}
 }
 
+// ClientOptionsFor is [Front.ClientOptions] for the supervisor of
+// server, which also relays the server's notifications/resources/updated
+// to the front clients subscribed to the resource. Pass it as
+// conn.Config.Client of that supervisor when the front serves a catalog.
+func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
+	o := f.ClientOptions()
+	o.ResourceUpdatedHandler = func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		if req.Params != nil {
+			f.relayUpdate(ctx, server, req.Params.URI)
+		}
+	}
+	return o
+}
+
 // peer is the one connected front client, if it declared capability.
 func (f *Front) peer(capability string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
 	var only *mcp.ServerSession

@@ -24,6 +24,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -46,6 +47,18 @@ type Options struct {
 	// Implementation names the front server to its clients. Nil means
 	// {Name: "mcpfsm", Version: "dev"}.
 	Implementation *mcp.Implementation
+	// Catalog holds the resources, resource templates and prompts to
+	// serve; the supervisors publish to it (conn.Config.Catalog). Nil
+	// serves tools only.
+	Catalog *conn.Catalog
+	// Supervisor returns the supervisor of a server: resource
+	// subscriptions and completions go to it. Nil, or a false answer,
+	// fails them with an error naming the server.
+	Supervisor func(server string) (*conn.Supervisor, bool)
+	// Supervisors returns every running supervisor: the front client's
+	// roots are set on each of them ([conn.Supervisor.SetRoots]). Nil
+	// forwards no roots.
+	Supervisors func() []*conn.Supervisor
 }
 
 // Front is one MCP server that fronts the tools of a registry. Create it
@@ -55,8 +68,18 @@ type Front struct {
 	opts   Options
 	server *mcp.Server
 
-	mu     sync.Mutex                 // serialises sync
-	served map[string]json.RawMessage // public name -> served definition
+	mu              sync.Mutex                 // serialises sync and syncCatalog
+	served          map[string]json.RawMessage // public name -> served definition
+	servedResources map[string]string          // front URI -> served definition
+	servedTemplates map[string]string          // front URI template -> served definition
+	servedPrompts   map[string]string          // public name -> served definition
+	view            atomic.Pointer[catalogView]
+
+	wmu    sync.Mutex
+	warned map[string]bool // catalog entries already reported as not served
+
+	subs  subscriptions
+	roots rootsRelay
 
 	tmu   sync.Mutex
 	moved chan struct{} // closed and replaced at every Observe
@@ -74,14 +97,36 @@ func New(o Options) *Front {
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
 	}
-	srv := mcp.NewServer(o.Implementation, &mcp.ServerOptions{
-		// Tools come and go with the supervised servers: always announce
-		// the tools capability with list_changed, even with no tool yet.
+	f := &Front{opts: o, served: map[string]json.RawMessage{}, moved: make(chan struct{}),
+		servedResources: map[string]string{}, servedTemplates: map[string]string{}, servedPrompts: map[string]string{},
+		warned: map[string]bool{}}
+	f.subs.init()
+	// Tools (and resources and prompts) come and go with the supervised
+	// servers: always announce the capabilities with list_changed, even
+	// with nothing listed yet.
+	opts := &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
 			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
-	})
-	return &Front{opts: o, server: srv, served: map[string]json.RawMessage{}, moved: make(chan struct{})}
+		InitializedHandler:      f.initialized,
+		RootsListChangedHandler: f.rootsChanged,
+	}
+	if o.Catalog != nil {
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
+		opts.SubscribeHandler, opts.UnsubscribeHandler = f.subscribe, f.unsubscribe
+		opts.CompletionHandler = f.complete
+		opts.Instructions += " Prompts are named like tools. A resource is listed under its server's own URI, or as " +
+			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
+	}
+	f.server = mcp.NewServer(o.Implementation, opts)
+	if o.Catalog != nil {
+		// Every read is routed here, listed or not: a URI built from a
+		// template, or named by a tool's resource link, reaches its server.
+		f.server.AddReceivingMiddleware(f.readMiddleware)
+	}
+	return f
 }
 
 // Observe takes note of a transition of a supervisor. Pass it as (or call
@@ -117,30 +162,35 @@ func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 		defer close(done)
 		f.Sync(ctx)
 	}()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); <-done; f.roots.wait() }()
 	return f.server.Run(ctx, t)
 }
 
-// Sync mirrors the registry into the server until ctx is done: at once,
-// then at every change of the registry.
+// Sync mirrors the registry (and the catalog) into the server until ctx
+// is done: at once, then at every change of either.
 func (f *Front) Sync(ctx context.Context) {
 	f.Update()
 	for {
 		changed := f.opts.Registry.Changed() // before reading: no change is missed
+		var catChanged <-chan struct{}
+		if f.opts.Catalog != nil {
+			catChanged = f.opts.Catalog.Changed()
+		}
 		f.Update()
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-catChanged:
 		}
 	}
 }
 
-// Update brings the served tools in line with the registry once. Sync
-// and Run call it at every change; a host that serves the front another
-// way calls it before it accepts clients, so that their first tools/list
-// is complete.
-func (f *Front) Update() { f.sync() }
+// Update brings the served tools, resources, resource templates and
+// prompts in line with the registry and the catalog once. Sync and Run
+// call it at every change; a host that serves the front another way calls
+// it before it accepts clients, so that their first lists are complete.
+func (f *Front) Update() { f.sync(); f.syncCatalog() }
 
 // sync brings the served tools in line with the registry. The server
 // notifies its clients (debounced) of each Add and Remove, so a registry

@@ -58,6 +58,26 @@ func (f *fleet) status(server string) (conn.Status, bool) {
 	return conn.Status{}, false
 }
 
+// supervisor returns the supervisor of server.
+func (f *fleet) supervisor(server string) (*conn.Supervisor, bool) {
+	st, ok := f.lookup(server)
+	if !ok || st.sup == nil {
+		return nil, false
+	}
+	return st.sup, true
+}
+
+// supervisors returns every running supervisor.
+func (f *fleet) supervisors() []*conn.Supervisor {
+	var out []*conn.Supervisor
+	for _, st := range f.running() {
+		if st.sup != nil {
+			out = append(out, st.sup)
+		}
+	}
+	return out
+}
+
 // Servers implements console.Host.
 func (f *fleet) Servers() []console.Server {
 	var out []console.Server

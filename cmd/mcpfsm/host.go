@@ -32,6 +32,12 @@ type startOptions struct {
 	logger       *slog.Logger
 	onTransition func(conn.Transition)
 	client       *mcp.ClientOptions // nil: the SDK's defaults
+	// clientFor, if set, gives each server its own client options in place
+	// of client; catalog and roots, if set, give every server the catalog
+	// and its first roots.
+	clientFor func(server string) *mcp.ClientOptions
+	catalog   *conn.Catalog
+	roots     func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 	metrics      *metrics.Metrics   // measures every supervisor, when set
 }
 
@@ -47,6 +53,13 @@ func startAll(ctx context.Context, servers []config.Server, reg conn.Registry, o
 		wg.Go(func() {
 			c := srv.Conn(st.stderr)
 			c.Registry, c.Logger, c.OnTransition, c.Client = reg, o.logger, o.onTransition, o.client
+			if o.clientFor != nil {
+				c.Client = o.clientFor(srv.Name)
+			}
+			c.Catalog = o.catalog
+			if o.roots != nil {
+				c.Roots = o.roots()
+			}
 			if o.metrics != nil {
 				st.sup, st.err = o.metrics.Start(ctx, c)
 			} else {

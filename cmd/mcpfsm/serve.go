@@ -94,10 +94,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 
-	reg := conn.NewRegistry()
+	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	fl := &fleet{path: *path, reg: reg}
-	f := front.New(front.Options{Registry: reg, Logger: logger,
-		Status:         fl.status,
+	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger,
+		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
 	hc, err := newHostConsole(fl, cln, token, reg, logger)
 	if err != nil {
@@ -105,7 +105,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, metrics: hc.metrics, client: f.ClientOptions(),
+	fl.opts = startOptions{logger: logger, metrics: hc.metrics, clientFor: f.ClientOptionsFor, catalog: cat,
+		roots: func() []*mcp.Root { r, _ := f.Roots(); return r },
 		onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }}
 	all := start(ctx, cfg.Servers, reg, fl.opts, *timeout)
 	fl.set(all)
