@@ -22,7 +22,9 @@ type rootsRelay struct {
 // rootsTimeout bounds one roots/list to the front client.
 const rootsTimeout = 10 * time.Second
 
-func (f *Front) initialized(_ context.Context, req *mcp.InitializedRequest) { f.fetchRoots(req.Session) }
+func (f *Front) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	f.fetchRoots(req.Session)
+}
 
 func (f *Front) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {
 	f.fetchRoots(req.Session)

@@ -38,7 +38,7 @@ type startOptions struct {
 	clientFor func(server string) *mcp.ClientOptions
 	catalog   *conn.Catalog
 	roots     func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
-	metrics      *metrics.Metrics   // measures every supervisor, when set
+	metrics   *metrics.Metrics   // measures every supervisor, when set
 }
 
 // startAll starts every server concurrently on reg. With
