@@ -31,20 +31,47 @@ type rig struct {
 	reg      *conn.ToolRegistry
 	backends map[string]*backend
 	sess     *mcp.ClientSession
+	client   *mcp.Client
 	changes  chan struct{} // one value per tools/list_changed received
 	count    atomic.Int32
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
+
+// rigOptions vary a rig: the backends' server options and setup, a
+// catalog, and the front client's options (its ToolListChangedHandler is
+// the rig's).
+type rigOptions struct {
+	serverOpts func(name string) *mcp.ServerOptions
+	setup      func(name string, srv *conntest.Server)
+	catalog    *conn.Catalog
+	ready      func() bool // before the front serves, wait until it holds
+	client     *mcp.ClientOptions
+	sessOpts   *mcp.ClientSessionOptions
+	roots      []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+}
+
+func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*backend{}, changes: make(chan struct{}, 100)}
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
+	var f *Front
 	for _, name := range []string{"a", "b"} {
-		b := &backend{srv: conntest.NewServer(conntest.Accept), rec: conntest.NewRecorder()}
+		var so *mcp.ServerOptions
+		if o.serverOpts != nil {
+			so = o.serverOpts(name)
+		}
+		b := &backend{srv: conntest.NewServerWithOptions(so, conntest.Accept), rec: conntest.NewRecorder()}
 		b.srv.AddEchoTool("echo")
+		if o.setup != nil {
+			o.setup(name, b.srv)
+		}
 		sup, err := conn.Start(context.Background(), conn.Config{
 			Name: name, Transport: b.srv.Transport(), Registry: r.reg, Reconnect: &p, Clock: r.clk,
-			Logger: b.rec.Logger(), OnTransition: b.rec.OnTransition,
+			Logger: b.rec.Logger(), OnTransition: b.rec.OnTransition, Catalog: o.catalog,
+			Client: &mcp.ClientOptions{ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				f.relayUpdate(ctx, name, req.Params.URI) // as ClientOptionsFor does
+			}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -57,24 +84,46 @@ func newRig(t *testing.T) *rig {
 			b.srv.Close()
 		})
 	}
-	f := New(Options{Registry: r.reg, Clock: r.clk, Status: func(server string) (conn.Status, bool) {
+	if o.ready != nil && o.catalog != nil {
+		for !o.ready() {
+			select {
+			case <-o.catalog.Changed():
+			case <-time.After(limit):
+				t.Fatal("the catalog did not become ready")
+			}
+		}
+	}
+	f = New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Status: func(server string) (conn.Status, bool) {
 		b, ok := r.backends[server]
 		if !ok {
 			return conn.Status{}, false
 		}
 		return b.sup.Status(), true
+	}, Supervisor: func(server string) (*conn.Supervisor, bool) {
+		b, ok := r.backends[server]
+		if !ok {
+			return nil, false
+		}
+		return b.sup, true
+	}, Supervisors: func() []*conn.Supervisor {
+		return []*conn.Supervisor{r.backends["a"].sup, r.backends["b"].sup}
 	}})
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- f.Run(ctx, st) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			r.count.Add(1)
-			r.changes <- struct{}{}
-		},
-	})
-	sess, err := client.Connect(ctx, ct, nil)
+	copts := o.client
+	if copts == nil {
+		copts = &mcp.ClientOptions{}
+	}
+	copts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+		r.count.Add(1)
+		r.changes <- struct{}{}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, copts)
+	client.AddRoots(o.roots...)
+	r.client = client
+	sess, err := client.Connect(ctx, ct, o.sessOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
