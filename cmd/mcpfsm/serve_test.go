@@ -41,6 +41,12 @@ func connect(t *testing.T, tr mcp.Transport) *frontClient { return connectWith(t
 // frontClient's) and sessOpts.
 func connectWith(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions) *frontClient {
 	t.Helper()
+	return connectWithRoots(t, tr, opts, sessOpts, nil)
+}
+
+// connectWithRoots is connectWith with a client that has roots.
+func connectWithRoots(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, roots []*mcp.Root) *frontClient {
+	t.Helper()
 	fc := &frontClient{changes: make(chan struct{}, 100)}
 	if opts == nil {
 		opts = &mcp.ClientOptions{}
@@ -50,6 +56,7 @@ func connectWith(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions, sessOp
 		fc.changes <- struct{}{}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "front-test"}, opts)
+	client.AddRoots(roots...)
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	sess, err := client.Connect(ctx, tr, sessOpts)
@@ -304,6 +311,13 @@ func serveStdioProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *
 // sessOpts (see connectWith).
 func serveStdioProcessWith(t *testing.T, env []string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) (*exec.Cmd, *watcher, *frontClient) {
 	t.Helper()
+	return serveStdioProcessWithRoots(t, env, opts, sessOpts, nil, args...)
+}
+
+// serveStdioProcessWithRoots is serveStdioProcessWith with a client that
+// has roots.
+func serveStdioProcessWithRoots(t *testing.T, env []string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, roots []*mcp.Root, args ...string) (*exec.Cmd, *watcher, *frontClient) {
+	t.Helper()
 	cmd := self(t, args...)
 	cmd.Env = append(cmd.Env, env...)
 	stderr := newWatcher()
@@ -320,7 +334,7 @@ func serveStdioProcessWith(t *testing.T, env []string, opts *mcp.ClientOptions, 
 		t.Fatal(err)
 	}
 	killAtEnd(t, cmd)
-	return cmd, stderr, connectWith(t, &mcp.IOTransport{Reader: stdout, Writer: stdin}, opts, sessOpts)
+	return cmd, stderr, connectWithRoots(t, &mcp.IOTransport{Reader: stdout, Writer: stdin}, opts, sessOpts, roots)
 }
 
 // killAtEnd kills cmd at the end of the test if it still runs.
