@@ -14,6 +14,19 @@
 //	server "fs": connection lost; reconnecting in 2s (attempt 3/10); tool "mcp__fs__read" was not called
 //
 // never with a protocol error and never by waiting for the server.
+//
+// With Options.Catalog it serves the servers' resources, resource
+// templates and prompts the same way: prompts as mcp__<server>__<prompt>,
+// resources under their servers' own URIs. A URI (or template) that
+// several servers list is served as is for the first of them in name
+// order, and as mcpfsm:<server>/<uri> ([RoutedURI]) for the others; the
+// routed form reaches any server's resource, listed or not. Reads,
+// prompts/get and completion/complete go to the right supervisor, and
+// during an outage fail at once with an error naming the server, its
+// state and the next attempt. resources/subscribe becomes the
+// supervisor's Subscribe (re-sent after reconnects) and updates come back
+// through [Front.ClientOptionsFor]. The front client's roots are set on
+// every supervisor (Options.Supervisors).
 package front
 
 import (

@@ -20,7 +20,8 @@ import (
 
 const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-http ADDR [-http-token TOKEN]] [-timeout 10s] [-log-format text|json] [-log-level info]
 
-Supervises every server of FILE and serves all their tools as one MCP
+Supervises every server of FILE and serves all their tools (resources,
+prompts) as one MCP
 server: over stdin and stdout by default, so that an MCP host starts it
 like any stdio server, or over Streamable HTTP at ADDR with -listen.
 Replace the servers of your host's config with one entry:
@@ -34,8 +35,14 @@ sends nothing. A call made while its server is down is answered at once
 with a tool error (isError) such as
   server "fs": connection lost; reconnecting in 2s (attempt 3/10); tool "mcp__fs__read" was not called; try again after the next attempt
 
-Elicitation and sampling requests of the servers are forwarded to the
-client when it declared the capability (on protocol 2025-11-25 and
+Resources, resource templates and prompts are served too: prompts as
+mcp__<server>__<prompt>, resources under their servers' URIs; a URI that
+two servers list is the first's (by name), the other's copy is listed as
+mcpfsm:<server>/<uri>. Reads, prompts, completions and subscriptions go
+to the right server; the client's roots become every server's roots.
+
+Elicitation, sampling and roots requests of the servers are forwarded to
+the client when it declared the capability (on protocol 2025-11-25 and
 older).
 
 Before serving, serve waits (at most -timeout) for every server's first
