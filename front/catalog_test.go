@@ -56,7 +56,9 @@ func newCatalogRig(t *testing.T) *catalogRig {
 				})
 			if name == "a" {
 				srv.MCP.AddResource(&mcp.Resource{URI: "res://a", Name: "a"},
-					func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return text("a"), nil })
+					func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+						return text("a"), nil
+					})
 			}
 			srv.MCP.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "res://echo/{x}", Name: "echo"},
 				func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

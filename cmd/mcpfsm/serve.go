@@ -20,10 +20,10 @@ import (
 
 const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-http ADDR [-http-token TOKEN]] [-timeout 10s] [-log-format text|json] [-log-level info]
 
-Supervises every server of FILE and serves all their tools (resources,
-prompts) as one MCP
-server: over stdin and stdout by default, so that an MCP host starts it
-like any stdio server, or over Streamable HTTP at ADDR with -listen.
+Supervises every server of FILE and serves all their tools, resources
+and prompts as one MCP server: over stdin and stdout by default, so that
+an MCP host starts it like any stdio server, or over Streamable HTTP at
+ADDR with -listen.
 Replace the servers of your host's config with one entry:
 
   {"mcpServers": {"mcpfsm": {"command": "mcpfsm", "args": ["serve", "-config", "/path/to/servers.json"]}}}
