@@ -164,16 +164,9 @@ func (cr *catalogRig) rootsOf(t *testing.T, name string) []string {
 	return nil
 }
 
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
+func recv[V any](t *testing.T, c <-chan V, what string) V {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(limit):
-		t.Fatalf("no %s", what)
-		var zero T
-		return zero
-	}
+	return conntest.Receive(t, c, limit, what)
 }
 
 func TestCatalogUnionAndRouting(t *testing.T) {

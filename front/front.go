@@ -121,7 +121,8 @@ func New(o Options) *Front {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
 			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
-		InitializedHandler:      f.initialized,
+		InitializedHandler: f.initialized,
+		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 		RootsListChangedHandler: f.rootsChanged,
 	}
 	if o.Catalog != nil {

@@ -55,9 +55,10 @@ func (f *Front) read(ctx context.Context, uri string) (*mcp.ReadResourceResult, 
 }
 
 func notFound(uri string) error {
-	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: fmt.Sprintf(
-		"resource %q: no supervised server lists it or a template that matches it; name a server's resource as %s<server>/<uri>",
-		uri, RoutePrefix)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, // resource not found (SEP-2164)
+		Message: fmt.Sprintf(
+			"resource %q: no supervised server lists it or a template that matches it; name a server's resource as %s<server>/<uri>",
+			uri, RoutePrefix)}
 }
 
 // promptHandler routes prompts/get of the prompt served as name.

@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -89,7 +89,7 @@ func TestServeCatalog(t *testing.T) {
 	}
 	stderr.waitFor(t, 0, "testserver: subscribe res://pid", "server=fix")
 	fc.call(t, "mcp__fix__touch", "")
-	if got := recvTimeout(t, updated, "relayed resources/updated"); got != "res://pid" {
+	if got := conntest.Receive(t, updated, limit, "relayed resources/updated"); got != "res://pid" {
 		t.Errorf("update relayed as %q", got)
 	}
 
@@ -124,7 +124,7 @@ func TestServeCatalog(t *testing.T) {
 		t.Errorf("roots seen by the new fix = %q (isError %v)", text, isErr)
 	}
 	fc.call(t, "mcp__fix__touch", "")
-	if got := recvTimeout(t, updated, "relayed resources/updated after the reconnect"); got != "res://pid" {
+	if got := conntest.Receive(t, updated, limit, "relayed resources/updated after the reconnect"); got != "res://pid" {
 		t.Errorf("update relayed as %q", got)
 	}
 	if n := resChanges.Load(); n != 0 {
@@ -136,16 +136,4 @@ func TestServeCatalog(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 	allGone(t, fixLog)
-}
-
-func recvTimeout[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(limit):
-		t.Fatalf("no %s", what)
-		var zero T
-		return zero
-	}
 }

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded, and tested.
+
 package main
 
 import (
