@@ -22,14 +22,14 @@ import (
 type catalogRig struct {
 	*rig
 	resChanges, promptChanges atomic.Int32
-	resChanged                chan struct{}
+	resChanged, promptChanged chan struct{}
 	updated                   chan string
 	rootsChanged              map[string]chan struct{}
 	subscribed                map[string]chan string
 }
 
 func newCatalogRig(t *testing.T) *catalogRig {
-	cr := &catalogRig{resChanged: make(chan struct{}, 100), updated: make(chan string, 100),
+	cr := &catalogRig{resChanged: make(chan struct{}, 100), promptChanged: make(chan struct{}, 100), updated: make(chan string, 100),
 		rootsChanged: map[string]chan struct{}{"a": make(chan struct{}, 100), "b": make(chan struct{}, 100)},
 		subscribed:   map[string]chan string{"a": make(chan string, 100), "b": make(chan string, 100)}}
 	text := func(s string) *mcp.ReadResourceResult {
@@ -47,6 +47,10 @@ func newCatalogRig(t *testing.T) *catalogRig {
 				},
 				UnsubscribeHandler:      func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 				RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { cr.rootsChanged[name] <- struct{}{} },
+				CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+					ref := req.Params.Ref
+					return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{name + ":" + ref.Name + ref.URI}}}, nil
+				},
 			}
 		},
 		setup: func(name string, srv *conntest.Server) {
@@ -73,7 +77,10 @@ func newCatalogRig(t *testing.T) *catalogRig {
 				cr.resChanges.Add(1)
 				cr.resChanged <- struct{}{}
 			},
-			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { cr.promptChanges.Add(1) },
+			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+				cr.promptChanges.Add(1)
+				cr.promptChanged <- struct{}{}
+			},
 			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 				cr.updated <- req.Params.URI
 			},
@@ -196,11 +203,20 @@ func TestCatalogUnionAndRouting(t *testing.T) {
 			t.Errorf("prompt of %s = %q, %v", name, got, err)
 		}
 	}
-	comp, err := cr.sess.Complete(context.Background(), &mcp.CompleteParams{
-		Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "mcp__b__greet"}, Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"}})
-	// The backends have no completion handler: the error must be b's own.
-	if err == nil || comp != nil {
-		t.Errorf("completion routed to a server without completions = %+v, %v; want its error", comp, err)
+	// Completions go to the server of the prompt or template, under the
+	// server's own names.
+	for _, tt := range []struct {
+		ref  mcp.CompleteReference
+		want string
+	}{
+		{mcp.CompleteReference{Type: "ref/prompt", Name: "mcp__b__greet"}, "b:greet"},
+		{mcp.CompleteReference{Type: "ref/resource", URI: "res://echo/{x}"}, "a:res://echo/{x}"},
+		{mcp.CompleteReference{Type: "ref/resource", URI: "mcpfsm:b/res://echo/{x}"}, "b:res://echo/{x}"},
+	} {
+		comp, err := cr.sess.Complete(context.Background(), &mcp.CompleteParams{Ref: &tt.ref, Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"}})
+		if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != tt.want {
+			t.Errorf("complete %+v = %+v, %v; want %q", tt.ref, comp, err, tt.want)
+		}
 	}
 }
 
@@ -287,6 +303,13 @@ func TestCatalogOutageSubscriptionsAndRoots(t *testing.T) {
 	recv(t, cr.resChanged, "resources/list_changed after b added a resource")
 	cr.mustRead(t, "res://new", "new")
 	if n := cr.promptChanges.Load(); n != 0 {
-		t.Errorf("%d prompts/list_changed, want none: the prompts never changed", n)
+		t.Errorf("%d prompts/list_changed before any real change", n)
+	}
+	a.srv.MCP.AddPrompt(&mcp.Prompt{Name: "bye"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "bye"}}}}, nil
+	})
+	recv(t, cr.promptChanged, "prompts/list_changed after a added a prompt")
+	if got, err := cr.prompt(t, "mcp__a__bye"); err != nil || got != "bye" {
+		t.Errorf("new prompt = %q, %v", got, err)
 	}
 }
