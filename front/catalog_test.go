@@ -4,6 +4,7 @@ package front
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,12 +27,16 @@ type catalogRig struct {
 	updated                   chan string
 	rootsChanged              map[string]chan struct{}
 	subscribed                map[string]chan string
+	levelSet                  map[string]chan mcp.LoggingLevel
+	logged                    chan string // logger: data of each relayed log message
 }
 
 func newCatalogRig(t *testing.T) *catalogRig {
 	cr := &catalogRig{resChanged: make(chan struct{}, 100), promptChanged: make(chan struct{}, 100), updated: make(chan string, 100),
 		rootsChanged: map[string]chan struct{}{"a": make(chan struct{}, 100), "b": make(chan struct{}, 100)},
-		subscribed:   map[string]chan string{"a": make(chan string, 100), "b": make(chan string, 100)}}
+		subscribed:   map[string]chan string{"a": make(chan string, 100), "b": make(chan string, 100)},
+		levelSet:     map[string]chan mcp.LoggingLevel{"a": make(chan mcp.LoggingLevel, 100), "b": make(chan mcp.LoggingLevel, 100)},
+		logged:       make(chan string, 100)}
 	text := func(s string) *mcp.ReadResourceResult {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{Text: s}}}
 	}
@@ -54,6 +59,15 @@ func newCatalogRig(t *testing.T) *catalogRig {
 			}
 		},
 		setup: func(name string, srv *conntest.Server) {
+			srv.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil {
+						cr.levelSet[name] <- p.Level
+					}
+					return res, err
+				}
+			})
 			srv.MCP.AddResource(&mcp.Resource{URI: "res://shared", Name: "shared"},
 				func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 					return text("shared of " + name), nil
@@ -80,6 +94,9 @@ func newCatalogRig(t *testing.T) *catalogRig {
 			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
 				cr.promptChanges.Add(1)
 				cr.promptChanged <- struct{}{}
+			},
+			LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+				cr.logged <- fmt.Sprint(req.Params.Logger, ": ", req.Params.Data)
 			},
 			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 				cr.updated <- req.Params.URI
@@ -149,6 +166,14 @@ func (cr *catalogRig) prompt(t *testing.T, name string) (string, error) {
 		return "", err
 	}
 	return res.Messages[0].Content.(*mcp.TextContent).Text, nil
+}
+
+// log makes backend name log data at warning, on every session.
+func (cr *catalogRig) log(t *testing.T, name, data string) {
+	t.Helper()
+	for ss := range cr.backends[name].srv.MCP.Sessions() {
+		_ = ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "warning", Logger: "srv", Data: data})
+	}
 }
 
 // rootsOf asks backend name's live session for its roots.
@@ -254,6 +279,21 @@ func TestCatalogOutageSubscriptionsAndRoots(t *testing.T) {
 		t.Errorf("b's update relayed as %q", got)
 	}
 
+	// The client's logging level reaches the backends; their messages
+	// come back under the server's name.
+	if err := cr.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := recv(t, cr.levelSet[name], "logging level at "+name); got != "info" {
+			t.Errorf("%s got level %q", name, got)
+		}
+	}
+	cr.log(t, "b", "from b")
+	if got := recv(t, cr.logged, "relayed log message"); got != "b/srv: from b" {
+		t.Errorf("relayed log message %q", got)
+	}
+
 	// a crashes: its reads and prompts fail at once, naming its state.
 	a.srv.Crash()
 	a.rec.Expect(t, limit, conn.LostReconnecting)
@@ -284,6 +324,11 @@ func TestCatalogOutageSubscriptionsAndRoots(t *testing.T) {
 		t.Errorf("roots of a after its reconnect (-want +got):\n%s", diff)
 	}
 	cr.mustRead(t, "res://shared", "shared of a")
+	recv(t, cr.levelSet["a"], "logging level re-sent to a after its reconnect")
+	cr.log(t, "a", "from a")
+	if got := recv(t, cr.logged, "relayed log message of a"); got != "a/srv: from a" {
+		t.Errorf("relayed log message %q", got)
+	}
 	if err := a.srv.MCP.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "res://shared"}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 			f.relayUpdate(ctx, server, req.Params.URI)
 		}
 	}
+	o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+		f.relayLog(ctx, server, req.Params)
+	}
 	return o
 }
 

@@ -25,8 +25,9 @@
 // during an outage fail at once with an error naming the server, its
 // state and the next attempt. resources/subscribe becomes the
 // supervisor's Subscribe (re-sent after reconnects) and updates come back
-// through [Front.ClientOptionsFor]. The front client's roots are set on
-// every supervisor (Options.Supervisors).
+// through [Front.ClientOptionsFor]. The front client's roots and logging
+// level are set on every supervisor (Options.Supervisors), and the
+// servers' log messages relayed.
 package front
 
 import (
@@ -93,6 +94,7 @@ type Front struct {
 
 	subs  subscriptions
 	roots rootsRelay
+	logs  logRelay
 
 	tmu   sync.Mutex
 	moved chan struct{} // closed and replaced at every Observe
@@ -118,7 +120,7 @@ func New(o Options) *Front {
 	// servers: always announce the capabilities with list_changed, even
 	// with nothing listed yet.
 	opts := &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
 			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
 		InitializedHandler: f.initialized,
@@ -135,6 +137,7 @@ func New(o Options) *Front {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	f.server = mcp.NewServer(o.Implementation, opts)
+	f.server.AddReceivingMiddleware(f.levelMiddleware)
 	if o.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
@@ -147,7 +150,8 @@ func New(o Options) *Front {
 // it from) conn.Config.OnTransition: a call whose connection ends under it
 // then waits for the supervisor to register the loss, so that its error
 // says when the next attempt is. It never blocks.
-func (f *Front) Observe(conn.Transition) {
+func (f *Front) Observe(t conn.Transition) {
+	f.levelAfter(t)
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
 	close(f.moved)
@@ -176,7 +180,7 @@ func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 		defer close(done)
 		f.Sync(ctx)
 	}()
-	defer func() { cancel(); <-done; f.roots.wait() }()
+	defer func() { cancel(); <-done; f.roots.wait(); f.logs.wg.Wait() }()
 	return f.server.Run(ctx, t)
 }
 

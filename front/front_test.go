@@ -57,7 +57,21 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*backend{}, changes: make(chan struct{}, 100)}
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
-	var f *Front
+	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Status: func(server string) (conn.Status, bool) {
+		b, ok := r.backends[server]
+		if !ok {
+			return conn.Status{}, false
+		}
+		return b.sup.Status(), true
+	}, Supervisor: func(server string) (*conn.Supervisor, bool) {
+		b, ok := r.backends[server]
+		if !ok {
+			return nil, false
+		}
+		return b.sup, true
+	}, Supervisors: func() []*conn.Supervisor {
+		return []*conn.Supervisor{r.backends["a"].sup, r.backends["b"].sup}
+	}})
 	for _, name := range []string{"a", "b"} {
 		var so *mcp.ServerOptions
 		if o.serverOpts != nil {
@@ -70,10 +84,8 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		}
 		sup, err := conn.Start(context.Background(), conn.Config{
 			Name: name, Transport: b.srv.Transport(), Registry: r.reg, Reconnect: &p, Clock: r.clk,
-			Logger: b.rec.Logger(), OnTransition: b.rec.OnTransition, Catalog: o.catalog,
-			Client: &mcp.ClientOptions{ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-				f.relayUpdate(ctx, name, req.Params.URI) // as ClientOptionsFor does
-			}},
+			Logger: b.rec.Logger(), OnTransition: func(t conn.Transition) { b.rec.OnTransition(t); f.Observe(t) }, Catalog: o.catalog,
+			Client: f.ClientOptionsFor(name),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -95,21 +107,6 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 			}
 		}
 	}
-	f = New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Status: func(server string) (conn.Status, bool) {
-		b, ok := r.backends[server]
-		if !ok {
-			return conn.Status{}, false
-		}
-		return b.sup.Status(), true
-	}, Supervisor: func(server string) (*conn.Supervisor, bool) {
-		b, ok := r.backends[server]
-		if !ok {
-			return nil, false
-		}
-		return b.sup, true
-	}, Supervisors: func() []*conn.Supervisor {
-		return []*conn.Supervisor{r.backends["a"].sup, r.backends["b"].sup}
-	}})
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

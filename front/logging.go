@@ -1,0 +1,104 @@
+//lint:file-ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
+
+package front
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logRelay carries the front client's logging level to the servers, and
+// their log messages back.
+type logRelay struct {
+	wg sync.WaitGroup // level sends in flight
+
+	mu    sync.Mutex
+	level mcp.LoggingLevel // "" until the client sets one
+}
+
+// levelMiddleware forwards a logging/setLevel that the front accepted to
+// every supervised server.
+func (f *Front) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil || f.opts.Supervisors == nil {
+			return res, err
+		}
+		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+		if !ok || p == nil {
+			return res, err
+		}
+		f.logs.mu.Lock()
+		f.logs.level = p.Level
+		f.logs.mu.Unlock()
+		for _, sup := range f.opts.Supervisors() {
+			f.sendLevel(sup)
+		}
+		return res, err
+	}
+}
+
+// levelAfter re-sends the level to a server that has just connected: a
+// new session starts without one.
+func (f *Front) levelAfter(t conn.Transition) {
+	if t.To != conn.Established || f.opts.Supervisor == nil {
+		return
+	}
+	f.logs.mu.Lock()
+	level := f.logs.level
+	f.logs.mu.Unlock()
+	if level == "" {
+		return // nothing to re-send
+	}
+	if sup, ok := f.opts.Supervisor(t.Server); ok {
+		f.sendLevel(sup)
+	}
+}
+
+// sendLevel sends the current level to sup's server, off the caller's
+// goroutine. A server without logging refuses it; that is logged at debug.
+func (f *Front) sendLevel(sup *conn.Supervisor) {
+	f.logs.mu.Lock()
+	level := f.logs.level
+	f.logs.mu.Unlock()
+	if level == "" {
+		return
+	}
+	f.logs.wg.Add(1)
+	go func() {
+		defer f.logs.wg.Done()
+		err := sup.WithSession(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
+			if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
+				return nil
+			}
+			return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+		})
+		if err != nil {
+			f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", sup.Status().Server, "level", level)
+		}
+	}()
+}
+
+// relayLog sends a server's log message to every front client, with the
+// server's name in front of its logger name. The SDK drops it for a
+// client that set no level or a higher one.
+func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	m := *p
+	m.Meta = nil
+	if m.Logger == "" {
+		m.Logger = server
+	} else {
+		m.Logger = server + "/" + m.Logger
+	}
+	for ss := range f.server.Sessions() {
+		if err := ss.Log(ctx, &m); err != nil {
+			f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		}
+	}
+}
