@@ -149,7 +149,8 @@ func New(o Options) *Front {
 // Observe takes note of a transition of a supervisor. Pass it as (or call
 // it from) conn.Config.OnTransition: a call whose connection ends under it
 // then waits for the supervisor to register the loss, so that its error
-// says when the next attempt is. It never blocks.
+// says when the next attempt is, and a server established again gets the
+// front client's logging level. It never blocks.
 func (f *Front) Observe(t conn.Transition) {
 	f.levelAfter(t)
 	f.tmu.Lock()
