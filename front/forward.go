@@ -52,6 +52,7 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 			f.relayUpdate(ctx, server, req.Params.URI)
 		}
 	}
+	//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
 	o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		f.relayLog(ctx, server, req.Params)
 	}

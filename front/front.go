@@ -120,13 +120,15 @@ func New(o Options) *Front {
 	// servers: always announce the capabilities with list_changed, even
 	// with nothing listed yet.
 	opts := &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
 			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
 		InitializedHandler: f.initialized,
 		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 		RootsListChangedHandler: f.rootsChanged,
 	}
+	//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
+	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	if o.Catalog != nil {
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
 		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
