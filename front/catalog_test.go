@@ -306,6 +306,11 @@ func TestCatalogOutageSubscriptionsAndRoots(t *testing.T) {
 		t.Errorf("prompt during the outage: %v", err)
 	}
 	cr.mustRead(t, "mcpfsm:b/res://shared", "shared of b")
+	// A subscription made during the outage is accepted, and sent when a
+	// is back.
+	if err := cr.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://a"}); err != nil {
+		t.Errorf("subscribe during the outage: %v", err)
+	}
 
 	// The client's roots change during the outage: b hears at once, a
 	// gets them with its new session.
@@ -317,8 +322,10 @@ func TestCatalogOutageSubscriptionsAndRoots(t *testing.T) {
 
 	cr.clk.Add(time.Second)
 	a.rec.Expect(t, limit, conn.Connecting, conn.Established)
-	if got := recv(t, cr.subscribed["a"], "re-sent subscription at a"); got != "res://shared" {
-		t.Errorf("a got a re-sent subscription to %q", got)
+	for _, want := range []string{"res://shared", "res://a"} {
+		if got := recv(t, cr.subscribed["a"], "re-sent subscription at a"); got != want {
+			t.Errorf("a got a re-sent subscription to %q, want %q", got, want)
+		}
 	}
 	if diff := cmp.Diff([]string{"file:///other", "file:///project"}, cr.rootsOf(t, "a")); diff != "" {
 		t.Errorf("roots of a after its reconnect (-want +got):\n%s", diff)
