@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,34 +18,51 @@ import (
 // bounded by CallTimeout and retired when the generation is shut down,
 // without a timer and a context.AfterFunc per call: the calls sit in a
 // list in start order, which is also deadline order (every call gets the
-// same CallTimeout), and one timer per generation watches the head.
+// same CallTimeout), and one timer per generation watches the head. Each
+// call's context is its own node in the list (see callCtx).
 type calls struct {
 	mu     sync.Mutex
-	head   *inflight
-	tail   *inflight
+	head   *callCtx
+	tail   *callCtx
 	timer  *clock.Timer // armed while the list is not empty
 	closed bool         // the generation shut down: no new calls
+
+	freeMu sync.Mutex      // guards free; taken after a callCtx's mu, never before
+	free   []chan struct{} // open Done channels of calls that ended uncancelled
 }
 
-// inflight is one call in the list.
-type inflight struct {
-	expired    atomic.Bool // cancelled by CallTimeout
-	cancel     context.CancelFunc
-	deadline   time.Time
-	prev, next *inflight
+// maxFree bounds the free list: about as many channels as calls run at
+// once, beyond which a channel is left to the garbage collector.
+const maxFree = 64
+
+func (c *calls) getChan() chan struct{} {
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	if n := len(c.free); n > 0 {
+		ch := c.free[n-1]
+		c.free = c.free[:n-1]
+		return ch
+	}
+	return make(chan struct{})
 }
 
-// start registers a call and returns its context, derived from ctx, and
-// its entry, which the caller passes to end. ok is false when the
-// generation is shutting down.
-func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration) (_ context.Context, _ *inflight, ok bool) {
-	ctx, cancel := context.WithCancel(ctx)
-	n := &inflight{cancel: cancel, deadline: clk.Now().Add(timeout)}
+func (c *calls) putChan(ch chan struct{}) {
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	if len(c.free) < maxFree {
+		c.free = append(c.free, ch)
+	}
+}
+
+// start registers a call and returns its context, derived from ctx, which
+// the caller passes to end. ok is false when the generation is shutting
+// down.
+func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration) (_ *callCtx, ok bool) {
+	n := &callCtx{parent: ctx, calls: c, deadline: clk.Now().Add(timeout)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		cancel()
-		return nil, nil, false
+		return nil, false
 	}
 	if c.tail == nil {
 		c.head, c.tail = n, n
@@ -59,19 +75,19 @@ func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duratio
 		n.prev, c.tail.next, c.tail = c.tail, n, n
 	}
 	c.mu.Unlock()
-	return ctx, n, true
+	return n, true
 }
 
 // end removes a finished call. A timer armed for it fires later and
 // re-arms for the new head, which is cheaper than re-arming on every end.
-func (c *calls) end(n *inflight) {
+func (c *calls) end(n *callCtx) {
 	c.mu.Lock()
 	c.unlink(n)
 	c.mu.Unlock()
-	n.cancel()
+	n.finish()
 }
 
-func (c *calls) unlink(n *inflight) {
+func (c *calls) unlink(n *callCtx) {
 	if n.prev == nil && c.head != n {
 		return // already removed
 	}
@@ -93,19 +109,14 @@ func (c *calls) unlink(n *inflight) {
 func (c *calls) expire(clk clock.Clock) {
 	now := clk.Now()
 	c.mu.Lock()
-	var expired []*inflight
+	defer c.mu.Unlock()
 	for c.head != nil && !c.head.deadline.After(now) {
 		n := c.head
 		c.unlink(n)
-		n.expired.Store(true)
-		expired = append(expired, n)
+		n.cancel(byTimeout, context.DeadlineExceeded)
 	}
 	if c.head != nil && !c.closed {
 		c.timer.Reset(c.head.deadline.Sub(now))
-	}
-	c.mu.Unlock()
-	for _, n := range expired {
-		n.cancel()
 	}
 }
 
@@ -115,20 +126,23 @@ func (c *calls) expire(clk clock.Clock) {
 // would race a reply that did arrive.
 func (c *calls) close(cancel bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.closed = true
-	var all []*inflight
 	for cancel && c.head != nil {
 		n := c.head
 		c.unlink(n)
-		all = append(all, n)
+		n.cancel(byShutdown, context.Canceled)
 	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.mu.Unlock()
-	for _, n := range all {
-		n.cancel()
-	}
+}
+
+// expired reports whether CallTimeout cancelled the call.
+func (x *callCtx) expired() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.reason == byTimeout
 }
 
 // call is Tool.Call on this generation.
@@ -138,13 +152,13 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 	}
 	// CallTimeout bounds the call, and shutting the generation down
 	// retires it at once.
-	ctx, n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
+	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
 	if !ok {
 		return nil, g.unavailable(public, nil)
 	}
 	defer g.calls.end(n)
-	res, err := g.sess.CallTool(ctx, &mcp.CallToolParams{Name: raw, Arguments: args})
-	if err != nil && n.expired.Load() {
+	res, err := g.sess.CallTool(n, &mcp.CallToolParams{Name: raw, Arguments: args})
+	if err != nil && n.expired() {
 		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
 			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
 	}

@@ -51,13 +51,13 @@ func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *m
 	if g == nil || g.down.Load() {
 		return &sessionError{server: s.cfg.Name, state: s.State()}
 	}
-	ctx, n, ok := g.calls.start(ctx, s.clk, s.cfg.CallTimeout)
+	n, ok := g.calls.start(ctx, s.clk, s.cfg.CallTimeout)
 	if !ok {
 		return &sessionError{server: s.cfg.Name, state: s.State()}
 	}
 	defer g.calls.end(n)
-	err := f(ctx, g.sess)
-	if err != nil && n.expired.Load() {
+	err := f(n, g.sess)
+	if err != nil && n.expired() {
 		return fmt.Errorf("mcp server %q: no answer within CallTimeout (%v): %w: %w",
 			s.cfg.Name, s.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}

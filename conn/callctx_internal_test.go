@@ -1,0 +1,191 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitClosed waits, bounded, for ch: the parent's cancellation reaches a
+// call's context through context.AfterFunc, on its own goroutine.
+func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not closed", what)
+	}
+}
+
+// TestCallContextTimeout: CallTimeout expiring on the generation's timer
+// cancels the call's context with DeadlineExceeded, closes its Done
+// channel and marks it expired; a later call is untouched.
+func TestCallContextTimeout(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	x, ok := c.start(context.Background(), clk, time.Second)
+	if !ok {
+		t.Fatal("start refused on an open list")
+	}
+	done := x.Done()
+	if done == nil || isClosed(done) || x.Err() != nil {
+		t.Fatalf("fresh call: Done %v closed %v Err %v", done, isClosed(done), x.Err())
+	}
+	clk.Add(500 * time.Millisecond)
+	y, _ := c.start(context.Background(), clk, time.Second)
+	clk.Add(500 * time.Millisecond)
+	if !isClosed(done) || !errors.Is(x.Err(), context.DeadlineExceeded) || !x.expired() {
+		t.Fatalf("after CallTimeout: closed %v Err %v expired %v", isClosed(done), x.Err(), x.expired())
+	}
+	if !errors.Is(context.Cause(x), context.DeadlineExceeded) {
+		t.Errorf("Cause = %v, want DeadlineExceeded", context.Cause(x))
+	}
+	if y.Err() != nil || isClosed(y.Done()) {
+		t.Fatalf("the later call was cancelled early: %v", y.Err())
+	}
+	clk.Add(500 * time.Millisecond)
+	if !y.expired() {
+		t.Fatal("the later call did not expire at its own deadline")
+	}
+	c.end(x)
+	c.end(y)
+	if !errors.Is(x.Err(), context.DeadlineExceeded) {
+		t.Errorf("end changed the error of an expired call to %v", x.Err())
+	}
+	c.close(true)
+}
+
+// TestCallContextShutdown: closing the list with cancel retires every
+// call with Canceled (not expired); without cancel it leaves them alone;
+// a closed list refuses new calls.
+func TestCallContextShutdown(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	x, _ := c.start(context.Background(), clk, time.Minute)
+	d := x.Done()
+	c.close(false)
+	if x.Err() != nil {
+		t.Fatalf("close(false) cancelled a call: %v", x.Err())
+	}
+	if _, ok := c.start(context.Background(), clk, time.Minute); ok {
+		t.Fatal("a closed list accepted a call")
+	}
+	var c2 calls
+	y, _ := c2.start(context.Background(), clk, time.Minute)
+	yd := y.Done()
+	c2.close(true)
+	if !isClosed(yd) || !errors.Is(y.Err(), context.Canceled) || y.expired() {
+		t.Fatalf("shutdown: closed %v Err %v expired %v", isClosed(yd), y.Err(), y.expired())
+	}
+	c.end(x)
+	if !isClosed(x.Done()) || !errors.Is(x.Err(), context.Canceled) {
+		t.Fatalf("after end: Done closed %v Err %v", isClosed(x.Done()), x.Err())
+	}
+	if isClosed(d) {
+		t.Fatal("end closed a pooled Done channel instead of reusing it")
+	}
+}
+
+// TestCallContextParent: the caller's values, deadline, cancellation and
+// cause all reach the call's context.
+func TestCallContextParent(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	defer c.close(true)
+	type key struct{}
+	dl := time.Now().Add(time.Hour)
+	parent, cancelDL := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), dl)
+	defer cancelDL()
+	parent, cancel := context.WithCancelCause(parent)
+	x, _ := c.start(parent, clk, time.Minute)
+	if x.Value(key{}) != "v" {
+		t.Errorf("Value = %v, want the caller's", x.Value(key{}))
+	}
+	if d, ok := x.Deadline(); !ok || !d.Equal(dl) {
+		t.Errorf("Deadline = %v %v, want the caller's %v", d, ok, dl)
+	}
+	done := x.Done()
+	boom := errors.New("boom")
+	cancel(boom)
+	awaitClosed(t, done, "Done after the caller's cancel")
+	if !errors.Is(x.Err(), context.Canceled) || !errors.Is(context.Cause(x), boom) || x.expired() {
+		t.Fatalf("Err %v Cause %v expired %v", x.Err(), context.Cause(x), x.expired())
+	}
+	c.end(x)
+
+	// A caller's context already cancelled before Done is first asked.
+	p2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	y, _ := c.start(p2, clk, time.Minute)
+	if !errors.Is(y.Err(), context.Canceled) || !isClosed(y.Done()) {
+		t.Fatalf("cancelled caller: Err %v", y.Err())
+	}
+	c.end(y)
+}
+
+// TestCallContextChildren: a context derived from a call's is cancelled
+// with it, through the AfterFunc method (no watching goroutine), and at
+// the latest when the call ends.
+func TestCallContextChildren(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	defer c.close(true)
+	x, _ := c.start(context.Background(), clk, time.Second)
+	child, stop := context.WithCancel(x)
+	defer stop()
+	ran := make(chan struct{})
+	context.AfterFunc(x, func() { close(ran) })
+	clk.Add(time.Second)
+	awaitClosed(t, child.Done(), "child after CallTimeout")
+	awaitClosed(t, ran, "AfterFunc after CallTimeout")
+	c.end(x)
+
+	y, _ := c.start(context.Background(), clk, time.Minute)
+	child2, stop2 := context.WithCancel(y)
+	defer stop2()
+	c.end(y)
+	awaitClosed(t, child2.Done(), "child after the call ended")
+
+	z, _ := c.start(context.Background(), clk, time.Minute)
+	stopped := context.AfterFunc(z, func() { t.Error("a stopped AfterFunc ran") })
+	if !stopped() {
+		t.Error("stop of a pending AfterFunc returned false")
+	}
+	c.end(z)
+}
+
+// TestCallContextAllocs: a call on a caller's context without a Done
+// channel costs one allocation, its context; the Done channel is reused.
+func TestCallContextAllocs(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	defer c.close(true)
+	ctx := context.Background()
+	warm, _ := c.start(ctx, clk, time.Minute)
+	_ = warm.Done()
+	c.end(warm)
+	allocs := testing.AllocsPerRun(1000, func() {
+		x, _ := c.start(ctx, clk, time.Minute)
+		if isClosed(x.Done()) || x.Err() != nil {
+			t.Fatal("a fresh call is cancelled")
+		}
+		c.end(x)
+	})
+	// sync.Pool may drop its channel at a GC; a rare extra allocation is
+	// not a per-call cost.
+	if allocs > 1.05 {
+		t.Errorf("a call costs %.2f allocations, want 1", allocs)
+	}
+}
