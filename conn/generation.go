@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,6 +39,7 @@ type generation struct {
 	shutdownOnce sync.Once
 	released     chan struct{} // closed once the transport's process is gone (at once without one)
 	expired      chan struct{} // closed CloseTimeout after shutdown started
+	expiry       *clock.Timer  // closes expired; stopped at the release
 
 	// Owned by the supervisor's loop.
 	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable
@@ -160,7 +162,9 @@ func (g *generation) shutdown() <-chan struct{} {
 		// One barrier deadline per generation, armed before anything is
 		// closed: every waiter shares it, and a test that sees the close
 		// begin can advance a fake clock past it.
-		g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() { close(g.expired) })
+		// Once released, the timer is stopped, so that a retired
+		// generation is not kept in memory for CloseTimeout.
+		g.expiry = g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() { close(g.expired) })
 		g.down.Store(true)
 		if !g.natural.Load() {
 			// The supervisor is retiring a live session: retire its
@@ -189,12 +193,14 @@ func (g *generation) shutdown() <-chan struct{} {
 		}()
 		term, ok := t.(Terminator)
 		if !ok {
+			g.expiry.Stop()
 			close(g.released) // no process: nothing can outlive the session
 			return
 		}
 		go func() {
 			<-terminateWithin(term, g.sup.cfg.CloseTimeout)
 			g.sup.procs.remove(term)
+			g.expiry.Stop()
 			close(g.released)
 		}()
 	})

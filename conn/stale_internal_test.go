@@ -90,6 +90,12 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	ghost := Tool{Name: "mcp__fx__ghost", Server: "fx", Raw: &mcp.Tool{Name: "ghost"}, gen: stale}
 	onLoop(func() { sup.resyncDone(stale, []Tool{ghost}, nil) })
 
+	// Released, the retired generation holds no close-timeout timer that
+	// would keep it in memory for CloseTimeout.
+	if stale.expiry.Stop() {
+		t.Error("the retired generation's close-timeout timer was still armed after its release")
+	}
+
 	var cur *generation
 	onLoop(func() { cur = sup.current })
 	if cur == stale {
