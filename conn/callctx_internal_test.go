@@ -9,15 +9,6 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // awaitClosed waits, bounded, for ch: the parent's cancellation reaches a
 // call's context through context.AfterFunc, on its own goroutine.
 func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
@@ -40,19 +31,19 @@ func TestCallContextTimeout(t *testing.T) {
 		t.Fatal("start refused on an open list")
 	}
 	done := x.Done()
-	if done == nil || isClosed(done) || x.Err() != nil {
-		t.Fatalf("fresh call: Done %v closed %v Err %v", done, isClosed(done), x.Err())
+	if done == nil || isDone(done) || x.Err() != nil {
+		t.Fatalf("fresh call: Done %v closed %v Err %v", done, isDone(done), x.Err())
 	}
 	clk.Add(500 * time.Millisecond)
 	y, _ := c.start(context.Background(), clk, time.Second)
 	clk.Add(500 * time.Millisecond)
-	if !isClosed(done) || !errors.Is(x.Err(), context.DeadlineExceeded) || !x.expired() {
-		t.Fatalf("after CallTimeout: closed %v Err %v expired %v", isClosed(done), x.Err(), x.expired())
+	if !isDone(done) || !errors.Is(x.Err(), context.DeadlineExceeded) || !x.expired() {
+		t.Fatalf("after CallTimeout: closed %v Err %v expired %v", isDone(done), x.Err(), x.expired())
 	}
 	if !errors.Is(context.Cause(x), context.DeadlineExceeded) {
 		t.Errorf("Cause = %v, want DeadlineExceeded", context.Cause(x))
 	}
-	if y.Err() != nil || isClosed(y.Done()) {
+	if y.Err() != nil || isDone(y.Done()) {
 		t.Fatalf("the later call was cancelled early: %v", y.Err())
 	}
 	clk.Add(500 * time.Millisecond)
@@ -86,14 +77,14 @@ func TestCallContextShutdown(t *testing.T) {
 	y, _ := c2.start(context.Background(), clk, time.Minute)
 	yd := y.Done()
 	c2.close(true)
-	if !isClosed(yd) || !errors.Is(y.Err(), context.Canceled) || y.expired() {
-		t.Fatalf("shutdown: closed %v Err %v expired %v", isClosed(yd), y.Err(), y.expired())
+	if !isDone(yd) || !errors.Is(y.Err(), context.Canceled) || y.expired() {
+		t.Fatalf("shutdown: closed %v Err %v expired %v", isDone(yd), y.Err(), y.expired())
 	}
 	c.end(x)
-	if !isClosed(x.Done()) || !errors.Is(x.Err(), context.Canceled) {
-		t.Fatalf("after end: Done closed %v Err %v", isClosed(x.Done()), x.Err())
+	if !isDone(x.Done()) || !errors.Is(x.Err(), context.Canceled) {
+		t.Fatalf("after end: Done closed %v Err %v", isDone(x.Done()), x.Err())
 	}
-	if isClosed(d) {
+	if isDone(d) {
 		t.Fatal("end closed a pooled Done channel instead of reusing it")
 	}
 }
@@ -129,7 +120,7 @@ func TestCallContextParent(t *testing.T) {
 	p2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	y, _ := c.start(p2, clk, time.Minute)
-	if !errors.Is(y.Err(), context.Canceled) || !isClosed(y.Done()) {
+	if !errors.Is(y.Err(), context.Canceled) || !isDone(y.Done()) {
 		t.Fatalf("cancelled caller: Err %v", y.Err())
 	}
 	c.end(y)
@@ -178,7 +169,7 @@ func TestCallContextAllocs(t *testing.T) {
 	c.end(warm)
 	allocs := testing.AllocsPerRun(1000, func() {
 		x, _ := c.start(ctx, clk, time.Minute)
-		if isClosed(x.Done()) || x.Err() != nil {
+		if isDone(x.Done()) || x.Err() != nil {
 			t.Fatal("a fresh call is cancelled")
 		}
 		c.end(x)

@@ -71,7 +71,7 @@ type published struct {
 // retryTimer is an armed backoff or probe: the loop waits on its timer and
 // then fires its event (backoff-elapsed or probe) with its payload.
 type retryTimer struct {
-	timer   *clock.Timer
+	timer   *clock.Timer // nil: the delay is under immediateDelay
 	event   Event
 	payload Payload
 }
@@ -224,7 +224,13 @@ func (s *Supervisor) loop() {
 	closing := s.closing
 	for !s.machine.State().Terminal() {
 		var elapsed <-chan time.Time
-		if s.retry != nil {
+		if r := s.retry; r != nil && r.timer == nil && !isDone(closing) {
+			// A delay too short for a timer: the next attempt starts now,
+			// without waiting on a timer or a trip through the inbox.
+			s.fire(r.event, Payload{Attempt: r.payload.Attempt, MaxAttempts: r.payload.MaxAttempts})
+			continue
+		}
+		if s.retry != nil && s.retry.timer != nil {
 			elapsed = s.retry.timer.C
 		}
 		var gone <-chan struct{}
@@ -394,16 +400,38 @@ func (s *Supervisor) resolveReady(err error) {
 	close(s.ready)
 }
 
+// immediateDelay is the shortest backoff that gets a timer. A shorter one
+// (policy.Policy accepts down to 1 ns) is below what any platform's timers
+// resolve, so the loop starts the next attempt as soon as the backoff state
+// is entered.
+const immediateDelay = time.Microsecond
+
 // armTimer is the entry action of the backoff states: the loop fires
-// backoff-elapsed, with the attempt p grants, once p.Delay has passed.
+// backoff-elapsed, with the attempt p grants, once p.Delay has passed (at
+// once, with no timer, when p.Delay is under immediateDelay).
 func (s *Supervisor) armTimer(p Payload) {
-	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), event: EventBackoffElapsed, payload: p}
+	s.retry = &retryTimer{event: EventBackoffElapsed, payload: p}
+	if p.Delay >= immediateDelay {
+		s.retry.timer = s.clk.Timer(p.Delay)
+	}
 }
 
 // disarm is the exit action of the backoff states.
 func (s *Supervisor) disarm() {
 	if s.retry != nil {
-		s.retry.timer.Stop()
+		if s.retry.timer != nil {
+			s.retry.timer.Stop()
+		}
 		s.retry = nil
+	}
+}
+
+// isDone reports whether ch is closed; a nil ch is not.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
