@@ -15,9 +15,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-// fastPolicy retries after 1 ms, for ever: the backoff adds as little as
-// the policy allows to a recovery.
-var fastPolicy = policy.Policy{Enabled: true, InitialDelay: time.Millisecond, MaxDelay: time.Millisecond, MaxAttempts: policy.AttemptsLimit}
+// fastPolicy retries after delay, for ever. 1 ns is the smallest delay
+// policy.Policy accepts (conn then starts the next attempt with no timer),
+// 1 ms the smallest a JSON policy can state.
+func fastPolicy(delay time.Duration) policy.Policy {
+	return policy.Policy{Enabled: true, InitialDelay: delay, MaxDelay: delay, MaxAttempts: policy.AttemptsLimit}
+}
 
 // fixtureSup supervises the fixture server and tells when the connection
 // comes up and when it leaves established.
@@ -31,7 +34,7 @@ type fixtureSup struct {
 	echo        string            // echo's public name
 }
 
-func startFixture(b *testing.B) *fixtureSup {
+func startFixture(b *testing.B, p policy.Policy) *fixtureSup {
 	b.Helper()
 	f := &fixtureSup{
 		bin:        fixture.Build(b),
@@ -42,7 +45,6 @@ func startFixture(b *testing.B) *fixtureSup {
 		echo:       conn.PublicToolName("fx", "echo"),
 	}
 	f.pidlog = filepath.Join(b.TempDir(), "pids")
-	p := fastPolicy
 	sup, err := conn.Start(context.Background(), conn.Config{
 		Name:               "fx",
 		Transport:          conn.Command(f.bin, "-pidlog", f.pidlog),
@@ -109,22 +111,51 @@ func bareSDK(b *testing.B, bin, pidlog string) time.Duration {
 	return time.Since(t0)
 }
 
+// bareCrash is the detection-inclusive floor of a recovery: a bare SDK
+// session of the same binary is up (not timed); its process is SIGKILLed,
+// the session's Wait notices, Close reaps the process, and then the SDK
+// spawns a new one, connects, lists the tools and calls echo. It returns
+// the time from the kill to the call's answer.
+func bareCrash(b *testing.B, bin, pidlog string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cmd := exec.Command(bin, "-pidlog", pidlog)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
+	if err != nil {
+		b.Fatalf("floor: connect: %v", err)
+	}
+	t0 := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		b.Fatalf("floor: kill: %v", err)
+	}
+	_ = cs.Wait()
+	_ = cs.Close()
+	return time.Since(t0) + bareSDK(b, bin, pidlog)
+}
+
 // BenchmarkRecovery measures a crash recovery end to end: from SIGKILL of
 // the server process until the supervisor has a new process up, its tools
-// registered again, and a call through the registry has succeeded. The
-// floor, measured in the same loop, is the bare SDK spawning the same
-// binary, connecting, listing tools and calling a tool: the least any
-// recovery must cost. The order of the two alternates.
+// registered again, and a call through the registry has succeeded. Two
+// floors are measured in the same loop, in rotating order: the bare SDK
+// spawning the same binary, connecting, listing tools and calling a tool
+// (spawn-only: the least any recovery must cost), and the same after a
+// bare session noticed the same kill and closed (detection-inclusive).
+// delay=1ns is the smallest backoff policy.Policy accepts, delay=1ms the
+// smallest of a JSON policy.
 func BenchmarkRecovery(b *testing.B) {
-	f := startFixture(b)
+	for _, d := range []time.Duration{time.Nanosecond, time.Millisecond} {
+		b.Run("delay="+d.String(), func(b *testing.B) { benchRecovery(b, d) })
+	}
+}
+
+func benchRecovery(b *testing.B, delay time.Duration) {
+	f := startFixture(b, fastPolicy(delay))
 	floorLog := filepath.Join(b.TempDir(), "floor-pids")
 	ctx := context.Background()
-	var sup, floor, detect, backoff, connect, call []time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		if i%2 == 1 {
-			floor = append(floor, bareSDK(b, f.bin, floorLog))
-		}
+	var sup, spawn, crash, detect, backoff, connect, call []time.Duration
+	recoverSup := func() {
 		t0 := f.kill(b)
 		lost := f.lost.await(b, "loss")
 		connecting := f.connecting.await(b, "attempt")
@@ -137,17 +168,28 @@ func BenchmarkRecovery(b *testing.B) {
 		backoff = append(backoff, connecting.Sub(lost))
 		connect = append(connect, up.Sub(connecting))
 		call = append(call, done.Sub(up))
-		if i%2 == 0 {
-			floor = append(floor, bareSDK(b, f.bin, floorLog))
+	}
+	steps := []func(){
+		recoverSup,
+		func() { spawn = append(spawn, bareSDK(b, f.bin, floorLog)) },
+		func() { crash = append(crash, bareCrash(b, f.bin, floorLog)) },
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		// Rotate the order, so none always runs first.
+		for k := range steps {
+			steps[(i+k)%len(steps)]()
 		}
 	}
 	b.StopTimer()
-	p50, floor50 := quantile(sup, 0.5), quantile(floor, 0.5)
+	p50 := quantile(sup, 0.5)
 	b.ReportMetric(ms(p50), "p50-ms")
 	b.ReportMetric(ms(quantile(sup, 0.99)), "p99-ms")
-	b.ReportMetric(ms(floor50), "floor-p50-ms")
-	b.ReportMetric(ms(quantile(floor, 0.99)), "floor-p99-ms")
-	b.ReportMetric(float64(p50)/float64(floor50), "p50-ratio")
+	b.ReportMetric(ms(quantile(spawn, 0.5)), "spawn-floor-p50-ms")
+	b.ReportMetric(ms(quantile(crash, 0.5)), "detect-floor-p50-ms")
+	b.ReportMetric(ms(quantile(spawn, 0.99)), "spawn-floor-p99-ms")
+	b.ReportMetric(float64(p50)/float64(quantile(spawn, 0.5)), "spawn-ratio")
+	b.ReportMetric(float64(p50)/float64(quantile(crash, 0.5)), "detect-ratio")
 	// Where the time goes, by phase (p50 of each).
 	b.ReportMetric(ms(quantile(detect, 0.5)), "detect-p50-ms")
 	b.ReportMetric(ms(quantile(backoff, 0.5)), "backoff-p50-ms")
@@ -186,7 +228,7 @@ func bareLoss(b *testing.B, bin, pidlog string) time.Duration {
 // follows is not timed. The floor, in the same loop, is a bare SDK session
 // of the same binary noticing the same kill (its Wait returning).
 func BenchmarkDetection(b *testing.B) {
-	f := startFixture(b)
+	f := startFixture(b, fastPolicy(time.Millisecond))
 	floorLog := filepath.Join(b.TempDir(), "floor-pids")
 	var det, floor []time.Duration
 	b.ResetTimer()
