@@ -76,7 +76,17 @@ func (g *generation) run() {
 	// first ping is already scheduled.
 	g.startKeepAlive()
 	s.post(func() { s.attemptDone(g, tools, nil, true) })
+	if g.watchEnd() {
+		return // ended runs once the connection is known bad
+	}
 	g.watch()
+	g.ended()
+}
+
+// ended closes a generation whose connection is known bad and reports the
+// loss.
+func (g *generation) ended() {
+	s := g.sup
 	g.down.Store(true)
 	g.stopKeepAlive()
 	released := g.shutdownAndWait()

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,8 @@ type liveness struct {
 	good atomic.Int64
 	once sync.Once
 	bad  chan struct{} // closed by markBad
+	mu   sync.Mutex
+	hook func() // called once after bad is closed (see onBad)
 	// Written once before bad is closed; read after.
 	at  time.Time
 	err error
@@ -38,7 +41,74 @@ func (g *generation) markBad(at time.Time, err error) {
 		g.live.at, g.live.err = at, err
 		close(g.live.bad)
 	})
+	g.live.mu.Lock()
+	f := g.live.hook
+	g.live.hook = nil
+	g.live.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
+
+// onBad arranges for f to be called, once, when the connection is known
+// bad (at once if it is already); f must not block.
+func (g *generation) onBad(f func()) {
+	g.live.mu.Lock()
+	if g.badCause() != nil {
+		g.live.mu.Unlock()
+		f()
+		return
+	}
+	g.live.hook = f
+	g.live.mu.Unlock()
+}
+
+// watchEnd is watch without a goroutine waiting: where the transport tells
+// of the session's end (a stdio server's exit, which may come before its
+// stdout's EOF, or the SDK's close of the connection), the end and every
+// other bad news start ended on a goroutine of its own, and watchEnd
+// returns true at once. It returns false for other transports.
+func (g *generation) watchEnd() bool {
+	s := g.sup
+	n, ok := g.transport.(endNotifier)
+	if !ok {
+		return false
+	}
+	s.workers.Add(1) // for ended
+	g.onBad(func() {
+		go func() {
+			defer s.workers.Done()
+			g.ended()
+		}()
+	})
+	registered := n.notifyEnd(func(exited bool) {
+		if exited {
+			// The SDK retires pending calls once it reads the rest of
+			// the pipe (a dead server's last replies are delivered), and
+			// cancelling now could fail a call whose reply did arrive.
+			g.natural.Store(true)
+			g.markBad(s.clk.Now(), errServerExited)
+			return
+		}
+		// The SDK is closing the connection: the session ended by
+		// itself, or a shutdown (already marked bad) closes it.
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			err := g.sess.Wait()
+			g.natural.Store(true)
+			g.markBad(s.clk.Now(), err)
+		}()
+	})
+	if !registered {
+		// Never connected (cannot happen once established): watch instead.
+		g.markBad(s.clk.Now(), errors.New("conn: transport lost its connection"))
+	}
+	return true
+}
+
+// errServerExited is the loss of a session whose server process exited.
+var errServerExited = errors.New("server process exited")
 
 // badCause returns why the connection is bad, or nil if it is not known to be.
 func (g *generation) badCause() error {

@@ -106,6 +106,18 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return &stdioConn{Connection: inner, p: p, w: newPipeWriter(p.stdin)}, nil
 }
 
+// notifyEnd implements endNotifier once the process has started.
+func (t *stdioTransport) notifyEnd(f func(exited bool)) bool {
+	t.mu.Lock()
+	p := t.proc
+	t.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.end.notify(f)
+	return true
+}
+
 // Terminate implements [Terminator].
 func (t *stdioTransport) Terminate() <-chan struct{} { return t.terminateWithin(0) }
 
@@ -147,6 +159,7 @@ type process struct {
 	stdin  *os.File    // our write end
 	stdout *exitReader // our read end
 	exited chan struct{}
+	end    endSignal // the process exited or its connection closed
 
 	termMu      sync.Mutex
 	termStarted bool
@@ -210,6 +223,9 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	}
 	cmd.Stderr = errW
 	err = cmd.Start()
+	// The environment was the child's to copy; the command stays in
+	// memory, for Wait, as long as the server runs.
+	cmd.Env = nil
 	// The child holds its own copies of these ends now.
 	inR.Close()
 	outW.Close()
@@ -231,10 +247,12 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		if cfg.Stderr != nil {
 			w = io.MultiWriter(p.tail, cfg.Stderr)
 		}
-		// io.Copy uses a fixed buffer: a stderr flood costs no memory.
-		_, _ = io.Copy(w, stderr)
+		// A small fixed buffer: a stderr flood costs no memory, and an
+		// idle server not the 32 KiB of io.Copy's.
+		_, _ = io.CopyBuffer(w, stderr, make([]byte, 512))
 	}()
-	go func() {
+	reaped := func() {
+		p.end.fire(true)
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
 		// The leader is reaped: what it wrote is in the pipes, and the
@@ -254,7 +272,13 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		}
 		t.Stop()
 		close(p.exited)
-	}()
+	}
+	// Where the system allows, the exit is awaited with no goroutine and
+	// no OS thread of this process's own, and cmd.Wait then reaps at
+	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
+	if !exitWatch(p.pid, func() { go reaped() }) {
+		go reaped()
+	}
 	return p, nil
 }
 

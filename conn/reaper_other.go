@@ -1,0 +1,7 @@
+//go:build !linux
+
+package conn
+
+// exitWatch reports that this system has no way to wait for a process
+// without holding an OS thread; the caller waits in cmd.Wait.
+func exitWatch(int, func()) bool { return false }
