@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
@@ -61,10 +62,20 @@ func SyncTable() fsm.Spec[SyncState, SyncEvent, struct{}] {
 	}
 }
 
+// compiledSync is SyncTable compiled once: every generation's machine
+// shares its tables.
+var compiledSync = sync.OnceValues(func() (*fsm.Compiled[SyncState, SyncEvent, struct{}], error) {
+	return fsm.Compile(SyncTable())
+})
+
 // newSync returns g's tool-sync machine; entering listing (never the
 // initial one, which is the attempt's) starts a re-sync.
 func (s *Supervisor) newSync(g *generation) *fsm.Machine[SyncState, SyncEvent, struct{}] {
-	m, err := fsm.New(SyncTable(), fsm.Options[SyncState, SyncEvent, struct{}]{
+	table, err := compiledSync()
+	if err != nil {
+		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // SyncTable is tested to be valid
+	}
+	m, err := table.New(fsm.Options[SyncState, SyncEvent, struct{}]{
 		OnEnter: map[SyncState]func(context.Context, fsm.Step[SyncState, SyncEvent, struct{}]){
 			SyncListing: func(_ context.Context, st fsm.Step[SyncState, SyncEvent, struct{}]) {
 				if st.Event == SyncChanged {

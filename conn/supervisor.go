@@ -76,6 +76,12 @@ type retryTimer struct {
 	payload Payload
 }
 
+// compiledTable is Table compiled once: every supervisor's machine shares
+// its tables.
+var compiledTable = sync.OnceValues(func() (*fsm.Compiled[State, Event, Payload], error) {
+	return fsm.Compile(Table())
+})
+
 // Start validates cfg and starts supervising the server. Invalid
 // configuration fails here with a [*ConfigError] naming the field.
 //
@@ -106,36 +112,39 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 	}
 	type step = fsm.Step[State, Event, Payload]
-	s.machine, err = fsm.New(Table(), fsm.Options[State, Event, Payload]{
-		// The entry actions; each reads what it needs from the payload.
-		OnEnter: map[State]func(context.Context, step){
-			Connecting: func(_ context.Context, st step) {
-				s.probing = st.Event == EventProbe
-				s.startAttempt(st.Data.Attempt)
+	table, err := compiledTable()
+	if err == nil {
+		s.machine, err = table.New(fsm.Options[State, Event, Payload]{
+			// The entry actions; each reads what it needs from the payload.
+			OnEnter: map[State]func(context.Context, step){
+				Connecting: func(_ context.Context, st step) {
+					s.probing = st.Event == EventProbe
+					s.startAttempt(st.Data.Attempt)
+				},
+				FailedRetrying:   func(_ context.Context, st step) { s.armTimer(st.Data) },
+				LostReconnecting: func(_ context.Context, st step) { s.armTimer(st.Data) },
+				Exhausted: func(_ context.Context, st step) {
+					s.unpublish()
+					s.armProbe(st.Data)
+				},
+				FailedPermanent: func(context.Context, step) { s.unpublish() },
+				Disposing:       func(context.Context, step) { s.dispose() },
+				Disposed:        func(context.Context, step) { s.unpublish() },
 			},
-			FailedRetrying:   func(_ context.Context, st step) { s.armTimer(st.Data) },
-			LostReconnecting: func(_ context.Context, st step) { s.armTimer(st.Data) },
-			Exhausted: func(_ context.Context, st step) {
-				s.unpublish()
-				s.armProbe(st.Data)
+			// Leaving a backoff state or exhausted, whichever way, disarms
+			// its timer.
+			OnExit: map[State]func(context.Context, step){
+				FailedRetrying:   func(context.Context, step) { s.disarm() },
+				LostReconnecting: func(context.Context, step) { s.disarm() },
+				Exhausted:        func(context.Context, step) { s.disarm() },
 			},
-			FailedPermanent: func(context.Context, step) { s.unpublish() },
-			Disposing:       func(context.Context, step) { s.dispose() },
-			Disposed:        func(context.Context, step) { s.unpublish() },
-		},
-		// Leaving a backoff state or exhausted, whichever way, disarms
-		// its timer.
-		OnExit: map[State]func(context.Context, step){
-			FailedRetrying:   func(context.Context, step) { s.disarm() },
-			LostReconnecting: func(context.Context, step) { s.disarm() },
-			Exhausted:        func(context.Context, step) { s.disarm() },
-		},
-		Observer: s.observe,
-		OnError: func(ev Event, err error) {
-			s.cfg.Logger.Error("connection machine rejected a queued event; this is a bug in mcpfsm",
-				"server", s.cfg.Name, "event", string(ev), "err", err)
-		},
-	})
+			Observer: s.observe,
+			OnError: func(ev Event, err error) {
+				s.cfg.Logger.Error("connection machine rejected a queued event; this is a bug in mcpfsm",
+					"server", s.cfg.Name, "event", string(ev), "err", err)
+			},
+		})
+	}
 	if err != nil {
 		if s.release != nil {
 			s.release()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 
@@ -59,11 +58,8 @@ type Options[S ~string, E ~string, D any] struct {
 // callbacks that cannot jam the engine, real self-loops, and a
 // run-to-completion queue that makes re-entrant firing safe.
 type Machine[S ~string, E ~string, D any] struct {
-	spec     Spec[S, E, D]
+	c        *Compiled[S, E, D] // shared with every machine of the same Compile; read-only
 	engine   *looplab.FSM
-	exits    map[S]map[E][]arc[S, D] // per state and event, in guard order
-	events   map[S][]E               // per state, the permitted events, sorted
-	names    map[E][]string          // per event, its engine event names
 	onEnter  map[S]func(context.Context, Step[S, E, D])
 	onExit   map[S]func(context.Context, Step[S, E, D])
 	observer func(Step[S, E, D])
@@ -104,61 +100,6 @@ type pending[E ~string, D any] struct {
 type firing[S ~string, E ~string, D any] struct {
 	ctx  context.Context
 	step Step[S, E, D]
-}
-
-// New validates spec (see [Spec.Validate]) and opts, and returns a Machine in
-// spec.Initial. The Machine keeps deep copies of spec and of the callback
-// maps. An OnEnter or OnExit key that is not a declared state is reported
-// as a [*SpecError] matching [ErrInvalidSpec]; nil entries are ignored.
-func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D]) (*Machine[S, E, D], error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	spec = spec.clone()
-	for name, cbs := range map[string]map[S]func(context.Context, Step[S, E, D]){"OnEnter": opts.OnEnter, "OnExit": opts.OnExit} {
-		for state := range cbs {
-			if _, ok := spec.State(state); !ok {
-				return nil, &SpecError{Spec: spec.Name, Entry: fmt.Sprintf("Options.%s[%q]", name, state),
-					Reason: "is not a declared state; a callback keyed by it would never run"}
-			}
-		}
-	}
-	m := &Machine[S, E, D]{
-		spec:     spec,
-		exits:    make(map[S]map[E][]arc[S, D], len(spec.States)),
-		events:   make(map[S][]E, len(spec.States)),
-		names:    make(map[E][]string, len(spec.Events)),
-		onEnter:  maps.Clone(opts.OnEnter),
-		onExit:   maps.Clone(opts.OnExit),
-		observer: opts.Observer,
-		onError:  opts.OnError,
-	}
-	var descs []looplab.EventDesc
-	for _, t := range spec.Transitions {
-		name := t.Label()
-		if !slices.Contains(m.names[t.Event], name) {
-			m.names[t.Event] = append(m.names[t.Event], name)
-		}
-		src := make([]string, len(t.From))
-		for i, f := range t.From {
-			src[i] = string(f)
-			if m.exits[f] == nil {
-				m.exits[f] = map[E][]arc[S, D]{}
-			}
-			m.exits[f][t.Event] = append(m.exits[f][t.Event], arc[S, D]{name: name, to: t.To, guard: t.Guard, when: t.When})
-		}
-		descs = append(descs, looplab.EventDesc{Name: name, Src: src, Dst: string(t.To)})
-	}
-	for state, byEvent := range m.exits {
-		m.events[state] = slices.Sorted(maps.Keys(byEvent))
-	}
-	// The engine's enter_state callback is the one looplab callback used:
-	// it runs after the engine changed state and released its event lock,
-	// so a callback may call Can or State, and a panic leaves no lock held.
-	m.engine = looplab.NewFSM(string(spec.Initial), descs, looplab.Callbacks{
-		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
-	})
-	return m, nil
 }
 
 // Fire runs event ev, with the zero data, to completion, or queues it; see
@@ -270,7 +211,7 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 		return m.ctxError(p.ctx, p.ev)
 	}
 	from := S(m.engine.Current())
-	arcs := m.exits[from][p.ev]
+	arcs := m.c.exits[from][p.ev]
 	i := slices.IndexFunc(arcs, func(a arc[S, D]) bool { return a.guard == nil || a.guard(p.data) })
 	if i < 0 {
 		return m.notPermitted(from, p.ev, arcs)
@@ -293,7 +234,7 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 		// looplab runs no enter_state for a self-loop; for us it is a transition.
 		m.entered(f)
 	default:
-		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.spec.Name, a.name, from, err)
+		return fmt.Errorf("fsm %q: looplab engine rejected event %s in state %s: %w", m.c.spec.Name, a.name, from, err)
 	}
 	return nil
 }
@@ -309,8 +250,8 @@ func (m *Machine[S, E, D]) entered(f *firing[S, E, D]) {
 }
 
 func (m *Machine[S, E, D]) notPermitted(from S, ev E, arcs []arc[S, D]) error {
-	e := &EventError{Machine: m.spec.Name, Event: string(ev), State: string(from)}
-	for _, p := range m.events[from] {
+	e := &EventError{Machine: m.c.spec.Name, Event: string(ev), State: string(from)}
+	for _, p := range m.c.events[from] {
 		e.Permitted = append(e.Permitted, string(p))
 	}
 	for _, a := range arcs {
@@ -322,9 +263,9 @@ func (m *Machine[S, E, D]) notPermitted(from S, ev E, arcs []arc[S, D]) error {
 func (m *Machine[S, E, D]) ctxError(ctx context.Context, ev E) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != err {
-		return fmt.Errorf("fsm %q: event %s not fired: %w: %w", m.spec.Name, ev, err, cause)
+		return fmt.Errorf("fsm %q: event %s not fired: %w: %w", m.c.spec.Name, ev, err, cause)
 	}
-	return fmt.Errorf("fsm %q: event %s not fired: %w", m.spec.Name, ev, err)
+	return fmt.Errorf("fsm %q: event %s not fired: %w", m.c.spec.Name, ev, err)
 }
 
 func (m *Machine[S, E, D]) report(ev E, err error) {
@@ -333,7 +274,7 @@ func (m *Machine[S, E, D]) report(ev E, err error) {
 		return
 	}
 	slog.Default().Warn("fsm: queued event failed",
-		slog.String("machine", m.spec.Name), slog.String("event", string(ev)), slog.Any("err", err))
+		slog.String("machine", m.c.spec.Name), slog.String("event", string(ev)), slog.Any("err", err))
 }
 
 // State returns the current state. It is safe from any goroutine and from
@@ -348,7 +289,7 @@ func (m *Machine[S, E, D]) State() S { return S(m.engine.Current()) }
 // another goroutine the answer may be stale by the time it is used: Fire
 // decides.
 func (m *Machine[S, E, D]) Can(ev E) bool {
-	for _, name := range m.names[ev] {
+	for _, name := range m.c.names[ev] {
 		if m.engine.Can(name) {
 			return true
 		}
@@ -359,8 +300,8 @@ func (m *Machine[S, E, D]) Can(ev E) bool {
 // Available returns the events permitted in the current state, sorted.
 // The caller owns the returned slice.
 func (m *Machine[S, E, D]) Available() []E {
-	return slices.Clone(m.events[m.State()])
+	return slices.Clone(m.c.events[m.State()])
 }
 
 // Spec returns a deep copy of the Spec the Machine was built from.
-func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.spec.clone() }
+func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.c.spec.clone() }

@@ -1,0 +1,97 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	looplab "github.com/looplab/fsm"
+)
+
+// Compiled is a validated [Spec] with the lookup tables a [Machine] needs,
+// built once. Any number of machines start from it with [Compiled.New] and
+// share those tables, which nothing changes after Compile: a program that
+// runs many machines of one spec (one per connection, say) pays for the
+// tables once instead of once per machine. It is safe for concurrent use.
+type Compiled[S ~string, E ~string, D any] struct {
+	spec   Spec[S, E, D]
+	exits  map[S]map[E][]arc[S, D] // per state and event, in guard order
+	events map[S][]E               // per state, the permitted events, sorted
+	names  map[E][]string          // per event, its engine event names
+	descs  []looplab.EventDesc     // the engine's table
+}
+
+// Compile validates spec (see [Spec.Validate]) and builds its tables. The
+// result keeps a deep copy of spec.
+func Compile[S ~string, E ~string, D any](spec Spec[S, E, D]) (*Compiled[S, E, D], error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Compiled[S, E, D]{
+		spec:   spec.clone(),
+		exits:  make(map[S]map[E][]arc[S, D], len(spec.States)),
+		events: make(map[S][]E, len(spec.States)),
+		names:  make(map[E][]string, len(spec.Events)),
+	}
+	for _, t := range c.spec.Transitions {
+		name := t.Label()
+		if !slices.Contains(c.names[t.Event], name) {
+			c.names[t.Event] = append(c.names[t.Event], name)
+		}
+		src := make([]string, len(t.From))
+		for i, f := range t.From {
+			src[i] = string(f)
+			if c.exits[f] == nil {
+				c.exits[f] = map[E][]arc[S, D]{}
+			}
+			c.exits[f][t.Event] = append(c.exits[f][t.Event], arc[S, D]{name: name, to: t.To, guard: t.Guard, when: t.When})
+		}
+		c.descs = append(c.descs, looplab.EventDesc{Name: name, Src: src, Dst: string(t.To)})
+	}
+	for state, byEvent := range c.exits {
+		c.events[state] = slices.Sorted(maps.Keys(byEvent))
+	}
+	return c, nil
+}
+
+// New validates spec (see [Spec.Validate]) and opts, and returns a Machine in
+// spec.Initial. The Machine keeps deep copies of spec and of the callback
+// maps. An OnEnter or OnExit key that is not a declared state is reported
+// as a [*SpecError] matching [ErrInvalidSpec]; nil entries are ignored.
+// To start many machines of one spec, [Compile] it once and use
+// [Compiled.New].
+func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D]) (*Machine[S, E, D], error) {
+	c, err := Compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	return c.New(opts)
+}
+
+// New returns a Machine of the compiled spec in its initial state, as
+// [New] does, sharing c's tables.
+func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error) {
+	for name, cbs := range map[string]map[S]func(context.Context, Step[S, E, D]){"OnEnter": opts.OnEnter, "OnExit": opts.OnExit} {
+		for state := range cbs {
+			if _, ok := c.spec.State(state); !ok {
+				return nil, &SpecError{Spec: c.spec.Name, Entry: fmt.Sprintf("Options.%s[%q]", name, state),
+					Reason: "is not a declared state; a callback keyed by it would never run"}
+			}
+		}
+	}
+	m := &Machine[S, E, D]{
+		c:        c,
+		onEnter:  maps.Clone(opts.OnEnter),
+		onExit:   maps.Clone(opts.OnExit),
+		observer: opts.Observer,
+		onError:  opts.OnError,
+	}
+	// The engine's enter_state callback is the one looplab callback used:
+	// it runs after the engine changed state and released its event lock,
+	// so a callback may call Can or State, and a panic leaves no lock held.
+	m.engine = looplab.NewFSM(string(c.spec.Initial), c.descs, looplab.Callbacks{
+		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
+	})
+	return m, nil
+}
