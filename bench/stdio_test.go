@@ -160,7 +160,7 @@ func idleStdio(start func() (stop func())) (before, after usage, osBefore, osAft
 func BenchmarkStdioIdle(b *testing.B) {
 	bin := fixture.Build(b)
 	n := *stdioN
-	var g, mem, rss, held, threads float64
+	var g, mem, stack, rss, held, threads float64
 	var floorG, floorMem, floorRSS float64
 	for i := range b.N {
 		bare := func() func() {
@@ -187,6 +187,7 @@ func BenchmarkStdioIdle(b *testing.B) {
 		sG, sH, sS := per(ss.u0, ss.u1, n)
 		g += sG - fG
 		mem += (sH + sS) - (fH + fS)
+		stack += sS - fS
 		fr := float64(fs.o1.rss-fs.o0.rss) / float64(n)
 		rss += float64(ss.o1.rss-ss.o0.rss)/float64(n) - fr
 		held += float64((ss.o1.waiting-ss.o0.waiting)-(fs.o1.waiting-fs.o0.waiting)) / float64(n)
@@ -198,6 +199,7 @@ func BenchmarkStdioIdle(b *testing.B) {
 	k := float64(b.N)
 	b.ReportMetric(g/k, "goroutines/sup")
 	b.ReportMetric(mem/k, "mem-B/sup")
+	b.ReportMetric(stack/k, "stack-B/sup")
 	b.ReportMetric(rss/k, "rss-B/sup")
 	b.ReportMetric(held/k, "held-threads/sup")
 	b.ReportMetric(threads/k, "new-threads/sup")

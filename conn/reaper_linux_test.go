@@ -1,0 +1,75 @@
+//go:build linux
+
+package conn
+
+import (
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestExitWatch: the exits of many processes at once (more than one
+// epoll_wait batch), one that exited before it was watched, and a watch
+// after the set was emptied (its goroutine gone) are all reported, and
+// each process can then be reaped at once.
+func TestExitWatch(t *testing.T) {
+	start := func(args ...string) *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	await := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no exit reported for %s", what)
+		}
+	}
+	for round := range 2 {
+		const n = 100
+		cmds := make([]*exec.Cmd, n)
+		exited := make([]chan struct{}, n)
+		for i := range n {
+			cmds[i] = start("sleep", "60")
+			exited[i] = make(chan struct{})
+			if !exitWatch(cmds[i].Process.Pid, func() { close(exited[i]) }) {
+				t.Skip("pidfds are not available here; cmd.Wait is the fallback")
+			}
+		}
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+		}
+		for i, c := range cmds {
+			await(exited[i], "a killed sleep")
+			if err := c.Wait(); err == nil {
+				t.Errorf("round %d: a SIGKILLed sleep exited cleanly", round)
+			}
+		}
+	}
+	// A process that is gone before it is watched: its stdout's EOF comes
+	// with its exit (it is a zombie a moment later, still unreaped).
+	c := exec.Command("true")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(out); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	if !exitWatch(c.Process.Pid, func() { close(done) }) {
+		t.Fatal("exitWatch refused a zombie")
+	}
+	await(done, "a process that exited first")
+	if err := c.Wait(); err != nil {
+		t.Errorf("true: %v", err)
+	}
+}
