@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +18,23 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-var scaleN = flag.Int("scale.n", 1000, "BenchmarkScale: number of supervisors")
+var (
+	scaleN    = flag.Int("scale.n", 100, "BenchmarkScale/recover: number of supervisors (scripts/bench sets 1000)")
+	scaleIdle = flag.String("scale.idle", "100", "BenchmarkScale/idle: comma-separated numbers of supervisors (scripts/bench sets 1000,10000)")
+)
+
+// idleSizes parses -scale.idle.
+func idleSizes(tb testing.TB) []int {
+	var out []int
+	for f := range strings.SplitSeq(*scaleIdle, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			tb.Fatalf("-scale.idle=%q: %q is not a positive number of supervisors", *scaleIdle, f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // usage is the process's goroutines and live memory after a full GC.
 type usage struct {
@@ -212,52 +230,55 @@ func bareRecover(tb testing.TB, n int) []time.Duration {
 
 var scalePolicy = policy.Policy{Enabled: true, InitialDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond, MaxAttempts: 1000}
 
-// BenchmarkScale runs -scale.n (default 1000) supervisors over in-memory
-// servers. "idle" reports goroutines and memory per idle supervisor beyond
-// a bare SDK session of the same server (the floor, measured in the same
-// iteration). "recover" crashes every server session at once and reports
-// how the reconnects spread, without and with jitter.
+// BenchmarkScale runs many supervisors over in-memory servers. "idle/n=N",
+// for each N of -scale.idle, reports goroutines and memory per idle
+// supervisor beyond a bare SDK session of the same server (the floor,
+// measured in the same iteration); equal figures at every N show a linear
+// cost. "recover" crashes the sessions of -scale.n supervisors at once and
+// reports how the reconnects spread, without and with jitter.
 func BenchmarkScale(b *testing.B) {
-	n := *scaleN
-	b.Run("idle", func(b *testing.B) {
-		var gs, hs, ss, fg, fh float64
-		for range b.N {
-			m := newMemServer(0)
-			base := measure()
-			floor := bareSessions(b, m, n)
-			settle()
-			withFloor := measure()
-			for _, cs := range floor {
-				if err := cs.Close(); err != nil {
-					b.Fatalf("close floor session: %v", err)
+	for _, n := range idleSizes(b) {
+		b.Run(fmt.Sprintf("idle/n=%d", n), func(b *testing.B) {
+			var gs, hs, ss, fg, fh float64
+			for range b.N {
+				m := newMemServer(0)
+				base := measure()
+				floor := bareSessions(b, m, n)
+				settle()
+				withFloor := measure()
+				for _, cs := range floor {
+					if err := cs.Close(); err != nil {
+						b.Fatalf("close floor session: %v", err)
+					}
 				}
+				m.drained(b)
+				floor = nil
+				fG, fH, fS := per(base, withFloor, n)
+
+				base = measure()
+				f := startFleet(b, n, scalePolicy)
+				settle()
+				withSups := measure()
+				f.close(b)
+				sG, sH, sS := per(base, withSups, n)
+
+				gs += sG - fG
+				hs += sH - fH
+				ss += sS - fS
+				fg += fG
+				fh += fH
 			}
-			m.drained(b)
-			floor = nil
-			fG, fH, fS := per(base, withFloor, n)
-
-			base = measure()
-			f := startFleet(b, n, scalePolicy)
-			settle()
-			withSups := measure()
-			f.close(b)
-			sG, sH, sS := per(base, withSups, n)
-
-			gs += sG - fG
-			hs += sH - fH
-			ss += sS - fS
-			fg += fG
-			fh += fH
-		}
-		k := float64(b.N)
-		b.ReportMetric(gs/k, "goroutines/sup")
-		b.ReportMetric(hs/k, "heap-B/sup")
-		b.ReportMetric(ss/k, "stack-B/sup")
-		b.ReportMetric((hs+ss)/k, "mem-B/sup")
-		b.ReportMetric(fg/k, "floor-goroutines/session")
-		b.ReportMetric(fh/k, "floor-heap-B/session")
-	})
+			k := float64(b.N)
+			b.ReportMetric(gs/k, "goroutines/sup")
+			b.ReportMetric(hs/k, "heap-B/sup")
+			b.ReportMetric(ss/k, "stack-B/sup")
+			b.ReportMetric((hs+ss)/k, "mem-B/sup")
+			b.ReportMetric(fg/k, "floor-goroutines/session")
+			b.ReportMetric(fh/k, "floor-heap-B/session")
+		})
+	}
 	for _, jitter := range []float64{0, 0.5} {
+		n := *scaleN
 		b.Run(fmt.Sprintf("recover/jitter=%g", jitter), func(b *testing.B) {
 			p := scalePolicy
 			p.Jitter = jitter
