@@ -103,6 +103,8 @@ func startStdioFleet(tb testing.TB, bin string, n int, onUp func(i int)) *stdioF
 	f := &stdioFleet{reg: conn.NewRegistry(), sups: make([]*conn.Supervisor, n), pidlogs: make([]string, n), names: make([]string, n)}
 	p := fastPolicy(time.Nanosecond)
 	errs := make([]error, n)
+	ctx, cancel := context.WithTimeout(context.Background(), fleetWait(n))
+	defer cancel()
 	parallel(n, func(i int) {
 		f.pidlogs[i] = filepath.Join(dir, fmt.Sprintf("pids-%d", i))
 		f.names[i] = conn.PublicToolName(sname(i), "echo")
@@ -117,15 +119,12 @@ func startStdioFleet(tb testing.TB, bin string, n int, onUp func(i int)) *stdioF
 				}
 			}
 		}
-		f.sups[i], errs[i] = conn.Start(context.Background(), cfg)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), fleetWait(n))
-	defer cancel()
-	for i, s := range f.sups {
-		if errs[i] == nil {
-			errs[i] = s.Ready(ctx)
+		// Up one by one per worker: a storm of first attempts on a small
+		// machine would run into ConnectTimeout.
+		if f.sups[i], errs[i] = conn.Start(context.Background(), cfg); errs[i] == nil {
+			errs[i] = f.sups[i].Ready(ctx)
 		}
-	}
+	})
 	for i, err := range errs {
 		if err != nil {
 			closeAll(tb, f.sups)
