@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
 // callPair is one in-process echo server reached two ways: by a bare SDK
@@ -141,4 +142,59 @@ func BenchmarkCallOverhead(b *testing.B) {
 		b.ReportMetric(float64(took[direct])/n, "direct-ns")
 		b.ReportMetric(float64(took[registry])/n, "registry-ns")
 	})
+}
+
+// BenchmarkCallOverheadStdio is BenchmarkCallOverhead/paired against the
+// fixture server as a real process over stdio: a bare SDK session over
+// mcp.CommandTransport and a supervisor over conn.Command, each with a
+// process of its own. With the server out of the process, the allocations
+// counted are the client side's alone. It reports the registry's time
+// ratio and extra allocations per call against the direct call, and the
+// direct call's own allocations.
+func BenchmarkCallOverheadStdio(b *testing.B) {
+	ctx := context.Background()
+	bin := fixture.Build(b)
+	bare := startBareStdio(b, bin, 1)
+	defer closeBareStdio(bare)
+	f := startStdioFleet(b, bin, 1, nil)
+	defer closeAll(b, f.sups)
+	direct := func() {
+		res, err := bare[0].cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoIn})
+		checkEcho(b, res, err)
+	}
+	registry := func() {
+		res, err := f.reg.Call(ctx, f.names[0], echoIn)
+		checkEcho(b, res, err)
+	}
+	paths := []func(){direct, registry}
+	for _, call := range paths {
+		call() // warm each path once, outside the counts
+	}
+	const block = 64
+	var took [2]time.Duration
+	var allocs [2]uint64
+	var ms runtime.MemStats
+	b.ResetTimer()
+	for i, left := 0, b.N; left > 0; i++ {
+		n := min(block, left)
+		left -= n
+		for k := range paths {
+			j := (i + k) % len(paths)
+			runtime.ReadMemStats(&ms)
+			a0, t0 := ms.Mallocs, time.Now()
+			for range n {
+				paths[j]()
+			}
+			took[j] += time.Since(t0)
+			runtime.ReadMemStats(&ms)
+			allocs[j] += ms.Mallocs - a0
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+	b.ReportMetric((float64(allocs[1])-float64(allocs[0]))/n, "extra-allocs")
+	b.ReportMetric(float64(allocs[0])/n, "direct-allocs")
+	b.ReportMetric(float64(took[0])/n, "direct-ns")
+	b.ReportMetric(float64(took[1])/n, "registry-ns")
 }
