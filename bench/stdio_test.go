@@ -25,8 +25,9 @@ var (
 )
 
 // fleetWait bounds a wait on n real processes: the harness's wait plus
-// 20 ms per process, for a loaded machine that starts them one by one.
-func fleetWait(n int) time.Duration { return wait + time.Duration(n)*20*time.Millisecond }
+// 50 ms per process, for a loaded two-core machine that starts them all at
+// once after a mass kill.
+func fleetWait(n int) time.Duration { return wait + time.Duration(n)*50*time.Millisecond }
 
 // parallel runs f(i) for i in [0, n) on at most 8 goroutines.
 func parallel(n int, f func(i int)) {
@@ -111,6 +112,9 @@ func startStdioFleet(tb testing.TB, bin string, n int, onUp func(i int)) *stdioF
 		cfg := conn.Config{
 			Name: sname(i), Transport: conn.Command(bin, "-pidlog", f.pidlogs[i]), Registry: f.reg,
 			Reconnect: &p, Logger: quiet(),
+			// As long as the floor's connects may take: a storm of
+			// respawns on a small machine is slow, not broken.
+			ConnectTimeout: fleetWait(n),
 		}
 		if onUp != nil {
 			cfg.OnTransition = func(tr conn.Transition) {
