@@ -83,6 +83,36 @@ func (p *callPair) callRegistry(b *testing.B, ctx context.Context) {
 	}
 }
 
+// pairedBlocks runs b.N calls of each path, in blocks of 64 in rotating
+// order (so that no path always runs first or last), each path warmed once
+// outside the counts, and returns each path's total time and allocations.
+func pairedBlocks(b *testing.B, paths ...func()) (took []time.Duration, allocs []uint64) {
+	const block = 64
+	took, allocs = make([]time.Duration, len(paths)), make([]uint64, len(paths))
+	var ms runtime.MemStats
+	for _, call := range paths {
+		call()
+	}
+	b.ResetTimer()
+	for i, left := 0, b.N; left > 0; i++ {
+		n := min(block, left)
+		left -= n
+		for k := range paths {
+			j := (i + k) % len(paths)
+			runtime.ReadMemStats(&ms)
+			a0, t0 := ms.Mallocs, time.Now()
+			for range n {
+				paths[j]()
+			}
+			took[j] += time.Since(t0)
+			runtime.ReadMemStats(&ms)
+			allocs[j] += ms.Mallocs - a0
+		}
+	}
+	b.StopTimer()
+	return took, allocs
+}
+
 // BenchmarkCallOverhead compares a tool call through conn.ToolRegistry.Call
 // with the same call made directly on an SDK session, both over in-memory
 // transports to one in-process server. "direct" and "registry" are the two
@@ -107,32 +137,8 @@ func BenchmarkCallOverhead(b *testing.B) {
 	}
 	b.Run("paired", func(b *testing.B) {
 		b.ReportAllocs()
-		const block = 64
-		paths := []func(*testing.B, context.Context){p.callDirect, p.callDeadline, p.callRegistry}
-		var took [3]time.Duration
-		var allocs [3]uint64
-		var ms runtime.MemStats
-		for _, call := range paths {
-			call(b, ctx) // warm each path once, outside the counts
-		}
-		b.ResetTimer()
-		for i, left := 0, b.N; left > 0; i++ {
-			n := min(block, left)
-			left -= n
-			// Rotate the order, so no path always runs first or last.
-			for k := range paths {
-				j := (i + k) % len(paths)
-				runtime.ReadMemStats(&ms)
-				a0, t0 := ms.Mallocs, time.Now()
-				for range n {
-					paths[j](b, ctx)
-				}
-				took[j] += time.Since(t0)
-				runtime.ReadMemStats(&ms)
-				allocs[j] += ms.Mallocs - a0
-			}
-		}
-		b.StopTimer()
+		took, allocs := pairedBlocks(b,
+			func() { p.callDirect(b, ctx) }, func() { p.callDeadline(b, ctx) }, func() { p.callRegistry(b, ctx) })
 		n := float64(b.N)
 		const direct, deadline, registry = 0, 1, 2
 		b.ReportMetric(float64(took[registry])/float64(took[direct]), "ratio")
@@ -166,31 +172,7 @@ func BenchmarkCallOverheadStdio(b *testing.B) {
 		res, err := f.reg.Call(ctx, f.names[0], echoIn)
 		checkEcho(b, res, err)
 	}
-	paths := []func(){direct, registry}
-	for _, call := range paths {
-		call() // warm each path once, outside the counts
-	}
-	const block = 64
-	var took [2]time.Duration
-	var allocs [2]uint64
-	var ms runtime.MemStats
-	b.ResetTimer()
-	for i, left := 0, b.N; left > 0; i++ {
-		n := min(block, left)
-		left -= n
-		for k := range paths {
-			j := (i + k) % len(paths)
-			runtime.ReadMemStats(&ms)
-			a0, t0 := ms.Mallocs, time.Now()
-			for range n {
-				paths[j]()
-			}
-			took[j] += time.Since(t0)
-			runtime.ReadMemStats(&ms)
-			allocs[j] += ms.Mallocs - a0
-		}
-	}
-	b.StopTimer()
+	took, allocs := pairedBlocks(b, direct, registry)
 	n := float64(b.N)
 	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
 	b.ReportMetric((float64(allocs[1])-float64(allocs[0]))/n, "extra-allocs")

@@ -111,12 +111,9 @@ func bareSDK(b *testing.B, bin, pidlog string) time.Duration {
 	return time.Since(t0)
 }
 
-// bareCrash is the detection-inclusive floor of a recovery: a bare SDK
-// session of the same binary is up (not timed); its process is SIGKILLed,
-// the session's Wait notices, Close reaps the process, and then the SDK
-// spawns a new one, connects, lists the tools and calls echo. It returns
-// the time from the kill to the call's answer.
-func bareCrash(b *testing.B, bin, pidlog string) time.Duration {
+// bareUp starts a bare SDK session of the server binary over
+// mcp.CommandTransport.
+func bareUp(b *testing.B, bin, pidlog string) (*exec.Cmd, *mcp.ClientSession) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -126,6 +123,17 @@ func bareCrash(b *testing.B, bin, pidlog string) time.Duration {
 	if err != nil {
 		b.Fatalf("floor: connect: %v", err)
 	}
+	return cmd, cs
+}
+
+// bareCrash is the detection-inclusive floor of a recovery: a bare SDK
+// session of the same binary is up (not timed); its process is SIGKILLed,
+// the session's Wait notices, Close reaps the process, and then the SDK
+// spawns a new one, connects, lists the tools and calls echo. It returns
+// the time from the kill to the call's answer.
+func bareCrash(b *testing.B, bin, pidlog string) time.Duration {
+	b.Helper()
+	cmd, cs := bareUp(b, bin, pidlog)
 	t0 := time.Now()
 	if err := cmd.Process.Kill(); err != nil {
 		b.Fatalf("floor: kill: %v", err)
@@ -202,14 +210,7 @@ func benchRecovery(b *testing.B, delay time.Duration) {
 // returns. Starting and closing the session is not timed.
 func bareLoss(b *testing.B, bin, pidlog string) time.Duration {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	cmd := exec.Command(bin, "-pidlog", pidlog)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
-	if err != nil {
-		b.Fatalf("floor: connect: %v", err)
-	}
+	cmd, cs := bareUp(b, bin, pidlog)
 	defer func() { _ = cs.Close() }()
 	b.StartTimer()
 	t0 := time.Now()

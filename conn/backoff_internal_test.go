@@ -29,15 +29,7 @@ func TestBackoffBelowTimerResolution(t *testing.T) {
 			sup, err := Start(context.Background(), Config{
 				Name: "fx", Registry: NewRegistry(), Clock: clk, Reconnect: &p, Logger: slog.New(slog.DiscardHandler),
 				OnTransition: func(tr Transition) { trans <- tr },
-				Transport: TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
-					ct, st := mcp.NewInMemoryTransports()
-					ss, err := srv.Connect(ctx, st, nil)
-					if err != nil {
-						return nil, err
-					}
-					sessions <- ss
-					return ct, nil
-				}),
+				Transport:    memTransport(srv, sessions),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -47,17 +39,7 @@ func TestBackoffBelowTimerResolution(t *testing.T) {
 					t.Errorf("Close: %v", err)
 				}
 			}()
-			expect := func(want State) {
-				t.Helper()
-				select {
-				case tr := <-trans:
-					if tr.To != want {
-						t.Fatalf("transition to %s, want %s", tr.To, want)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatalf("no transition to %s", want)
-				}
-			}
+			expect := func(want State) { t.Helper(); expectTransition(t, trans, want) }
 			expect(Established)
 			_ = (<-sessions).Close()
 			expect(LostReconnecting)

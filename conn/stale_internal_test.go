@@ -26,6 +26,34 @@ func (l logLines) Handle(_ context.Context, r slog.Record) error {
 func (l logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l logLines) WithGroup(string) slog.Handler      { return l }
 
+// memTransport connects each generation to srv in memory and hands the
+// server's session to sessions.
+func memTransport(srv *mcp.Server, sessions chan<- *mcp.ServerSession) Transport {
+	return TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			return nil, err
+		}
+		sessions <- ss
+		return ct, nil
+	})
+}
+
+// expectTransition fails t unless the next transition on trans, within
+// 10 s, enters want.
+func expectTransition(t *testing.T, trans <-chan Transition, want State) {
+	t.Helper()
+	select {
+	case tr := <-trans:
+		if tr.To != want {
+			t.Fatalf("transition to %s, want %s", tr.To, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no transition to %s", want)
+	}
+}
+
 // TestStaleGenerationIsInert checks the fence from inside: once a
 // generation is retired, its notification handler and a late re-sync
 // result change nothing, while the current generation is untouched.
@@ -41,31 +69,13 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	sup, err := Start(context.Background(), Config{
 		Name: "fx", Registry: reg, Clock: clk, Reconnect: &p, Logger: slog.New(logs),
 		OnTransition: func(tr Transition) { trans <- tr },
-		Transport: TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			if err != nil {
-				return nil, err
-			}
-			sessions <- ss
-			return ct, nil
-		}),
+		Transport:    memTransport(srv, sessions),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sup.Close(context.Background())
-	expect := func(want State) {
-		t.Helper()
-		select {
-		case tr := <-trans:
-			if tr.To != want {
-				t.Fatalf("transition to %s, want %s", tr.To, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no transition to %s", want)
-		}
-	}
+	expect := func(want State) { t.Helper(); expectTransition(t, trans, want) }
 	// onLoop runs f on the supervisor's loop and waits for it.
 	onLoop := func(f func()) {
 		done := make(chan struct{})
