@@ -36,6 +36,10 @@ func idleSizes(tb testing.TB) []int {
 	return out
 }
 
+// memWait bounds a wait on n in-memory sessions: the harness's wait plus
+// 5 ms per session, for a loaded machine that connects them one by one.
+func memWait(n int) time.Duration { return wait + time.Duration(n)*5*time.Millisecond }
+
 // usage is the process's goroutines and live memory after a full GC.
 type usage struct {
 	goroutines  int
@@ -108,7 +112,7 @@ func startFleet(tb testing.TB, n int, p policy.Policy) *scaleFleet {
 		}
 		f.sups[i] = s
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithTimeout(ctx, memWait(n))
 	defer cancel()
 	for i, s := range f.sups {
 		if err := s.Ready(wctx); err != nil {
@@ -140,7 +144,7 @@ func (f *scaleFleet) crashAndRecover(tb testing.TB) []time.Duration {
 	f.m.crashAll()
 	select {
 	case <-f.all:
-	case <-time.After(wait):
+	case <-time.After(memWait(len(f.sups))):
 		tb.Fatalf("%d of %d supervisors not re-established %v after the crash", f.pending.Load(), len(f.sups), wait)
 	}
 	out := make([]time.Duration, len(f.sups))
@@ -155,7 +159,7 @@ func (f *scaleFleet) crashAndRecover(tb testing.TB) []time.Duration {
 // client as a supervisor's generation has.
 func bareSessions(tb testing.TB, m *memServer, n int) []*mcp.ClientSession {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), memWait(n))
 	defer cancel()
 	out := make([]*mcp.ClientSession, n)
 	for i := range n {
@@ -199,7 +203,7 @@ func bareRecover(tb testing.TB, n int) []time.Duration {
 	tb.Helper()
 	m := newMemServer(n)
 	old := bareSessions(tb, m, n)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), memWait(n))
 	defer cancel()
 	out := make([]time.Duration, n)
 	fresh := make([]*mcp.ClientSession, n)
