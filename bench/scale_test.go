@@ -145,7 +145,7 @@ func (f *scaleFleet) crashAndRecover(tb testing.TB) []time.Duration {
 	select {
 	case <-f.all:
 	case <-time.After(memWait(len(f.sups))):
-		tb.Fatalf("%d of %d supervisors not re-established %v after the crash", f.pending.Load(), len(f.sups), wait)
+		tb.Fatalf("%d of %d supervisors not re-established %v after the crash", f.pending.Load(), len(f.sups), memWait(len(f.sups)))
 	}
 	out := make([]time.Duration, len(f.sups))
 	for i := range f.upAt {
