@@ -80,7 +80,6 @@ func (g *generation) run() {
 		return // ended runs once the connection is known bad
 	}
 	g.watch()
-	g.ended()
 }
 
 // ended closes a generation whose connection is known bad and reports the

@@ -120,26 +120,29 @@ func (g *generation) badCause() error {
 	}
 }
 
-// watch blocks until the connection is known bad: the session ended by
-// itself, or something marked it bad. It does not wait for the session's
-// end after a failed ping: an HTTP session's end waits on requests to the
-// server that failed the ping.
+// watch waits, on the generation's goroutine, for the session to end by
+// itself, and marks the connection bad then. Bad news from elsewhere (a
+// failed ping, a request that found the server gone) starts ended on a
+// goroutine of its own at once, without waiting for the session's end: an
+// HTTP session's end waits on requests to the server that failed the
+// ping. The session ends anyway when ended closes it, and watch returns.
 func (g *generation) watch() {
 	s := g.sup
-	ended := make(chan error, 1)
-	s.workers.Add(1)
-	go func() {
-		defer s.workers.Done()
-		ended <- g.sess.Wait()
-	}()
-	select {
-	case err := <-ended:
-		// The session ended by itself: the SDK has already retired pending
-		// calls, and cancelling now could fail a call whose reply did arrive.
+	s.workers.Add(1) // for ended
+	g.onBad(func() {
+		go func() {
+			defer s.workers.Done()
+			g.ended()
+		}()
+	})
+	err := g.sess.Wait()
+	if g.badCause() == nil {
+		// The session ended by itself: the SDK has already retired
+		// pending calls, and cancelling now could fail a call whose reply
+		// did arrive.
 		g.natural.Store(true)
-		g.markBad(s.clk.Now(), err)
-	case <-g.live.bad:
 	}
+	g.markBad(s.clk.Now(), err)
 }
 
 // requestFailed is the cause to report for a request that failed because
