@@ -112,9 +112,11 @@ func startStdioFleet(tb testing.TB, bin string, n int, onUp func(i int)) *stdioF
 		cfg := conn.Config{
 			Name: sname(i), Transport: conn.Command(bin, "-pidlog", f.pidlogs[i]), Registry: f.reg,
 			Reconnect: &p, Logger: quiet(),
-			// As long as the floor's connects may take: a storm of
-			// respawns on a small machine is slow, not broken.
+			// As long as the floor may take: a storm of respawns (and of
+			// reaping) on a small machine is slow, not broken, and a
+			// close barrier that expires halts a supervisor for good.
 			ConnectTimeout: fleetWait(n),
+			CloseTimeout:   fleetWait(n),
 		}
 		if onUp != nil {
 			cfg.OnTransition = func(tr conn.Transition) {
@@ -259,7 +261,7 @@ func recoverAllSups(tb testing.TB, bin string, n int) []time.Duration {
 			select {
 			case <-ups[i]:
 			case <-ctx.Done():
-				errs[i] = fmt.Errorf("not re-established: %w", ctx.Err())
+				errs[i] = fmt.Errorf("not re-established (state %s): %w", f.sups[i].State(), ctx.Err())
 				return
 			}
 			res, err := f.reg.Call(ctx, f.names[i], echoIn)
