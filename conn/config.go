@@ -23,11 +23,14 @@ const (
 	// generation gets to confirm its server process exited.
 	DefaultCloseTimeout = 5 * time.Second
 	// DefaultProtocolVersion is the MCP protocol version a Supervisor asks
-	// for unless Config.ProtocolVersion says otherwise. It is the newest
-	// version negotiated by the classic initialize handshake, which every
-	// server of every SDK answers; the newer server/discover probe makes
-	// some older stdio servers exit.
-	DefaultProtocolVersion = "2025-11-25"
+	// for unless Config.ProtocolVersion pins one: the newest, stateless
+	// protocol, probed with server/discover. A server that answers the
+	// probe with an error is initialized the classic way at
+	// ClassicProtocolVersion (or the older version it answers with); one
+	// that dies on the probe (some older stdio servers exit on unknown
+	// methods) teaches the Supervisor to use ClassicProtocolVersion for the
+	// rest of its life, within the same attempt.
+	DefaultProtocolVersion = "2026-07-28"
 )
 
 // Config configures a [Supervisor]. Only Name, Transport and Registry are
@@ -55,9 +58,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// CloseTimeout bounds the close barrier. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
-	// ProtocolVersion is the MCP protocol version to request. Empty means
-	// DefaultProtocolVersion. Servers that speak an older version answer
-	// with it and the session uses theirs.
+	// ProtocolVersion pins the MCP protocol version to request on every
+	// attempt. Empty means DefaultProtocolVersion, with the fallback to
+	// ClassicProtocolVersion learned from a server that dies on the
+	// server/discover probe; a pinned version is never changed by the
+	// supervisor. Servers that speak an older version answer with it and
+	// the session uses theirs; Status.Protocol says which was negotiated.
 	ProtocolVersion string
 	// KeepAlive, if positive, pings the server at this interval on Clock,
 	// each ping bounded by the same interval; a server that does not
@@ -67,6 +73,25 @@ type Config struct {
 	// transport's default: [DefaultHTTPKeepAlive] for an [HTTP] transport,
 	// no pings otherwise (then only call deadlines notice a hung server).
 	KeepAlive time.Duration
+	// HoldCalls, if positive, lets a tool call that finds the connection
+	// gone wait for the next one instead of failing fast: up to HoldCalls
+	// from the call's start, for a new generation to be established, and
+	// then the call is sent there, once. Only a call that is safe to send
+	// again is held: one whose request was never written to the server
+	// (the connection was already gone, or refused it), or, with
+	// RetryIdempotent, one of a tool the server annotates readOnlyHint or
+	// idempotentHint. A call that may have reached the server is never
+	// sent twice otherwise, so a non-idempotent tool never runs twice for
+	// one call. A held call still ends at its context's deadline, and at
+	// once when the supervisor stops reconnecting (exhausted, disabled,
+	// halted, refused, Close). Zero means fail fast with ErrUnavailable.
+	// Each attempt of a held call is reported to OnCall.
+	HoldCalls time.Duration
+	// RetryIdempotent, with HoldCalls, also sends again a call that may
+	// have reached the server when the connection ended before its answer,
+	// if the tool is annotated readOnlyHint or idempotentHint: the server
+	// may then execute it twice, which those hints declare harmless.
+	RetryIdempotent bool
 	// Clock is the time source for timeouts and backoff. Nil means the
 	// real clock.
 	Clock clock.Clock
@@ -160,6 +185,7 @@ func (c Config) resolve() (resolved, error) {
 		{"CallTimeout", &r.CallTimeout, DefaultCallTimeout},
 		{"CloseTimeout", &r.CloseTimeout, DefaultCloseTimeout},
 		{"KeepAlive", &r.KeepAlive, 0},
+		{"HoldCalls", &r.HoldCalls, 0},
 	} {
 		if *d.v < 0 {
 			return r, &ConfigError{Field: d.field, Rule: fmt.Sprintf("is %v: use a positive duration, or zero for the default %v", *d.v, d.def)}
@@ -168,11 +194,11 @@ func (c Config) resolve() (resolved, error) {
 			*d.v = d.def
 		}
 	}
+	if r.RetryIdempotent && r.HoldCalls == 0 {
+		return r, &ConfigError{Field: "RetryIdempotent", Rule: "is set but HoldCalls is zero: set HoldCalls to how long a call may wait for the next connection"}
+	}
 	if d, ok := c.Transport.(keepAliveDefaulter); ok && c.KeepAlive == 0 {
 		r.KeepAlive = d.defaultKeepAlive()
-	}
-	if r.ProtocolVersion == "" {
-		r.ProtocolVersion = DefaultProtocolVersion
 	}
 	if r.Clock == nil {
 		r.Clock = clock.New()

@@ -54,6 +54,8 @@ func ExampleConfig_client() {
 	defer closeServer()
 	reg := conn.NewRegistry()
 	sup, err := conn.Start(ctx, conn.Config{
+		// Elicitation during a call is a feature of the classic protocol.
+		ProtocolVersion:    conn.ClassicProtocolVersion,
 		Name:               "booking",
 		Transport:          transport,
 		Registry:           reg,

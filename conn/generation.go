@@ -32,7 +32,9 @@ type generation struct {
 	closed    bool // shutdown started: nothing new may be attached
 	ka        keepAlive
 	transport mcp.Transport
+	wire      *wireTransport // what reached the server (wire.go); nil for Streamable HTTP
 	sess      *mcp.ClientSession
+	protocol  string // the negotiated protocol version; set before the session is attached
 
 	live liveness // when and why the connection was first known bad
 
@@ -123,8 +125,7 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		}
 		return nil, ErrClosed
 	}
-	client := g.newClient()
-	sess, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+	sess, err := g.handshake(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", causeOf(ctx, err))
 	}

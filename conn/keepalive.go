@@ -60,7 +60,7 @@ func (g *generation) ping() {
 	defer s.workers.Done()
 
 	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.KeepAlive)
-	err := g.sess.Ping(ctx, nil)
+	err := g.probeLive(ctx)
 	cancel()
 	g.mu.Lock()
 	if g.ka.stopped || g.closed {
@@ -70,8 +70,8 @@ func (g *generation) ping() {
 	if err != nil {
 		g.mu.Unlock()
 		// Nothing since the last answer shows the connection was good:
-		// not even that this ping was sent on time, on a loaded host.
-		g.markBad(g.lastGood(), fmt.Errorf("keep-alive ping got no answer within KeepAlive (%v): %w", s.cfg.KeepAlive, causeOf(ctx, err)))
+		// not even that this probe was sent on time, on a loaded host.
+		g.markBad(g.lastGood(), fmt.Errorf("keep-alive %s got no answer within KeepAlive (%v): %w", g.probeName(), s.cfg.KeepAlive, causeOf(ctx, err)))
 		g.shutdown()
 		return
 	}

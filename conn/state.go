@@ -102,6 +102,7 @@ type Payload struct {
 	Delay       time.Duration // the backoff before the next attempt
 	Err         error         // a *FailedError, *LostError or *AuthError, for a failure, loss or refusal
 	Generation  uint64        // the generation the step concerns; 0 for the newest
+	Protocol    string        // the protocol version the generation negotiated (connected only)
 
 	// The outcome of a failure or loss, which the guards read.
 	Released  bool // the generation confirmed its process gone within CloseTimeout

@@ -25,6 +25,9 @@ type Transition struct {
 	// authorization).
 	Err        error
 	Generation uint64 // the generation the step concerns
+	// Protocol is the MCP protocol version the generation negotiated, on
+	// the transition into established; empty otherwise.
+	Protocol string
 	// Dropped is how many transitions a [Supervisor.Watch] channel lost
 	// right before this one because its reader fell behind; always 0
 	// for OnTransition.
@@ -43,6 +46,10 @@ type Status struct {
 	Tools       []string      // public names of the registered tools, sorted
 	Since       time.Time     // when the current state was entered
 	Delay       time.Duration // the current backoff delay, if backing off
+	// Protocol is the MCP protocol version the latest established
+	// generation negotiated ("2026-07-28", "2025-11-25", ...); empty until
+	// one is established.
+	Protocol string
 }
 
 // recoverHint is the manual recovery every terminal failure message names.
@@ -63,6 +70,7 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	t := Transition{
 		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, At: now,
 		Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Delay: p.Delay, Err: p.Err, Generation: p.Generation,
+		Protocol: p.Protocol,
 	}
 	s.mu.Lock()
 	s.status.State = st.To
@@ -75,9 +83,13 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	if p.Err != nil {
 		s.status.LastErr = p.Err
 	}
+	if p.Protocol != "" {
+		s.status.Protocol = p.Protocol
+	}
 	s.status.Generation = s.genSeq
 	s.mu.Unlock()
 	s.logTransition(t)
+	s.holds.broadcast()
 	if s.cfg.OnTransition != nil {
 		s.cfg.OnTransition(t)
 	}
@@ -98,6 +110,9 @@ func (s *Supervisor) logTransition(t Transition) {
 	}
 	attrs := append([]any{"server", t.Server, "state", string(t.To), "from", string(t.From), "event", string(t.Event),
 		"generation", t.Generation}, extra...)
+	if t.Protocol != "" {
+		attrs = append(attrs, "protocol", t.Protocol)
+	}
 	if t.Err != nil {
 		msg += "; cause: " + causeText(t.Err)
 		attrs = append(attrs, "err", t.Err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -60,7 +61,9 @@ type Supervisor struct {
 	permanentRun int
 	resyncLog    logLimiter // coalesces the re-sync log line
 
-	ext sessionState // the session beyond its tools (session.go)
+	ext     sessionState // the session beyond its tools (session.go)
+	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
+	holds   holdState    // calls waiting for the next generation (hold.go)
 }
 
 type published struct {
@@ -316,7 +319,7 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		}
 		s.budget.Up()
 		s.permanentRun = 0
-		s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id})
+		s.fire(EventConnected, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Generation: g.id, Protocol: g.protocol})
 		s.resolveReady(nil)
 		s.answerWaiters(nil)
 		// The attempt's listing is done; a change that arrived during it

@@ -391,12 +391,22 @@ func TestDisposalBoundedWhenSessionCloseHangs(t *testing.T) {
 }
 
 // KeepAlive notices a hung server within two intervals on the supervisor's
-// clock, even with a call outstanding: the generation ends, the call fails
+// clock, on both protocol eras (a ping, or a server/discover probe on
+// 2026-07-28, which has no ping), even with a call outstanding: the generation ends, the call fails
 // with ErrUnavailable, and a fresh generation takes over.
 func TestKeepAliveEndsAHungGeneration(t *testing.T) {
+	for _, era := range []struct{ name, version, probe string }{
+		{"classic", conn.ClassicProtocolVersion, "ping"},
+		{"2026-07-28", "", "server/discover"},
+	} {
+		t.Run(era.name, func(t *testing.T) { keepAliveEndsAHungGeneration(t, era.version, era.probe) })
+	}
+}
+
+func keepAliveEndsAHungGeneration(t *testing.T, version, probe string) {
 	const every = 10 * time.Second
 	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small),
-		func(_ *harness, c *conn.Config) { c.KeepAlive = every })
+		func(_ *harness, c *conn.Config) { c.KeepAlive, c.ProtocolVersion = every, version })
 	h.expect(conn.Established)
 	thaw := h.srv.Freeze()
 	defer thaw()
@@ -409,14 +419,14 @@ func TestKeepAliveEndsAHungGeneration(t *testing.T) {
 		t.Fatalf("first stalled request: %s", m)
 	}
 	h.advance(every) // the ping is sent, and stalls
-	if m := waitFor(h.t, h.srv.Stalled(), "the ping at the hung server"); m != "ping" {
+	if m := waitFor(h.t, h.srv.Stalled(), "the probe at the hung server"); m != probe {
 		t.Fatalf("second stalled request: %s", m)
 	}
 	h.noTransition()
 	h.advance(every) // the ping times out
 	tr := h.expect(conn.LostReconnecting)[0]
 	var lerr *conn.LostError
-	if !errors.As(tr.Err, &lerr) || !strings.Contains(tr.Err.Error(), "keep-alive ping got no answer within KeepAlive (10s)") {
+	if !errors.As(tr.Err, &lerr) || !strings.Contains(tr.Err.Error(), "keep-alive "+probe+" got no answer within KeepAlive (10s)") {
 		t.Errorf("lost err = %v", tr.Err)
 	}
 	select {

@@ -39,7 +39,7 @@ func TestRootsAcrossRecovery(t *testing.T) {
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { changed <- struct{}{} },
 	}, accept)
 	rootsTool(srv)
-	h := newHarnessOn(t, srv, nil, withPolicy(small), func(_ *harness, c *conn.Config) {
+	h := newHarnessOn(t, srv, nil, withPolicy(small), classic(), func(_ *harness, c *conn.Config) {
 		c.Roots = []*mcp.Root{{URI: "file:///a"}}
 	})
 	h.expect(conn.Established)
@@ -109,7 +109,7 @@ func TestSubscriptionsAcrossRecovery(t *testing.T) {
 		},
 	}, accept)
 	srv.MCP.AddResource(&mcp.Resource{URI: "res://a", Name: "a"}, textResource("a"))
-	h := newHarnessOn(t, srv, nil, withPolicy(small), withClient(&mcp.ClientOptions{
+	h := newHarnessOn(t, srv, nil, withPolicy(small), classic(), withClient(&mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			updates <- req.Params.URI
 		},

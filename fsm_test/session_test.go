@@ -18,6 +18,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// classic pins the classic protocol: server-to-client requests while a
+// call is served (elicitation, sampling, roots) and the resources/subscribe
+// RPC are features of the classic, stateful protocol.
+func classic() option {
+	return func(_ *harness, c *conn.Config) { c.ProtocolVersion = conn.ClassicProtocolVersion }
+}
+
 // withClient sets Config.Client.
 func withClient(o *mcp.ClientOptions) option {
 	return func(_ *harness, c *conn.Config) { c.Client = o }
@@ -85,7 +92,7 @@ func TestClientHandlersAcrossRecovery(t *testing.T) {
 	gen := 0 // the generation the handlers answer for; set by the test goroutine between calls
 	var mu sync.Mutex
 	current := func() int { mu.Lock(); defer mu.Unlock(); return gen }
-	h := newHarnessOn(t, srv, nil, withPolicy(small), withClient(&mcp.ClientOptions{
+	h := newHarnessOn(t, srv, nil, classic(), withPolicy(small), withClient(&mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": fmt.Sprintf("gen%d", current())}}, nil
 		},
@@ -164,7 +171,7 @@ func TestBlockingHandlersDoNotStallTheSupervisor(t *testing.T) {
 	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "chatty"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return text("done"), nil, req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "x"})
 	})
-	h := newHarnessOn(t, srv, nil, withPolicy(small), withClient(&mcp.ClientOptions{
+	h := newHarnessOn(t, srv, nil, classic(), withPolicy(small), withClient(&mcp.ClientOptions{
 		// Both ignore their context until the test releases them.
 		LoggingMessageHandler: func(context.Context, *mcp.LoggingMessageRequest) {
 			logEntered <- struct{}{}
@@ -219,7 +226,7 @@ func TestCloseWaitsForHandlersAtMostCloseTimeout(t *testing.T) {
 	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "chatty"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return text("done"), nil, req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "x"})
 	})
-	h := newHarnessOn(t, srv, nil, withClient(&mcp.ClientOptions{
+	h := newHarnessOn(t, srv, nil, classic(), withClient(&mcp.ClientOptions{
 		LoggingMessageHandler: func(context.Context, *mcp.LoggingMessageRequest) {
 			entered <- struct{}{}
 			<-release // ignores its cancelled context
@@ -367,7 +374,7 @@ func TestNotificationFloodIsBounded(t *testing.T) {
 	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "last"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return text("done"), nil, req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "last"})
 	})
-	h := newHarnessOn(t, srv, nil, withClient(&mcp.ClientOptions{
+	h := newHarnessOn(t, srv, nil, classic(), withClient(&mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			if req.Params.Data == "last" {
 				last <- struct{}{}

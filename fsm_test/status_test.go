@@ -24,7 +24,7 @@ func TestLogAttributesAndStatusDuringBackoff(t *testing.T) {
 	want := conn.Status{
 		Server: "fx", State: conn.LostReconnecting, Attempt: 1, MaxAttempts: 3,
 		NextRetry: start.Add(time.Second), Generation: 1, Tools: []string{"mcp__fx__a"},
-		Since: start, Delay: time.Second,
+		Since: start, Delay: time.Second, Protocol: conn.DefaultProtocolVersion,
 	}
 	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(conn.Status{}, "LastErr")); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)

@@ -1,0 +1,111 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// holdState wakes the calls that wait for the next generation
+// (Config.HoldCalls): its channel is closed and replaced at every
+// transition, and each waiter looks again.
+type holdState struct {
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+func (h *holdState) channel() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wake == nil {
+		h.wake = make(chan struct{})
+	}
+	return h.wake
+}
+
+// broadcast wakes every waiter; the observer calls it on every transition.
+func (h *holdState) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
+}
+
+// errNoRecovery is why a held call gave up waiting.
+var errNoRecovery = errors.New("no recovery")
+
+// retryable reports whether the supervisor may send a failed call again:
+// always if its request was never written, and otherwise only if the user
+// opted in and the server annotated the tool as safe to repeat.
+func (s *Supervisor) retryable(raw *mcp.Tool, written bool) bool {
+	if !written {
+		return true
+	}
+	if !s.cfg.RetryIdempotent || raw == nil || raw.Annotations == nil {
+		return false
+	}
+	return raw.Annotations.ReadOnlyHint || raw.Annotations.IdempotentHint
+}
+
+// callHeld is Tool.Call under Config.HoldCalls: a call that fails because
+// the connection is gone, and that [Supervisor.retryable] allows, waits up
+// to HoldCalls (from its start) for the next established generation and
+// is sent there once more.
+func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any) (*mcp.CallToolResult, error) {
+	deadline := s.clk.Now().Add(s.cfg.HoldCalls)
+	mark := new(wireMark)
+	res, err := t.gen.callObserved(withWireMark(ctx, mark), t.Name, t.Raw.Name, args)
+	if err == nil || !errors.Is(err, ErrUnavailable) || !s.retryable(t.Raw, mark.written.Load()) {
+		return res, err
+	}
+	next, werr := s.awaitGeneration(ctx, t.gen, deadline)
+	if werr != nil {
+		return nil, fmt.Errorf("%w (held %v for a new connection: %w)", err, s.cfg.HoldCalls, werr)
+	}
+	return next.callObserved(ctx, t.Name, t.Raw.Name, args)
+}
+
+// awaitGeneration waits until a generation newer than old is established,
+// the deadline passes, ctx ends, or the supervisor stops reconnecting.
+func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadline time.Time) (*generation, error) {
+	for {
+		wake := s.holds.channel()
+		st := s.State()
+		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down.Load() {
+			return g, nil
+		}
+		if !recovering(st) {
+			return nil, fmt.Errorf("%w: the supervisor is %s", errNoRecovery, st)
+		}
+		left := deadline.Sub(s.clk.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
+		}
+		timer := s.clk.Timer(left)
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// recovering reports whether a new generation may still come in st
+// without anyone calling Close or Reconnect.
+func recovering(st State) bool {
+	switch st {
+	case Connecting, Established, FailedRetrying, LostReconnecting:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,105 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ClassicProtocolVersion is the newest MCP protocol version of the classic
+// initialize handshake, which every server of every SDK answers. A
+// Supervisor falls back to it, for the rest of its life, once its server
+// has died on the server/discover probe of [DefaultProtocolVersion].
+const ClassicProtocolVersion = "2025-11-25"
+
+// newProtocol reports whether version is stateless protocol 2026-07-28 or
+// later: no initialize, no session, no ping.
+func newProtocol(version string) bool { return version >= statelessProtocolVersion }
+
+// statelessProtocolVersion is the first stateless protocol version.
+const statelessProtocolVersion = "2026-07-28"
+
+// requestVersion is the protocol version the next attempt asks for, and
+// whether a server dying on its probe teaches the supervisor to use the
+// classic handshake: only when no version is pinned.
+func (s *Supervisor) requestVersion() (version string, learn bool) {
+	if s.cfg.ProtocolVersion != "" {
+		return s.cfg.ProtocolVersion, false
+	}
+	if s.classic.Load() {
+		return ClassicProtocolVersion, false
+	}
+	return DefaultProtocolVersion, true
+}
+
+// handshake connects a fresh client over t at the version the supervisor
+// asks for. A server that closes the connection on the server/discover
+// probe (some older stdio servers exit on unknown methods) is not a failed
+// attempt: the supervisor learns to use the classic handshake from now on,
+// waits for the first transport's process to be gone, opens a second one
+// and initializes it, all within this attempt and its ConnectTimeout, so
+// the learning spends no outage budget and never has two processes alive.
+func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
+	s := g.sup
+	version, learn := s.requestVersion()
+	sess, err := g.connectWire(ctx, t, version)
+	if err == nil || !learn {
+		return sess, err
+	}
+	w := g.wireConn()
+	if w == nil || !w.diedOnDiscover() || ctx.Err() != nil {
+		return nil, err
+	}
+	s.classic.Store(true)
+	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s; using the classic initialize handshake (%s) from now on",
+		methodDiscover, version, ClassicProtocolVersion),
+		"server", s.cfg.Name, "generation", g.id, "err", err)
+	if term, ok := t.(Terminator); ok {
+		select {
+		case <-term.Terminate():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", methodDiscover, causeOf(ctx, ctx.Err()))
+		}
+	}
+	t2, err := s.cfg.Transport.Open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open transport: %w", err)
+	}
+	if !g.attach(func() { g.transport = t2 }) {
+		if term, ok := t2.(Terminator); ok {
+			<-term.Terminate()
+		}
+		return nil, ErrClosed
+	}
+	return g.connectWire(ctx, t2, ClassicProtocolVersion)
+}
+
+// connectWire connects a fresh client over t, wired (wire.go), and records
+// the negotiated protocol version.
+func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version string) (*mcp.ClientSession, error) {
+	wt, w := wire(t)
+	g.mu.Lock()
+	g.wire = w
+	g.mu.Unlock()
+	sess, err := g.newClient().Connect(ctx, wt, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	if res := sess.InitializeResult(); res != nil {
+		g.protocol = res.ProtocolVersion
+	}
+	return sess, nil
+}
+
+// wireConn returns the generation's wired connection, if its transport has
+// one (every transport but Streamable HTTP).
+func (g *generation) wireConn() *wireConn {
+	g.mu.Lock()
+	w := g.wire
+	g.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.conn.Load()
+}

@@ -1,0 +1,211 @@
+package conn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The wire is where a generation learns what reached its server: whether a
+// call's request may have been written (so a retry could execute it twice),
+// and whether the server died on the server/discover probe (so the
+// supervisor falls back to the classic handshake). Every transport but
+// Streamable HTTP gets a wireConn around its mcp.Connection; Streamable
+// HTTP keeps the SDK's own connection, whose session updates an outside
+// wrapper cannot forward, and gets a tracing round tripper instead.
+
+// methodDiscover is the probe of protocol 2026-07-28.
+const methodDiscover = "server/discover"
+
+// wireMark travels in a call's context down to the wire, which sets it
+// before the first byte of the call's request can leave: a call whose mark
+// is unset was never sent and may be retried without risk.
+type wireMark struct{ written atomic.Bool }
+
+type wireMarkKey struct{}
+
+func withWireMark(ctx context.Context, m *wireMark) context.Context {
+	return context.WithValue(ctx, wireMarkKey{}, m)
+}
+
+func markWritten(ctx context.Context) {
+	if m, ok := ctx.Value(wireMarkKey{}).(*wireMark); ok {
+		m.written.Store(true)
+	}
+}
+
+// wireTransport wraps a non-HTTP transport so that its connection is a
+// wireConn the generation can query. The generation keeps the unwrapped
+// transport for its Terminator.
+type wireTransport struct {
+	mcp.Transport
+	conn atomic.Pointer[wireConn]
+}
+
+func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}}
+	t.conn.Store(w)
+	return w, nil
+}
+
+// wireConn records, for a generation, what was written and read.
+type wireConn struct {
+	mcp.Connection
+
+	mu            sync.Mutex
+	discoverID    jsonrpc.ID // the first server/discover request written
+	discoverSent  bool
+	discoverReply bool  // a response to it was read
+	readErr       error // the first Read error: the connection ended
+	probes        map[jsonrpc.ID]chan *jsonrpc.Response
+	probeSeq      uint64
+}
+
+func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		markWritten(ctx)
+		if req.Method == methodDiscover {
+			c.mu.Lock()
+			if !c.discoverSent {
+				c.discoverSent, c.discoverID = true, req.ID
+			}
+			c.mu.Unlock()
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// Read passes every message on but the answers to the supervisor's own
+// probes, which it hands to their waiters.
+func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.mu.Lock()
+			if c.readErr == nil {
+				c.readErr = err
+			}
+			for id, ch := range c.probes {
+				close(ch)
+				delete(c.probes, id)
+			}
+			c.mu.Unlock()
+			return nil, err
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok {
+			return msg, nil
+		}
+		c.mu.Lock()
+		ch, probe := c.probes[resp.ID]
+		delete(c.probes, resp.ID)
+		if c.discoverSent && resp.ID == c.discoverID {
+			c.discoverReply = true
+		}
+		c.mu.Unlock()
+		if !probe {
+			return msg, nil
+		}
+		ch <- resp // buffered
+	}
+}
+
+// diedOnDiscover reports whether the connection ended after a
+// server/discover request was written and before anything answered it:
+// the server could not stand the probe.
+func (c *wireConn) diedOnDiscover() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.discoverSent && !c.discoverReply && c.readErr != nil
+}
+
+// probe sends a request of the supervisor's own (with an id the SDK never
+// uses) and waits for its answer, which never reaches the SDK. Any answer,
+// an error included, proves the server reads and answers.
+func (c *wireConn) probe(ctx context.Context, method string, params any) error {
+	c.mu.Lock()
+	if c.readErr != nil {
+		err := c.readErr
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %w", mcp.ErrConnectionClosed, err)
+	}
+	c.probeSeq++
+	id, err := jsonrpc.MakeID(fmt.Sprintf("mcpfsm-probe-%d", c.probeSeq))
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	c.probes[id] = ch
+	c.mu.Unlock()
+	drop := func() {
+		c.mu.Lock()
+		delete(c.probes, id)
+		c.mu.Unlock()
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		drop()
+		return err
+	}
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
+		drop()
+		return err
+	}
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			return mcp.ErrConnectionClosed
+		}
+		return nil
+	case <-ctx.Done():
+		drop()
+		return ctx.Err()
+	}
+}
+
+// markingRoundTripper sets the wire mark of a Streamable HTTP request once
+// it has a connection to write on: a request that failed before that (the
+// server refused the connection) never reached the server.
+type markingRoundTripper struct{ base http.RoundTripper }
+
+func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m, ok := req.Context().Value(wireMarkKey{}).(*wireMark); ok {
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { m.written.Store(true) }}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
+	return rt.base.RoundTrip(req)
+}
+
+// wire prepares t for a generation: a wireTransport around anything but
+// Streamable HTTP, whose HTTP client gets a marking round tripper instead
+// (on a copy: the caller's client is not modified).
+func wire(t mcp.Transport) (mcp.Transport, *wireTransport) {
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		c := http.DefaultClient
+		if st.HTTPClient != nil {
+			c = st.HTTPClient
+		}
+		cp := *c
+		base := cp.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		cp.Transport = markingRoundTripper{base: base}
+		st.HTTPClient = &cp
+		return st, nil
+	}
+	wt := &wireTransport{Transport: t}
+	return wt, wt
+}
