@@ -87,11 +87,14 @@ func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadl
 		if left <= 0 {
 			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
 		}
-		timer := s.clk.Timer(left)
+		// AfterFunc, not Timer: a clock.Mock's Timer runs due timers on
+		// the calling goroutine, racing the test's own Add.
+		expired := make(chan struct{})
+		timer := s.clk.AfterFunc(left, func() { close(expired) })
 		select {
 		case <-wake:
 			timer.Stop()
-		case <-timer.C:
+		case <-expired:
 			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
 		case <-ctx.Done():
 			timer.Stop()
