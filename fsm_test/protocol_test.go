@@ -1,0 +1,146 @@
+package fsm_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// discoverKiller serves a go-sdk server over in-process pipes, but each
+// connection dies, like an older stdio server exiting on an unknown
+// method, when it receives server/discover.
+type discoverKiller struct {
+	srv *mcp.Server
+
+	mu     sync.Mutex
+	opens  int
+	killed int
+	open   []net.Conn
+}
+
+func (k *discoverKiller) Open(ctx context.Context) (mcp.Transport, error) {
+	c1, c2 := net.Pipe()
+	k.mu.Lock()
+	k.opens++
+	k.open = append(k.open, c2)
+	k.mu.Unlock()
+	if _, err := k.srv.Connect(ctx, &mcp.IOTransport{Reader: &dieOn{k: k, c: c2}, Writer: c2}, nil); err != nil {
+		return nil, err
+	}
+	return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
+}
+
+// dieOn is the server's reader: it closes the connection on server/discover.
+type dieOn struct {
+	k *discoverKiller
+	c net.Conn
+}
+
+func (d *dieOn) Read(p []byte) (int, error) {
+	n, err := d.c.Read(p)
+	if bytes.Contains(p[:n], []byte(`"server/discover"`)) {
+		d.k.mu.Lock()
+		d.k.killed++
+		d.k.mu.Unlock()
+		_ = d.c.Close()
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+func (d *dieOn) Close() error { return d.c.Close() }
+
+func (k *discoverKiller) counts() (opens, killed int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.opens, k.killed
+}
+
+func (k *discoverKiller) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.open {
+		_ = c.Close()
+	}
+}
+
+// A server that dies on the server/discover probe is connected within the
+// same attempt with the classic handshake: no failed attempt, no budget
+// spent; the supervisor remembers it, so the next generation goes straight
+// to initialize; Status and the connected line name the protocol.
+func TestServerDyingOnDiscoverIsLearnedWithinTheAttempt(t *testing.T) {
+	k := &discoverKiller{srv: mcp.NewServer(&mcp.Implementation{Name: "old"}, nil)}
+	defer k.close()
+	k.srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("a ok"), nil })
+	h := newHarnessOn(t, conntest.NewServer(), nil, withPolicy(small), func(_ *harness, c *conn.Config) {
+		c.Transport = conn.TransportFunc(k.Open)
+	})
+	tr := h.expect(conn.Established)[0]
+	if tr.From != conn.Connecting || tr.Attempt != 0 || tr.Protocol != conn.ClassicProtocolVersion {
+		t.Errorf("first transition %+v: want connecting -> established, attempt 0, protocol %s", tr, conn.ClassicProtocolVersion)
+	}
+	if opens, killed := k.counts(); opens != 2 || killed != 1 {
+		t.Errorf("opens %d, killed on discover %d: want 2 and 1", opens, killed)
+	}
+	if st := h.sup.Status(); st.Protocol != conn.ClassicProtocolVersion || st.Attempt != 0 || st.LastErr != nil {
+		t.Errorf("Status protocol %q attempt %d LastErr %v: want %s, 0, nil", st.Protocol, st.Attempt, st.LastErr, conn.ClassicProtocolVersion)
+	}
+	warn := h.rec.WaitLog(t, waitLimit, slog.LevelWarn, "server closed the connection on the server/discover probe")
+	if warn.Msg == "" {
+		t.Fatal("no warning about the learned handshake")
+	}
+	var protocol []string
+	for _, r := range h.rec.Records(slog.LevelInfo) {
+		if r.Msg == "connected and registered tools" {
+			protocol = append(protocol, r.Attrs["protocol"])
+		}
+	}
+	if !slices.Equal(protocol, []string{conn.ClassicProtocolVersion}) {
+		t.Errorf("protocol attribute of the connected lines: %q, want [%s]", protocol, conn.ClassicProtocolVersion)
+	}
+	if res, err := h.reg.Call(context.Background(), "mcp__fx__a", nil); err != nil || resultText(t, res) != "a ok" {
+		t.Fatalf("call: %v", err)
+	}
+
+	// The next generation uses the classic handshake at once.
+	k.close()
+	lost := h.expect(conn.LostReconnecting)[0]
+	h.advance(lost.Delay)
+	h.expect(conn.Connecting, conn.Established)
+	if opens, killed := k.counts(); opens != 3 || killed != 1 {
+		t.Errorf("after a reconnect: opens %d, killed on discover %d: want 3 and 1", opens, killed)
+	}
+	if got, want := conntest.Path(h.rec.Seen()), "connecting -connected-> established -connection-lost-> lost-reconnecting -backoff-elapsed-> connecting -connected-> established"; got != want {
+		t.Errorf("path %s, want %s", got, want)
+	}
+	for _, l := range h.rec.Logs(slog.LevelWarn) {
+		if strings.HasPrefix(l.Msg, "connection attempt failed") {
+			t.Errorf("unexpected warning %q", l.Msg)
+		}
+	}
+}
+
+// A pinned version is never changed: a supervisor pinned to 2026-07-28
+// against the same server fails its attempts.
+func TestPinnedVersionIsNotLearned(t *testing.T) {
+	k := &discoverKiller{srv: mcp.NewServer(&mcp.Implementation{Name: "old"}, nil)}
+	defer k.close()
+	h := newHarnessOn(t, conntest.NewServer(), nil, withPolicy(small), func(_ *harness, c *conn.Config) {
+		c.Transport = conn.TransportFunc(k.Open)
+		c.ProtocolVersion = conn.DefaultProtocolVersion
+	})
+	h.expect(conn.FailedRetrying)
+	if opens, killed := k.counts(); opens != 1 || killed != 1 {
+		t.Errorf("opens %d, killed %d: want 1 and 1", opens, killed)
+	}
+}
