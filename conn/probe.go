@@ -30,8 +30,8 @@ func (g *generation) probeLive(ctx context.Context) error {
 	case g.wireConn() != nil:
 		err = g.wireConn().probe(ctx, methodDiscover, g.discoverParams())
 	default:
-		st, ok := g.transport.(*mcp.StreamableClientTransport)
-		if !ok {
+		st := streamable(g.transport)
+		if st == nil {
 			return g.sess.Ping(ctx, nil) // no way to send a probe of our own
 		}
 		err = g.discoverHTTP(ctx, st)

@@ -192,7 +192,7 @@ func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 // Streamable HTTP, whose HTTP client gets a marking round tripper instead
 // (on a copy: the caller's client is not modified).
 func wire(t mcp.Transport) (mcp.Transport, *wireTransport) {
-	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+	if st := streamable(t); st != nil {
 		c := http.DefaultClient
 		if st.HTTPClient != nil {
 			c = st.HTTPClient
@@ -204,8 +204,20 @@ func wire(t mcp.Transport) (mcp.Transport, *wireTransport) {
 		}
 		cp.Transport = markingRoundTripper{base: base}
 		st.HTTPClient = &cp
-		return st, nil
+		return t, nil
 	}
 	wt := &wireTransport{Transport: t}
 	return wt, wt
+}
+
+// streamable returns the SDK's Streamable HTTP transport t is or embeds
+// (conn.HTTP's), or nil.
+func streamable(t mcp.Transport) *mcp.StreamableClientTransport {
+	switch st := t.(type) {
+	case *mcp.StreamableClientTransport:
+		return st
+	case *httpTransport:
+		return st.StreamableClientTransport
+	}
+	return nil
 }

@@ -157,9 +157,10 @@ func TestStreamableHTTPRestartRecovers(t *testing.T) {
 	// The server restarts and drops its connections: the standalone event
 	// stream breaks, the SDK reconnects it (after its own 1-2 s backoff),
 	// gets 404 and ends the session. No call is needed to notice.
+	// Classic protocol: 2026-07-28 has no session to lose.
 	t.Run("idle", func(t *testing.T) {
 		h := newHTTPServer(t)
-		e := startHTTP(t, h, conn.Config{})
+		e := startHTTP(t, h, conn.Config{ProtocolVersion: conn.ClassicProtocolVersion})
 		restarted := time.Now()
 		h.restart(true)
 		awaitRecovery(t, e, restarted)

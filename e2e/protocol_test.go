@@ -51,22 +51,23 @@ func (e *env) rawCommand(flags ...string) (*conn.Stdio, *requestLog) {
 }
 
 // TestOlderProtocolVersions: a server that only speaks an older protocol
-// answers initialize with its version; the default supervisor (which asks
-// for conn.DefaultProtocolVersion) accepts it, lists and calls.
+// answers initialize with its version; a supervisor pinned to
+// conn.ClassicProtocolVersion asks for it with initialize first, accepts
+// the older answer, lists and calls.
 func TestOlderProtocolVersions(t *testing.T) {
 	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18"} {
 		t.Run(version, func(t *testing.T) {
 			e := newEnv(t)
 			cmd, log := e.rawCommand("-raw-protocol", version)
-			e.start(conn.Config{Transport: cmd, Reconnect: disabled()})
+			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: conn.ClassicProtocolVersion})
 			e.rec.await(t, conn.Established, wait)
 			if got, want := toolNames(e.reg.Tools()), []string{conn.PublicToolName("fx", "echo")}; !slices.Equal(got, want) {
 				t.Fatalf("tools %v, want %v", got, want)
 			}
 			e.mustEcho("hello " + version)
 			reqs := log.requests()
-			if len(reqs) == 0 || reqs[0] != "initialize "+conn.DefaultProtocolVersion {
-				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.DefaultProtocolVersion, reqs)
+			if len(reqs) == 0 || reqs[0] != "initialize "+conn.ClassicProtocolVersion {
+				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.ClassicProtocolVersion, reqs)
 			}
 			if e.rec.count(conn.LostReconnecting)+e.rec.count(conn.LostDisabled) != 0 {
 				t.Errorf("connection lost:\n%s", e.rec.dump())
@@ -75,17 +76,24 @@ func TestOlderProtocolVersions(t *testing.T) {
 	}
 }
 
-// TestNewestProtocolFallsBackToInitialize: with Config.ProtocolVersion
-// 2026-07-28 the SDK probes server/discover first; a server that answers
-// method-not-found is then initialized the classic way at 2025-11-25, and
-// it may answer with an older version still.
+// TestNewestProtocolFallsBackToInitialize: by default (and with
+// Config.ProtocolVersion 2026-07-28) the SDK probes server/discover first;
+// a server that answers method-not-found is then initialized the classic
+// way at 2025-11-25, and it may answer with an older version still; Status
+// names the negotiated version.
 func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
-	for _, answer := range []string{"2025-11-25", "2024-11-05"} {
-		t.Run(answer, func(t *testing.T) {
+	for _, tc := range []struct{ answer, pin string }{
+		{"2025-11-25", ""}, {"2024-11-05", ""}, {"2025-11-25", "2026-07-28"},
+	} {
+		answer := tc.answer
+		t.Run(answer+"-pin-"+tc.pin, func(t *testing.T) {
 			e := newEnv(t)
 			cmd, log := e.rawCommand("-raw-protocol", answer)
-			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: "2026-07-28"})
+			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: tc.pin})
 			e.rec.await(t, conn.Established, wait)
+			if got := e.sup.Status().Protocol; got != answer {
+				t.Errorf("Status.Protocol %q, want %q", got, answer)
+			}
 			e.mustEcho("hello " + answer)
 			reqs := log.requests()
 			t.Logf("requests: %q", reqs)

@@ -55,10 +55,13 @@ func TestSessionSurvivesSIGKILL(t *testing.T) {
 	updates := make(chan string, 10)
 	cat := conn.NewCatalog()
 	sup := e.start(conn.Config{
-		Transport: cmd,
-		Reconnect: fast(5),
-		Roots:     []*mcp.Root{{URI: "file:///a"}},
-		Catalog:   cat,
+		// Server-to-client requests during a call (elicitation, roots) are
+		// features of the classic protocol.
+		ProtocolVersion: conn.ClassicProtocolVersion,
+		Transport:       cmd,
+		Reconnect:       fast(5),
+		Roots:           []*mcp.Root{{URI: "file:///a"}},
+		Catalog:         cat,
 		Client: &mcp.ClientOptions{
 			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "host"}}, nil
