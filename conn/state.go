@@ -235,9 +235,9 @@ func Table() fsm.Spec[State, Event, Payload] {
 		Name:    "connection",
 		Initial: Connecting,
 		Events: []fsm.Event[Event]{
-			{Name: EventConnected, Doc: "session initialized and tools swapped in"},
+			{Name: EventConnected, Doc: "session initialized (server/discover; or initialize, also at once within the attempt after a server died on the probe) and tools swapped in"},
 			{Name: EventAttemptFailed, Doc: "the attempt failed"},
-			{Name: EventConnectionLost, Doc: "the established session ended"},
+			{Name: EventConnectionLost, Doc: "the established session ended: stdio process gone; a keep-alive probe unanswered within KeepAlive (ping, or server/discover on 2026-07-28); a transport failure"},
 			{Name: EventBackoffElapsed, Doc: "backoff delay elapsed"},
 			{Name: EventReconnect, Doc: "Reconnect called"},
 			{Name: EventProbe, Doc: "probe interval elapsed"},
