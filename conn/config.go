@@ -61,8 +61,11 @@ type Config struct {
 	// ProtocolVersion pins the MCP protocol version to request on every
 	// attempt. Empty means DefaultProtocolVersion, with the fallback to
 	// ClassicProtocolVersion learned from a server that dies on the
-	// server/discover probe; a pinned version is never changed by the
-	// supervisor. Servers that speak an older version answer with it and
+	// server/discover probe; but ClassicProtocolVersion when Roots or an
+	// elicitation or sampling handler in Client is set, since servers
+	// written for the classic protocol make those requests during a call,
+	// which a 2026-07-28 session refuses. A pinned version is never
+	// changed by the supervisor. Servers that speak an older version answer with it and
 	// the session uses theirs; Status.Protocol says which was negotiated.
 	ProtocolVersion string
 	// KeepAlive, if positive, pings the server at this interval on Clock,

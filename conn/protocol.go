@@ -27,10 +27,23 @@ func (s *Supervisor) requestVersion() (version string, learn bool) {
 	if s.cfg.ProtocolVersion != "" {
 		return s.cfg.ProtocolVersion, false
 	}
-	if s.classic.Load() {
+	if s.classic.Load() || s.cfg.asksDuringCalls() {
 		return ClassicProtocolVersion, false
 	}
 	return DefaultProtocolVersion, true
+}
+
+// asksDuringCalls reports whether the host answers requests a server makes
+// while it serves a call (elicitation, sampling, roots). Servers written
+// for the classic protocol make them that way, and a 2026-07-28 session
+// refuses them (the server must return input requests instead), so such
+// a host gets the classic protocol unless it pins a version.
+func (c Config) asksDuringCalls() bool {
+	if len(c.Roots) > 0 {
+		return true
+	}
+	o := c.Client
+	return o != nil && (o.ElicitationHandler != nil || o.CreateMessageHandler != nil || o.CreateMessageWithToolsHandler != nil)
 }
 
 // handshake connects a fresh client over t at the version the supervisor

@@ -37,7 +37,7 @@ func everythingServer(t *testing.T) string {
 }
 
 // TestEverythingServerRecoversFromSIGKILL runs the reference TypeScript
-// server over stdio at conn.DefaultProtocolVersion, kills it and checks
+// server over stdio with the default protocol negotiation, kills it and checks
 // that the supervisor brings it back.
 func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
 	entry := everythingServer(t)
@@ -52,7 +52,7 @@ func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
 		t.Fatalf("Ready: %v", err)
 	}
 	before := sup.Status().Tools
-	t.Logf("protocol %s, %d tools: %v", conn.DefaultProtocolVersion, len(before), before)
+	t.Logf("protocol %s, %d tools: %v", sup.Status().Protocol, len(before), before)
 	echo := conn.PublicToolName("everything", "echo")
 	got, err := callText(ctx, e.reg, echo, map[string]any{"message": "hello"})
 	if err != nil || !strings.Contains(got, "hello") {

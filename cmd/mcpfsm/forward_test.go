@@ -18,7 +18,7 @@ func TestServeForwardsElicitation(t *testing.T) {
 	path := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t), "args": []string{"-session"}}}})
 	// Protocol 2025-11-25, as hosts speak it: on 2026-07-28 a server
 	// cannot send a request while it serves one (SEP-2322).
-	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion}
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion}
 	start := func(opts *mcp.ClientOptions) (*exec.Cmd, *watcher, *frontClient) {
 		return serveStdioProcessWith(t, nil, opts, sessOpts, "serve", "-config", path)
 	}
