@@ -109,21 +109,9 @@ func (g *generation) connect() ([]Tool, error) {
 }
 
 func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
-	s := g.sup
-	t, err := s.cfg.Transport.Open(ctx)
+	t, err := g.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open transport: %w", err)
-	}
-	if !g.attach(func() {
-		g.transport = t
-		if term, ok := t.(Terminator); ok {
-			s.procs.add(term)
-		}
-	}) {
-		if term, ok := t.(Terminator); ok {
-			<-term.Terminate()
-		}
-		return nil, ErrClosed
+		return nil, err
 	}
 	sess, err := g.handshake(ctx, t)
 	if err != nil {

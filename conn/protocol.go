@@ -75,17 +75,32 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", methodDiscover, causeOf(ctx, ctx.Err()))
 		}
 	}
-	t2, err := s.cfg.Transport.Open(ctx)
+	t2, err := g.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.connectWire(ctx, t2, ClassicProtocolVersion)
+}
+
+// open opens a fresh transport and makes it the generation's, unless
+// shutdown started (then its process, if any, is terminated).
+func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
+	t, err := g.sup.cfg.Transport.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open transport: %w", err)
 	}
-	if !g.attach(func() { g.transport = t2 }) {
-		if term, ok := t2.(Terminator); ok {
+	if !g.attach(func() {
+		g.transport = t
+		if term, ok := t.(Terminator); ok {
+			g.sup.procs.add(term)
+		}
+	}) {
+		if term, ok := t.(Terminator); ok {
 			<-term.Terminate()
 		}
 		return nil, ErrClosed
 	}
-	return g.connectWire(ctx, t2, ClassicProtocolVersion)
+	return t, nil
 }
 
 // connectWire connects a fresh client over t, wired (wire.go), and records
