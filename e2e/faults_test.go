@@ -454,10 +454,16 @@ func TestStderrFloodKeepsMemoryBounded(t *testing.T) {
 }
 
 func TestListChangedStormConverges(t *testing.T) {
+	// On both protocol eras: list_changed arrives over the
+	// subscriptions/listen stream on 2026-07-28.
+	for _, version := range []string{conn.ClassicProtocolVersion, ""} {
+		t.Run("version="+version, func(t *testing.T) { listChangedStormConverges(t, version) })
+	}
+}
+
+func listChangedStormConverges(t *testing.T, version string) {
 	e := newEnv(t)
-	// Classic protocol: on 2026-07-28 this storm does not converge yet
-	// (the final list is not seen); see docs/reliability.md.
-	sup := e.start(conn.Config{Transport: e.command("-list-changed-storm", "200"), Reconnect: fast(3), ProtocolVersion: conn.ClassicProtocolVersion})
+	sup := e.start(conn.Config{Transport: e.command("-list-changed-storm", "200"), Reconnect: fast(3), ProtocolVersion: version})
 	e.rec.await(t, conn.Established, wait)
 	want := []string{conn.PublicToolName("fx", "crash"), conn.PublicToolName("fx", "echo"), conn.PublicToolName("fx", "storm_done")}
 	tick := time.NewTicker(5 * time.Millisecond)

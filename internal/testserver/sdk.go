@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,19 +44,34 @@ func serveHTTP(o options) error {
 func newServer(o options) *mcp.Server {
 	var srv *mcp.Server
 	opts := &mcp.ServerOptions{PageSize: 500}
-	opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) {
-		if o.storm > 0 {
-			go storm(srv, o.storm)
-		}
-		if o.flapEvery > 0 {
-			go flap(srv, o.flapEvery)
-		}
+	// The changes start after initialization, or on protocol 2026-07-28,
+	// which has none, after the first tools/list is answered.
+	var once sync.Once
+	startChanges := func() {
+		once.Do(func() {
+			if o.storm > 0 {
+				go storm(srv, o.storm)
+			}
+			if o.flapEvery > 0 {
+				go flap(srv, o.flapEvery)
+			}
+		})
 	}
+	opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) { startChanges() }
 	var session func(*mcp.Server)
 	if o.session {
 		session = addSession(opts)
 	}
 	srv = mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "v1"}, opts)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				startChanges()
+			}
+			return res, err
+		}
+	})
 	if session != nil {
 		session(srv)
 	}
