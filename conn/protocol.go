@@ -106,7 +106,7 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 // connectWire connects a fresh client over t, wired (wire.go), and records
 // the negotiated protocol version.
 func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version string) (*mcp.ClientSession, error) {
-	wt, w := wire(t)
+	wt, w := wire(t, g.listenBroken)
 	g.mu.Lock()
 	g.wire = w
 	g.mu.Unlock()
@@ -130,4 +130,25 @@ func (g *generation) wireConn() *wireConn {
 		return nil
 	}
 	return w.conn.Load()
+}
+
+// listenBroken ends the generation whose subscriptions/listen stream ended
+// (Streamable HTTP on protocol 2026-07-28): nothing else would tell the
+// supervisor that list changes and resource updates no longer arrive, so
+// it is a lost connection, and the next generation re-subscribes and lists
+// everything again, so that no change is missed silently.
+func (g *generation) listenBroken(err error) {
+	if g.down.Load() {
+		return
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	if g.ka.err == nil {
+		g.ka.err = err
+	}
+	g.mu.Unlock()
+	g.shutdown()
 }

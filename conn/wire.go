@@ -1,9 +1,11 @@
 package conn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -177,21 +179,69 @@ func (c *wireConn) probe(ctx context.Context, method string, params any) error {
 
 // markingRoundTripper sets the wire mark of a Streamable HTTP request once
 // it has a connection to write on: a request that failed before that (the
-// server refused the connection) never reached the server.
-type markingRoundTripper struct{ base http.RoundTripper }
+// server refused the connection) never reached the server. It also
+// watches the response stream of subscriptions/listen (protocol
+// 2026-07-28), through which list changes and resource updates arrive:
+// one that ends while the client still wants it, without its completion
+// result (the connection broke) or with it (the server ended it), is
+// reported to broken.
+type markingRoundTripper struct {
+	base   http.RoundTripper
+	broken func(error)
+}
 
 func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if m, ok := req.Context().Value(wireMarkKey{}).(*wireMark); ok {
 		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { m.written.Store(true) }}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	}
-	return rt.base.RoundTrip(req)
+	resp, err := rt.base.RoundTrip(req)
+	if err == nil && rt.broken != nil && req.Header.Get("Mcp-Method") == methodSubscriptionsListen {
+		resp.Body = &listenBody{ReadCloser: resp.Body, ctx: req.Context(), broken: rt.broken}
+	}
+	return resp, err
+}
+
+// methodSubscriptionsListen is the stream of notifications of protocol
+// 2026-07-28.
+const methodSubscriptionsListen = "subscriptions/listen"
+
+// listenBody is the response stream of a subscriptions/listen request.
+type listenBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	broken func(error)
+	tail   []byte // the end of the previous read, for a marker split across reads
+	done   bool   // the completion result arrived
+	once   sync.Once
+}
+
+var resultMarker = []byte(`"result"`)
+
+func (b *listenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if !b.done && n > 0 {
+		buf := append(b.tail, p[:n]...)
+		b.done = bytes.Contains(buf, resultMarker)
+		b.tail = append(b.tail[:0], buf[max(0, len(buf)-len(resultMarker)):]...)
+	}
+	if err != nil && b.ctx.Err() == nil {
+		// The SDK never sends the request again, so after either end no
+		// list change or resource update would arrive.
+		how := "closed without its completion result"
+		if b.done {
+			how = "was ended by the server"
+		}
+		b.once.Do(func() { b.broken(fmt.Errorf("the %s stream %s: %w", methodSubscriptionsListen, how, err)) })
+	}
+	return n, err
 }
 
 // wire prepares t for a generation: a wireTransport around anything but
 // Streamable HTTP, whose HTTP client gets a marking round tripper instead
-// (on a copy: the caller's client is not modified).
-func wire(t mcp.Transport) (mcp.Transport, *wireTransport) {
+// (on a copy: the caller's client is not modified) that reports a broken
+// subscriptions/listen stream to broken.
+func wire(t mcp.Transport, broken func(error)) (mcp.Transport, *wireTransport) {
 	if st := streamable(t); st != nil {
 		c := http.DefaultClient
 		if st.HTTPClient != nil {
@@ -202,7 +252,7 @@ func wire(t mcp.Transport) (mcp.Transport, *wireTransport) {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		cp.Transport = markingRoundTripper{base: base}
+		cp.Transport = markingRoundTripper{base: base, broken: broken}
 		st.HTTPClient = &cp
 		return t, nil
 	}

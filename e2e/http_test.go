@@ -29,6 +29,10 @@ type httpServer struct {
 	mu    sync.Mutex
 	all   []*incarnation
 	posts map[string]int // HTTP method -> requests served, for the log
+
+	stateless bool                         // serve protocol 2026-07-28 (go-sdk serves it only stateless)
+	frozen    atomic.Pointer[chan struct{}] // while set, requests hang until it is closed
+	discovers atomic.Int64                  // server/discover requests received
 }
 
 type incarnation struct {
@@ -36,9 +40,12 @@ type incarnation struct {
 	handler http.Handler
 }
 
-func newHTTPServer(t *testing.T) *httpServer {
+func newHTTPServer(t *testing.T) *httpServer { return newHTTPServerWith(t, false) }
+
+// newHTTPServerWith is newHTTPServer, stateless (protocol 2026-07-28) or not.
+func newHTTPServerWith(t *testing.T, stateless bool) *httpServer {
 	t.Helper()
-	h := &httpServer{t: t, posts: map[string]int{}}
+	h := &httpServer{t: t, posts: map[string]int{}, stateless: stateless}
 	h.cur.Store(h.incarnation())
 	h.srv = httptest.NewServer(h) // listens on 127.0.0.1
 	t.Cleanup(h.close)
@@ -49,7 +56,26 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.posts[r.Method]++
 	h.mu.Unlock()
+	if r.Header.Get("Mcp-Method") == "server/discover" {
+		h.discovers.Add(1)
+	}
+	if frozen := h.frozen.Load(); frozen != nil {
+		select {
+		case <-*frozen:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	h.cur.Load().handler.ServeHTTP(w, r)
+}
+
+// freeze makes every request from now on hang, as a stopped server's
+// would, until thaw is called.
+func (h *httpServer) freeze() (thaw func()) {
+	c := make(chan struct{})
+	h.frozen.Store(&c)
+	var once sync.Once
+	return func() { once.Do(func() { h.frozen.Store(nil); close(c) }) }
 }
 
 func (h *httpServer) incarnation() *incarnation {
@@ -58,7 +84,8 @@ func (h *httpServer) incarnation() *incarnation {
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 		})
-	inc := &incarnation{server: srv, handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	inc := &incarnation{server: srv, handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: h.stateless})}
 	h.mu.Lock()
 	h.all = append(h.all, inc)
 	h.mu.Unlock()
