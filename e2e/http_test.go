@@ -30,7 +30,7 @@ type httpServer struct {
 	all   []*incarnation
 	posts map[string]int // HTTP method -> requests served, for the log
 
-	stateless bool                         // serve protocol 2026-07-28 (go-sdk serves it only stateless)
+	stateless bool                          // serve protocol 2026-07-28 (go-sdk serves it only stateless)
 	frozen    atomic.Pointer[chan struct{}] // while set, requests hang until it is closed
 	discovers atomic.Int64                  // server/discover requests received
 }
