@@ -36,12 +36,35 @@ func (g *generation) probeLive(ctx context.Context) error {
 		}
 		err = g.discoverHTTP(ctx, st)
 	}
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
+	if answered(err) {
 		return nil // answered, if only to refuse
 	}
 	return err
 }
+
+// answered reports whether err is the server's JSON-RPC error answer: the
+// server read the request and replied. The SDK also reports its own
+// transport failures as JSON-RPC errors, with codes of its own; those are
+// no answer.
+func answered(err error) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || connectionGone(err) {
+		return false
+	}
+	switch rpc.Code {
+	case codeUnknown, codeClientClosing, codeServerClosing, codeRejected:
+		return false
+	}
+	return true
+}
+
+// The codes the SDK's JSON-RPC layer uses for its own failures.
+const (
+	codeUnknown       = -32001
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
 
 // probeName names the keep-alive probe in errors.
 func (g *generation) probeName() string {
