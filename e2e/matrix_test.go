@@ -83,8 +83,9 @@ func TestStdioMatrix(t *testing.T) {
 			sig  syscall.Signal
 		}{{"SIGKILL", syscall.SIGKILL}, {"SIGSTOP", syscall.SIGSTOP}} {
 			fault := f.sig
+			// Not parallel: every test checks that no fixture process
+			// outlives it.
 			t.Run(srv.name+"/"+f.name, func(t *testing.T) {
-				t.Parallel()
 				e := newEnv(t)
 				cfg, newest := srv.setup(t, e)
 				cfg.Reconnect, cfg.KeepAlive = fast(3), matrixKeepAlive
