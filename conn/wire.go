@@ -48,7 +48,8 @@ func markWritten(ctx context.Context) {
 // transport for its Terminator.
 type wireTransport struct {
 	mcp.Transport
-	conn atomic.Pointer[wireConn]
+	broken func(error) // told when the server ends a subscriptions/listen stream
+	conn   atomic.Pointer[wireConn]
 }
 
 func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -56,7 +57,7 @@ func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}}
+	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken}
 	t.conn.Store(w)
 	return w, nil
 }
@@ -72,16 +73,37 @@ type wireConn struct {
 	readErr       error // the first Read error: the connection ended
 	probes        map[jsonrpc.ID]chan *jsonrpc.Response
 	probeSeq      uint64
+	listens       map[jsonrpc.ID]bool // subscriptions/listen requests written
+	broken        func(error)
 }
 
 func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/cancelled" {
+		// The client ends a listen itself (Unsubscribe, Close): its
+		// end is no news.
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.listens, id)
+				c.mu.Unlock()
+			}
+		}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		markWritten(ctx)
-		if req.Method == methodDiscover {
+		switch req.Method {
+		case methodDiscover:
 			c.mu.Lock()
 			if !c.discoverSent {
 				c.discoverSent, c.discoverID = true, req.ID
 			}
+			c.mu.Unlock()
+		case methodSubscriptionsListen:
+			c.mu.Lock()
+			c.listens[req.ID] = true
 			c.mu.Unlock()
 		}
 	}
@@ -115,7 +137,15 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if c.discoverSent && resp.ID == c.discoverID {
 			c.discoverReply = true
 		}
+		listen := c.listens[resp.ID]
+		delete(c.listens, resp.ID)
 		c.mu.Unlock()
+		if listen && c.broken != nil {
+			// The SDK never sends it again: no list change or resource
+			// update would arrive after this. (When the client itself
+			// ends it, the generation is already shutting down.)
+			c.broken(fmt.Errorf("the %s stream was ended by the server", methodSubscriptionsListen))
+		}
 		if !probe {
 			return msg, nil
 		}
@@ -239,8 +269,9 @@ func (b *listenBody) Read(p []byte) (int, error) {
 
 // wire prepares t for a generation: a wireTransport around anything but
 // Streamable HTTP, whose HTTP client gets a marking round tripper instead
-// (on a copy: the caller's client is not modified) that reports a broken
-// subscriptions/listen stream to broken.
+// (on a copy: the caller's client is not modified). Either way a
+// subscriptions/listen stream that ends while the client wants it is
+// reported to broken.
 func wire(t mcp.Transport, broken func(error)) (mcp.Transport, *wireTransport) {
 	if st := streamable(t); st != nil {
 		c := http.DefaultClient
@@ -256,7 +287,7 @@ func wire(t mcp.Transport, broken func(error)) (mcp.Transport, *wireTransport) {
 		st.HTTPClient = &cp
 		return t, nil
 	}
-	wt := &wireTransport{Transport: t}
+	wt := &wireTransport{Transport: t, broken: broken}
 	return wt, wt
 }
 
