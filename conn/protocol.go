@@ -142,13 +142,11 @@ func (g *generation) listenBroken(err error) {
 		return
 	}
 	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
 		return
 	}
-	if g.ka.err == nil {
-		g.ka.err = err
-	}
-	g.mu.Unlock()
+	g.markBad(g.sup.clk.Now(), err)
 	g.shutdown()
 }
