@@ -27,8 +27,7 @@ func TestKeepAliveDetectsHungServer(t *testing.T) {
 	const keepAlive = 50 * time.Millisecond
 	e := newEnv(t)
 	cmd, log := e.hungCommand(50 * time.Millisecond)
-	// The fixture counts answers of the classic handshake.
-	e.start(conn.Config{Transport: cmd, Reconnect: fast(100), KeepAlive: keepAlive, ProtocolVersion: conn.ClassicProtocolVersion})
+	e.start(conn.Config{Transport: cmd, Reconnect: fast(100), KeepAlive: keepAlive})
 	e.rec.await(t, conn.Established, wait)
 	first := e.starts.await(t, wait)
 	e.mustEcho("last answer") // the third request: the server hangs now
@@ -79,8 +78,7 @@ func TestHungServerWithoutKeepAlive(t *testing.T) {
 	)
 	e := newEnv(t)
 	cmd, _ := e.hungCommand(grace)
-	// The fixture counts answers of the classic handshake.
-	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), CallTimeout: callTimeout, ProtocolVersion: conn.ClassicProtocolVersion})
+	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), CallTimeout: callTimeout})
 	e.rec.await(t, conn.Established, wait)
 	e.mustEcho("last answer") // the server hangs now
 	echo := conn.PublicToolName("fx", "echo")

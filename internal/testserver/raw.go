@@ -43,7 +43,8 @@ const (
 //     server dedupes tools);
 //   - -raw-protocol VERSION: initialize is answered with VERSION whatever
 //     the client asked for, as a server that only speaks VERSION would;
-//   - -hang-after N: after answering N requests other than ping, it answers
+//   - -hang-after N: after answering N requests other than ping (and
+//     server/discover, which no count below includes), it answers
 //     nothing at all, pings included, but keeps reading stdin, as a
 //     deadlocked server whose pipe stays open would; with -hang-no-read it
 //     stops reading stdin too;
@@ -86,7 +87,10 @@ func serveRaw(o options) error {
 			}
 			continue // hung: read on, answer nothing
 		}
-		if req.Method != "ping" {
+		// ping and the probe of protocol 2026-07-28 (refused: this is a
+		// classic server) are not counted, so N means the same on both.
+		uncounted := req.Method == "ping" || req.Method == "server/discover"
+		if !uncounted {
 			answered++
 		}
 		var result any
@@ -122,7 +126,7 @@ func serveRaw(o options) error {
 		if err := enc.Encode(msg); err != nil {
 			return err
 		}
-		if req.Method == "ping" {
+		if uncounted {
 			continue
 		}
 		if answered == o.exitAnswers {
