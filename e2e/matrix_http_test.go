@@ -25,6 +25,7 @@ type portServer struct {
 
 	mu     sync.Mutex
 	srv    *http.Server
+	mcp    *mcp.Server
 	frozen chan struct{}
 }
 
@@ -64,16 +65,17 @@ func (p *portServer) serve(ln net.Listener) {
 		h.ServeHTTP(w, r)
 	})}
 	p.mu.Lock()
-	p.srv = hs
+	p.srv, p.mcp = hs, srv
 	p.mu.Unlock()
 	go func() { _ = hs.Serve(ln) }()
 }
 
-// kill closes the listener and every connection: the port refuses.
+// kill closes the listener and every connection, and ends the server's
+// sessions, as a dying process would: the port refuses.
 func (p *portServer) kill() {
 	p.mu.Lock()
-	srv := p.srv
-	p.srv = nil
+	srv, ms := p.srv, p.mcp
+	p.srv, p.mcp = nil, nil
 	if p.frozen != nil {
 		close(p.frozen)
 		p.frozen = nil
@@ -81,6 +83,9 @@ func (p *portServer) kill() {
 	p.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
+	}
+	if ms != nil {
+		closeSessions(ms)
 	}
 }
 
