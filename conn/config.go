@@ -87,8 +87,8 @@ type Config struct {
 	// sent twice otherwise, so a non-idempotent tool never runs twice for
 	// one call. A held call still ends at its context's deadline, and at
 	// once when the supervisor stops reconnecting (exhausted, disabled,
-	// halted, refused, Close). Zero means fail fast with ErrUnavailable.
-	// Each attempt of a held call is reported to OnCall.
+	// failed-permanent, halted, refused, Close). Zero means fail fast with
+	// ErrUnavailable. Each attempt of a held call is reported to OnCall.
 	HoldCalls time.Duration
 	// RetryIdempotent, with HoldCalls, also sends again a call that may
 	// have reached the server when the connection ended before its answer,

@@ -43,6 +43,7 @@ func (c Config) asksDuringCalls() bool {
 		return true
 	}
 	o := c.Client
+	//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still served.
 	return o != nil && (o.ElicitationHandler != nil || o.CreateMessageHandler != nil || o.CreateMessageWithToolsHandler != nil)
 }
 

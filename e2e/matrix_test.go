@@ -2,11 +2,8 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,18 +52,7 @@ func matrixServers() []matrixServer {
 			pidfile := filepath.Join(e.dir, "node.pid")
 			cmd := conn.Command("sh", "-c", fmt.Sprintf("echo $$ > %q; exec node %q stdio", pidfile, entry))
 			cmd.TerminateDuration = matrixGrace
-			newest := func() int {
-				data, err := os.ReadFile(pidfile)
-				if err != nil {
-					t.Fatalf("pidfile: %v", err)
-				}
-				pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-				if err != nil {
-					t.Fatalf("pidfile: %v", err)
-				}
-				return pid
-			}
-			return conn.Config{Name: "everything", Transport: cmd}, newest
+			return conn.Config{Name: "everything", Transport: cmd}, func() int { return readPIDFile(t, pidfile) }
 		}},
 	}
 }

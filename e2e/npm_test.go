@@ -59,14 +59,7 @@ func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
 		t.Fatalf("echo: %q, %v", got, err)
 	}
 
-	data, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatalf("pidfile: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pidfile: %v", err)
-	}
+	pid := readPIDFile(t, pidfile)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill node %d: %v", pid, err)
 	}
@@ -82,4 +75,18 @@ func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
 	if after := sup.Status().Tools; strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("tools changed across the restart:\n%v\n%v", before, after)
 	}
+}
+
+// readPIDFile returns the PID a wrapper script wrote to path.
+func readPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("pidfile: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("pidfile: %v", err)
+	}
+	return pid
 }
