@@ -171,7 +171,7 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 		s.hung = append(s.hung, c2)
 		s.mu.Unlock()
 		go func() { _, _ = io.Copy(io.Discard, c2); c2.Close() }()
-		return &mcp.IOTransport{Reader: c1, Writer: c1}, nil
+		return &pipeTransport{IOTransport: &mcp.IOTransport{Reader: c1, Writer: c1}, c: c1}, nil
 	}
 	// A pipe of our own rather than mcp.NewInMemoryTransports, so that a
 	// crash can cut it like a dying process, without the server's graceful
@@ -185,7 +185,7 @@ func (s *Server) open(ctx context.Context) (mcp.Transport, error) {
 	s.sessions = append(s.sessions, ss)
 	s.pipes = append(s.pipes, c2)
 	s.mu.Unlock()
-	var t mcp.Transport = &mcp.IOTransport{Reader: c1, Writer: c1}
+	var t mcp.Transport = &pipeTransport{IOTransport: &mcp.IOTransport{Reader: c1, Writer: c1}, c: c1}
 	if b == Held {
 		ht := newHeld(t)
 		s.held.push(ht)
@@ -212,6 +212,24 @@ func (s *Server) Overlaps() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.overlaps
+}
+
+// pipeTransport is a generation's transport. Like a process, it
+// implements conn.Terminator: terminating it cuts the client end of its
+// pipe, which is then gone at once. So the supervisor's close barrier
+// holds for in-process generations too, and Overlaps stays a check of it
+// rather than of how fast a session's Close runs.
+type pipeTransport struct {
+	*mcp.IOTransport
+	c *clientConn
+}
+
+var gone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Terminate implements conn.Terminator.
+func (t *pipeTransport) Terminate() <-chan struct{} {
+	_ = t.c.Close()
+	return gone
 }
 
 // clientConn is the client end of a generation's pipe.

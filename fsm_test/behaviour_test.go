@@ -455,9 +455,10 @@ func TestKeepAliveHangEarnsNoUptime(t *testing.T) {
 	for range 2 {
 		h.expect(conn.Established)
 		thaw := h.srv.Freeze()
-		h.advance(every) // the ping is sent, and stalls
-		// The previous round's cancelled ping may stall too: skip it.
-		for m := ""; m != "ping"; m = waitFor(h.t, h.srv.Stalled(), "the ping at the hung server") {
+		h.advance(every) // the probe is sent, and stalls
+		// The previous round's cancelled probe may stall too: skip it.
+		// (The default protocol, 2026-07-28, probes with server/discover.)
+		for m := ""; m != "server/discover"; m = waitFor(h.t, h.srv.Stalled(), "the probe at the hung server") {
 		}
 		h.advance(every) // the ping times out
 		attempts = append(attempts, h.expect(conn.LostReconnecting)[0].Attempt)
