@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -107,7 +108,8 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 // connectWire connects a fresh client over t, wired (wire.go), and records
 // the negotiated protocol version.
 func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version string) (*mcp.ClientSession, error) {
-	wt, w := wire(t, g.listenBroken)
+	ack := newListenAck()
+	wt, w := wire(t, g.listenBroken, ack)
 	g.mu.Lock()
 	g.wire = w
 	g.mu.Unlock()
@@ -118,7 +120,41 @@ func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version s
 	if res := sess.InitializeResult(); res != nil {
 		g.protocol = res.ProtocolVersion
 	}
+	if err := g.awaitListenAck(ctx, ack); err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
 	return sess, nil
+}
+
+// listenAckWait bounds the wait for a server's acknowledgement of
+// subscriptions/listen (within ConnectTimeout).
+const listenAckWait = 5 * time.Second
+
+// awaitListenAck waits, when the session sent subscriptions/listen
+// (protocol 2026-07-28), until the server acknowledges it: only then are
+// its subscriptions in place, and a change made between them and the
+// attempt's listing would otherwise be missed silently. A server that
+// never acknowledges is used all the same after listenAckWait, with a
+// warning.
+func (g *generation) awaitListenAck(ctx context.Context, ack *listenAck) error {
+	if !ack.sent.Load() {
+		return nil
+	}
+	s := g.sup
+	wctx, cancel := withTimeout(ctx, s.clk, listenAckWait)
+	defer cancel()
+	select {
+	case <-ack.ch:
+		return nil
+	case <-wctx.Done():
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("waiting for the server to acknowledge %s: %w", methodSubscriptionsListen, causeOf(ctx, ctx.Err()))
+	}
+	s.cfg.Logger.Warn(fmt.Sprintf("the server did not acknowledge %s within %v; list changes made before it does may be missed", methodSubscriptionsListen, listenAckWait),
+		"server", s.cfg.Name, "generation", g.id)
+	return nil
 }
 
 // wireConn returns the generation's wired connection, if its transport has

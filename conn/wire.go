@@ -49,6 +49,7 @@ func markWritten(ctx context.Context) {
 type wireTransport struct {
 	mcp.Transport
 	broken func(error) // told when the server ends a subscriptions/listen stream
+	ack    *listenAck
 	conn   atomic.Pointer[wireConn]
 }
 
@@ -57,7 +58,7 @@ func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken}
+	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken, ack: t.ack}
 	t.conn.Store(w)
 	return w, nil
 }
@@ -75,6 +76,7 @@ type wireConn struct {
 	probeSeq      uint64
 	listens       map[jsonrpc.ID]bool // subscriptions/listen requests written
 	broken        func(error)
+	ack           *listenAck
 }
 
 func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -105,6 +107,7 @@ func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.mu.Lock()
 			c.listens[req.ID] = true
 			c.mu.Unlock()
+			c.ack.markSent()
 		}
 	}
 	return c.Connection.Write(ctx, msg)
@@ -129,6 +132,9 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
+			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == notificationListenAcked {
+				c.ack.acked()
+			}
 			return msg, nil
 		}
 		c.mu.Lock()
@@ -218,6 +224,7 @@ func (c *wireConn) probe(ctx context.Context, method string, params any) error {
 type markingRoundTripper struct {
 	base   http.RoundTripper
 	broken func(error)
+	ack    *listenAck
 }
 
 func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -227,33 +234,67 @@ func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	resp, err := rt.base.RoundTrip(req)
 	if err == nil && rt.broken != nil && req.Header.Get("Mcp-Method") == methodSubscriptionsListen {
-		resp.Body = &listenBody{ReadCloser: resp.Body, ctx: req.Context(), broken: rt.broken}
+		rt.ack.markSent()
+		resp.Body = &listenBody{ReadCloser: resp.Body, ctx: req.Context(), broken: rt.broken, ack: rt.ack}
 	}
 	return resp, err
 }
 
 // methodSubscriptionsListen is the stream of notifications of protocol
-// 2026-07-28.
-const methodSubscriptionsListen = "subscriptions/listen"
+// 2026-07-28; notificationListenAcked is the server's first message on
+// it, once the subscriptions are in place.
+const (
+	methodSubscriptionsListen = "subscriptions/listen"
+	notificationListenAcked   = "notifications/subscriptions/acknowledged"
+)
+
+// listenAck records whether a generation sent subscriptions/listen and
+// whether the server acknowledged it. Nil-safe.
+type listenAck struct {
+	sent atomic.Bool
+	once sync.Once
+	ch   chan struct{} // closed at the first acknowledgement
+}
+
+func newListenAck() *listenAck { return &listenAck{ch: make(chan struct{})} }
+
+func (a *listenAck) markSent() {
+	if a != nil {
+		a.sent.Store(true)
+	}
+}
+
+func (a *listenAck) acked() {
+	if a != nil {
+		a.once.Do(func() { close(a.ch) })
+	}
+}
 
 // listenBody is the response stream of a subscriptions/listen request.
 type listenBody struct {
 	io.ReadCloser
 	ctx    context.Context
 	broken func(error)
+	ack    *listenAck
 	tail   []byte // the end of the previous read, for a marker split across reads
 	done   bool   // the completion result arrived
 	once   sync.Once
 }
 
-var resultMarker = []byte(`"result"`)
+var (
+	resultMarker = []byte(`"result"`)
+	ackMarker    = []byte(notificationListenAcked)
+)
 
 func (b *listenBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if !b.done && n > 0 {
 		buf := append(b.tail, p[:n]...)
 		b.done = bytes.Contains(buf, resultMarker)
-		b.tail = append(b.tail[:0], buf[max(0, len(buf)-len(resultMarker)):]...)
+		if bytes.Contains(buf, ackMarker) {
+			b.ack.acked()
+		}
+		b.tail = append(b.tail[:0], buf[max(0, len(buf)-len(ackMarker)):]...)
 	}
 	if err != nil && b.ctx.Err() == nil {
 		// The SDK never sends the request again, so after either end no
@@ -272,7 +313,7 @@ func (b *listenBody) Read(p []byte) (int, error) {
 // (on a copy: the caller's client is not modified). Either way a
 // subscriptions/listen stream that ends while the client wants it is
 // reported to broken.
-func wire(t mcp.Transport, broken func(error)) (mcp.Transport, *wireTransport) {
+func wire(t mcp.Transport, broken func(error), ack *listenAck) (mcp.Transport, *wireTransport) {
 	if st := streamable(t); st != nil {
 		c := http.DefaultClient
 		if st.HTTPClient != nil {
@@ -283,11 +324,11 @@ func wire(t mcp.Transport, broken func(error)) (mcp.Transport, *wireTransport) {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		cp.Transport = markingRoundTripper{base: base, broken: broken}
+		cp.Transport = markingRoundTripper{base: base, broken: broken, ack: ack}
 		st.HTTPClient = &cp
 		return t, nil
 	}
-	wt := &wireTransport{Transport: t, broken: broken}
+	wt := &wireTransport{Transport: t, broken: broken, ack: ack}
 	return wt, wt
 }
 

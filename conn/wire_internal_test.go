@@ -46,7 +46,7 @@ func (f *fakeConn) Close() error      { f.once.Do(func() { close(f.closed) }); r
 func (f *fakeConn) SessionID() string { return "" }
 
 func newWire(f *fakeConn, broken func(error)) *wireConn {
-	return &wireConn{Connection: f, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: broken}
+	return &wireConn{Connection: f, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: broken, ack: newListenAck()}
 }
 
 func id(t *testing.T, v any) jsonrpc.ID {
