@@ -105,7 +105,7 @@ func newCatalogRig(t *testing.T) *catalogRig {
 		roots: []*mcp.Root{{URI: "file:///project"}},
 		// Roots, like elicitation, are server-to-client requests: protocol
 		// 2025-11-25 and older.
-		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion},
+		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion},
 	})
 	return cr
 }

@@ -41,7 +41,7 @@ func TestServeCatalog(t *testing.T) {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resChanges.Add(1) },
 	}
 	// Roots are a server-to-client request: protocol 2025-11-25, as hosts speak it.
-	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion}
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion}
 	cmd, stderr, fc := serveStdioProcessWithRoots(t, nil, opts, sessOpts, []*mcp.Root{{URI: "file:///host"}},
 		"serve", "-config", path, "-log-level", "debug")
 	ctx := t.Context()
