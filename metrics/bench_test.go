@@ -2,7 +2,7 @@ package metrics_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -12,7 +12,10 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // benchPair is one in-process echo server supervised on the real clock,
@@ -126,10 +129,9 @@ func median(xs []float64) float64 {
 // BenchmarkOnCall is the hook alone: recording one CallRecord into the
 // SDK, the cost the measured call path adds.
 func BenchmarkOnCall(b *testing.B) {
-	_, m := newMetrics(b)
+	s, m := newMetrics(b)
 	ok := conn.CallRecord{Server: "fx", Tool: "mcp__fx__echo", RawTool: "echo", Duration: 3 * time.Millisecond, Outcome: conn.OutcomeOK}
 	failed := ok
-	failed.Outcome, failed.Err = conn.OutcomeError, errors.New("boom")
 	// "hook" is all the work a measured call adds: what conn's call hook
 	// does around the call (two clock reads, the record, the
 	// classification) and the recording.
@@ -144,6 +146,34 @@ func BenchmarkOnCall(b *testing.B) {
 			m.OnCall(r)
 		}
 	})
+	// "instrumented" is the hook Metrics.Instrument installs, bound to
+	// its server.
+	b.Run("instrumented", func(b *testing.B) {
+		b.ReportAllocs()
+		on := m.Instrument(conn.Config{Name: "fx"}).OnCall
+		for b.Loop() {
+			on(ok)
+		}
+	})
+	// "sdk-floor" is the SDK's Record alone, with the same attribute set
+	// built once: what any recording through the OpenTelemetry API costs,
+	// the part of "ok" that is not this package's.
+	b.Run("sdk-floor", func(b *testing.B) {
+		b.ReportAllocs()
+		h, err := s.mp.Meter("floor").Float64Histogram("floor", metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", "echo"), attribute.String(metrics.KeyServer, "fx"),
+			attribute.String(metrics.KeyCallOutcome, "ok")))
+		ctx := context.Background()
+		for b.Loop() {
+			h.Record(ctx, ok.Duration.Seconds(), opt)
+		}
+	})
+	failed.Outcome, failed.Err = conn.OutcomeError, fmt.Errorf("calling: %w", &jsonrpcError)
 	for _, c := range []struct {
 		name string
 		rec  conn.CallRecord
