@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -47,7 +48,9 @@ type Metrics struct {
 	tools       metric.Int64ObservableGauge
 	reg         metric.Registration
 
-	attrs callAttrs
+	callsMu sync.RWMutex
+	servers map[string]*serverCalls // call recorders, by server name
+	cached  atomic.Int64            // attribute sets cached by all of them
 
 	mu      sync.Mutex
 	tracked map[*conn.Supervisor]*tracked
@@ -131,10 +134,11 @@ func (m *Metrics) Instrument(cfg conn.Config) conn.Config {
 	} else {
 		cfg.OnTransition = observe
 	}
+	calls := m.callsOf(cfg.Name)
 	if next := cfg.OnCall; next != nil {
-		cfg.OnCall = func(r conn.CallRecord) { m.OnCall(r); next(r) }
+		cfg.OnCall = func(r conn.CallRecord) { calls.record(r); next(r) }
 	} else {
-		cfg.OnCall = m.OnCall
+		cfg.OnCall = calls.record
 	}
 	return cfg
 }
