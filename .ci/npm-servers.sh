@@ -11,7 +11,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${MCPFSM_NPM_SERVERS:-"$root/.cache/npm-servers"}
 pkg="$dir/node_modules/@modelcontextprotocol/server-everything/package.json"
 
-if [ -f "$pkg" ] && grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg"; then
+check() { node "$root/.ci/npm-check.mjs" "$dir/node_modules"; }
+
+if [ -f "$pkg" ] && grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg" && check; then
 	echo "npm-servers: @modelcontextprotocol/server-everything@$EVERYTHING_VERSION already installed in $dir"
 	exit 0
 fi
@@ -19,4 +21,10 @@ fi
 mkdir -p "$dir"
 npm install --prefix "$dir" --no-audit --no-fund --save-exact \
 	"@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+if ! check; then
+	# A broken install: remove it, so that the caller's next try starts clean.
+	rm -rf "$dir/node_modules"
+	npm cache verify >/dev/null 2>&1 || true
+	exit 1
+fi
 echo "npm-servers: installed @modelcontextprotocol/server-everything@$EVERYTHING_VERSION in $dir"

@@ -170,16 +170,19 @@ func (c *callbacks) enqueue(f func(context.Context)) {
 	if c.closed {
 		return
 	}
-	select {
-	case c.queue <- f:
-		if c.dropped > 0 {
-			c.s.cfg.Logger.Warn(fmt.Sprintf("%d server notifications were dropped: a Config.Client notification handler is too slow", c.dropped),
-				"server", c.s.cfg.Name)
-			c.dropped = 0
-		}
-	default:
+	// Only enqueue sends, under c.mu, so a free slot now is still free
+	// at the send. The drops are logged before the notification that
+	// follows them is queued, so its handler runs after the log line.
+	if len(c.queue) == cap(c.queue) {
 		c.dropped++
+		return
 	}
+	if c.dropped > 0 {
+		c.s.cfg.Logger.Warn(fmt.Sprintf("%d server notifications were dropped: a Config.Client notification handler is too slow", c.dropped),
+			"server", c.s.cfg.Name)
+		c.dropped = 0
+	}
+	c.queue <- f
 }
 
 // queued returns a handler that queues h's calls, or one that does
