@@ -19,6 +19,8 @@ if [ -f "$pkg" ] && grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg" && che
 fi
 
 mkdir -p "$dir"
+# npm does not repair an install that lost files: start from nothing.
+rm -rf "$dir/node_modules"
 npm install --prefix "$dir" --no-audit --no-fund --save-exact \
 	"@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
 if ! check; then
