@@ -137,10 +137,8 @@ they include every line a stdio server writes to its stderr.
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("tools", toolsUsage, stderr)
-	path := fs.String("config", "", "the config `FILE` (JSON)")
+	hf := addHostFlags(fs, "tools", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to come up")
-	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
-	level := fs.String("log-level", "warn", "log `LEVEL`: debug, info, warn or error")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -150,12 +148,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *timeout <= 0 {
 		return usageErr(stderr, "tools", "-timeout must be positive")
 	}
-	stderr = &syncWriter{w: stderr}
-	logger, err := newLogger(stderr, *format, *level)
-	if err != nil {
-		return usageErr(stderr, "tools", "%v", err)
-	}
-	cfg, code := loadConfig("tools", *path, stderr)
+	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
@@ -204,10 +197,8 @@ Examples:
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("call", callUsage, stderr)
-	path := fs.String("config", "", "the config `FILE` (JSON)")
+	hf := addHostFlags(fs, "call", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the server to come up")
-	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
-	level := fs.String("log-level", "warn", "log `LEVEL`: debug, info, warn or error")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -226,12 +217,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "call", "JSON-ARGS must be a JSON object such as '{\"text\": \"hi\"}', not %q", fs.Arg(1))
 		}
 	}
-	stderr = &syncWriter{w: stderr}
-	logger, err := newLogger(stderr, *format, *level)
-	if err != nil {
-		return usageErr(stderr, "call", "%v", err)
-	}
-	cfg, code := loadConfig("call", *path, stderr)
+	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
@@ -242,7 +228,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			names = append(names, s.Name)
 		}
 		return usageErr(stderr, "call", "%q names no server of %s: tool names are mcp__<server>__<tool>, and the servers are %s",
-			tool, *path, strings.Join(names, ", "))
+			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
 	all := start(ctx, []config.Server{srv}, reg, startOptions{logger: logger}, *timeout)
@@ -351,9 +337,7 @@ Examples:
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", runUsage, stderr)
-	path := fs.String("config", "", "the config `FILE` (JSON)")
-	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
-	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -361,12 +345,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "run", "unexpected argument %q", fs.Arg(0))
 	}
-	stderr = &syncWriter{w: stderr}
-	logger, err := newLogger(stderr, *format, *level)
-	if err != nil {
-		return usageErr(stderr, "run", "%v", err)
-	}
-	cfg, code := loadConfig("run", *path, stderr)
+	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
@@ -409,7 +388,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		<-printed
 	}()
 
-	fl := &fleet{path: *path, reg: reg}
+	fl := &fleet{path: *hf.path, reg: reg}
 	hc, err := newHostConsole(fl, ln, token, reg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)

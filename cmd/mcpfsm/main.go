@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -240,4 +241,33 @@ func loadConfig(cmd, path string, stderr io.Writer) (*config.Config, int) {
 		fmt.Fprintf(stderr, "mcpfsm %s: %s: warning: %s\n", cmd, path, w)
 	}
 	return cfg, exitOK
+}
+
+// hostFlags are the flags of every command that starts servers: the config
+// file and the logger.
+type hostFlags struct {
+	cmd                 string
+	path, format, level *string
+}
+
+func addHostFlags(fs *flag.FlagSet, cmd, level string) *hostFlags {
+	return &hostFlags{
+		cmd:    cmd,
+		path:   fs.String("config", "", "the config `FILE` (JSON)"),
+		format: fs.String("log-format", "text", "log `FORMAT`: text or json"),
+		level:  fs.String("log-level", level, "log `LEVEL`: debug, info, warn or error"),
+	}
+}
+
+// load makes the logger, on stderr made safe for concurrent writers (the
+// returned writer), and loads the config. A nil config means the command
+// ends with code.
+func (h *hostFlags) load(stderr io.Writer) (*slog.Logger, *config.Config, io.Writer, int) {
+	stderr = &syncWriter{w: stderr}
+	logger, err := newLogger(stderr, *h.format, *h.level)
+	if err != nil {
+		return nil, nil, stderr, usageErr(stderr, h.cmd, "%v", err)
+	}
+	cfg, code := loadConfig(h.cmd, *h.path, stderr)
+	return logger, cfg, stderr, code
 }

@@ -60,11 +60,9 @@ Examples:
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", serveUsage, stderr)
-	path := fs.String("config", "", "the config `FILE` (JSON)")
+	hf := addHostFlags(fs, "serve", "info")
 	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
-	format := fs.String("log-format", "text", "log `FORMAT`: text or json")
-	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	cf := addConsoleFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -75,17 +73,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *timeout <= 0 {
 		return usageErr(stderr, "serve", "-timeout must be positive")
 	}
-	stderr = &syncWriter{w: stderr}
-	logger, err := newLogger(stderr, *format, *level)
-	if err != nil {
-		return usageErr(stderr, "serve", "%v", err)
-	}
-	cfg, code := loadConfig("serve", *path, stderr)
+	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
 	var ln net.Listener
 	if *listen != "" {
+		var err error
 		if ln, err = net.Listen("tcp", *listen); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: -listen %s: %v\n", *listen, err)
 			return exitFail
@@ -102,7 +96,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
-	fl := &fleet{path: *path, reg: reg}
+	fl := &fleet{path: *hf.path, reg: reg}
 	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger,
 		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
