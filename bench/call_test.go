@@ -28,7 +28,7 @@ func newCallPair(b *testing.B) *callPair {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+	cs, err := floorClient().
 		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
 	if err != nil {
 		b.Fatalf("connect: %v", err)

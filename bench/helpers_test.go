@@ -39,6 +39,17 @@ func quantile(xs []time.Duration, q float64) time.Duration {
 // ms converts a duration to fractional milliseconds for ReportMetric.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// floorClient is the bare SDK client of every floor. It does what a
+// supervisor's client does and any host that offers a server's tools
+// must: it follows the server's tool changes (under protocol 2026-07-28
+// the SDK then opens a subscriptions/listen stream, as conn does), and the
+// floors keep the tools they list.
+func floorClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+}
+
 type echoArgs struct {
 	Text string `json:"text"`
 }

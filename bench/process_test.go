@@ -92,7 +92,7 @@ func bareSDK(b *testing.B, bin, pidlog string) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	t0 := time.Now()
-	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil)
+	client := floorClient()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "-pidlog", pidlog)},
 		&mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
 	if err != nil {
@@ -118,7 +118,7 @@ func bareUp(b *testing.B, bin, pidlog string) (*exec.Cmd, *mcp.ClientSession) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	cmd := exec.Command(bin, "-pidlog", pidlog)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+	cs, err := floorClient().
 		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
 	if err != nil {
 		b.Fatalf("floor: connect: %v", err)

@@ -156,43 +156,51 @@ func (f *scaleFleet) crashAndRecover(tb testing.TB) []time.Duration {
 
 // bareSessions is the floor of the idle figures: n SDK client sessions of
 // the same server, over the same in-memory transports, each with its own
-// client as a supervisor's generation has.
-func bareSessions(tb testing.TB, m *memServer, n int) []*mcp.ClientSession {
+// client as a supervisor's generation has, and the tools it listed.
+func bareSessions(tb testing.TB, m *memServer, n int) []bareMem {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), memWait(n))
 	defer cancel()
-	out := make([]*mcp.ClientSession, n)
+	out := make([]bareMem, n)
 	for i := range n {
-		cs, err := bareSession(ctx, m, i)
+		b, err := bareSession(ctx, m, i)
 		if err != nil {
 			tb.Fatalf("floor session %d: %v", i, err)
 		}
-		out[i] = cs
+		out[i] = b
 	}
 	return out
+}
+
+// bareMem is one bare SDK session and the tools it listed (a host keeps
+// them to offer them, as a supervisor does).
+type bareMem struct {
+	cs    *mcp.ClientSession
+	tools []*mcp.Tool
 }
 
 // bareSession connects one bare SDK session and lists the tools, as a
 // supervisor's attempt does. Its server session goes into m's slot i if m
 // has one (i < 0: none).
-func bareSession(ctx context.Context, m *memServer, i int) (*mcp.ClientSession, error) {
+func bareSession(ctx context.Context, m *memServer, i int) (bareMem, error) {
 	ct, ss, err := m.pipe()
 	if err != nil {
-		return nil, err
+		return bareMem{}, err
 	}
 	if i >= 0 && i < len(m.slots) {
 		m.slots[i].Store(ss)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+	cs, err := floorClient().
 		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
 	if err != nil {
-		return nil, err
+		return bareMem{}, err
 	}
-	if _, err := cs.ListTools(ctx, nil); err != nil {
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
 		_ = cs.Close()
-		return nil, fmt.Errorf("list tools: %w", err)
+		return bareMem{}, fmt.Errorf("list tools: %w", err)
 	}
-	return cs, nil
+	return bareMem{cs: cs, tools: res.Tools}, nil
 }
 
 // bareRecover is the floor of a mass recovery: n bare SDK sessions of a
@@ -206,26 +214,26 @@ func bareRecover(tb testing.TB, n int) []time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), memWait(n))
 	defer cancel()
 	out := make([]time.Duration, n)
-	fresh := make([]*mcp.ClientSession, n)
+	fresh := make([]bareMem, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	for i, cs := range old {
+	for i, b := range old {
 		wg.Go(func() {
-			_ = cs.Wait()
+			_ = b.cs.Wait()
 			fresh[i], errs[i] = bareSession(ctx, m, -1)
 			out[i] = time.Since(t0)
-			_ = cs.Close()
+			_ = b.cs.Close()
 		})
 	}
 	m.crashAll()
 	wg.Wait()
-	for i, cs := range fresh {
+	for i, b := range fresh {
 		if errs[i] != nil {
 			tb.Errorf("floor reconnect %d: %v", i, errs[i])
 		}
-		if cs != nil {
-			_ = cs.Close()
+		if b.cs != nil {
+			_ = b.cs.Close()
 		}
 	}
 	m.drained(tb)
@@ -250,8 +258,8 @@ func BenchmarkScale(b *testing.B) {
 				floor := bareSessions(b, m, n)
 				settle()
 				withFloor := measure()
-				for _, cs := range floor {
-					if err := cs.Close(); err != nil {
+				for _, f := range floor {
+					if err := f.cs.Close(); err != nil {
 						b.Fatalf("close floor session: %v", err)
 					}
 				}

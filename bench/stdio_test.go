@@ -47,22 +47,24 @@ func parallel(n int, f func(i int)) {
 // mcp.CommandTransport, having listed the tools: the floor of a stdio
 // supervisor.
 type bareStdio struct {
-	cmd *exec.Cmd
-	cs  *mcp.ClientSession
+	cmd   *exec.Cmd
+	cs    *mcp.ClientSession
+	tools []*mcp.Tool // kept, as a host that offers them does
 }
 
 func dialBare(ctx context.Context, bin string) (bareStdio, error) {
 	cmd := exec.Command(bin)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "v1"}, nil).
+	cs, err := floorClient().
 		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
 	if err != nil {
 		return bareStdio{}, err
 	}
-	if _, err := cs.ListTools(ctx, nil); err != nil {
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
 		_ = cs.Close()
 		return bareStdio{}, err
 	}
-	return bareStdio{cmd: cmd, cs: cs}, nil
+	return bareStdio{cmd: cmd, cs: cs, tools: res.Tools}, nil
 }
 
 func startBareStdio(tb testing.TB, bin string, n int) []bareStdio {
