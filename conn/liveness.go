@@ -67,12 +67,19 @@ func (g *generation) onBad(f func()) {
 // of the session's end (a stdio server's exit, which may come before its
 // stdout's EOF, or the SDK's close of the connection), the end and every
 // other bad news start ended on a goroutine of its own, and watchEnd
-// returns true at once. It returns false for other transports.
+// returns true at once. It returns false for Streamable HTTP, whose
+// connection the SDK keeps unwrapped.
 func (g *generation) watchEnd() bool {
 	s := g.sup
 	n, ok := g.transport.(endNotifier)
 	if !ok {
-		return false
+		// Every transport but Streamable HTTP has a wire that sees the
+		// session's end.
+		w := g.wireConn()
+		if w == nil {
+			return false
+		}
+		n = w
 	}
 	s.workers.Add(1) // for ended
 	g.onBad(func() {
@@ -96,7 +103,11 @@ func (g *generation) watchEnd() bool {
 		go func() {
 			defer s.workers.Done()
 			err := g.sess.Wait()
-			g.natural.Store(true)
+			if g.badCause() == nil {
+				// It ended by itself: the SDK has retired pending calls
+				// (see watch).
+				g.natural.Store(true)
+			}
 			g.markBad(s.clk.Now(), err)
 		}()
 	})

@@ -77,6 +77,21 @@ type wireConn struct {
 	listens       map[jsonrpc.ID]bool // subscriptions/listen requests written
 	broken        func(error)
 	ack           *listenAck
+	end           endSignal // a Read failed or the SDK closed the connection
+}
+
+// notifyEnd implements endNotifier: the session ends when its read loop
+// fails or the SDK closes the connection, and the wire sees both, so no
+// goroutine has to wait in the session's Wait.
+func (c *wireConn) notifyEnd(f func(exited bool)) bool {
+	c.end.notify(f)
+	return true
+}
+
+// Close tells of the end, then closes the connection.
+func (c *wireConn) Close() error {
+	c.end.fire(false)
+	return c.Connection.Close()
 }
 
 func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -128,6 +143,7 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				delete(c.probes, id)
 			}
 			c.mu.Unlock()
+			c.end.fire(false)
 			return nil, err
 		}
 		resp, ok := msg.(*jsonrpc.Response)
