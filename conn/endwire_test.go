@@ -3,6 +3,7 @@ package conn_test
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -14,9 +15,8 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-// waitingInSessionWait counts the goroutines blocked in the SDK's
-// ClientSession.Wait.
-func waitingInSessionWait(t *testing.T) int {
+// goroutinesIn counts the goroutines whose stack holds frame.
+func goroutinesIn(t *testing.T, frame string) int {
 	t.Helper()
 	var b bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
@@ -24,7 +24,7 @@ func waitingInSessionWait(t *testing.T) int {
 	}
 	n := 0
 	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, "mcp.(*ClientSession).Wait(") {
+		if strings.Contains(g, frame) {
 			n++
 		}
 	}
@@ -55,7 +55,7 @@ func TestIdleSessionHoldsNoWaitingGoroutine(t *testing.T) {
 			t.Fatalf("supervisor %d: call: %v", i, err)
 		}
 	}
-	if got := waitingInSessionWait(t); got != 0 {
+	if got := goroutinesIn(t, "mcp.(*ClientSession).Wait("); got != 0 {
 		t.Fatalf("%d goroutines wait in ClientSession.Wait for %d idle supervisors; want 0", got, n)
 	}
 	// The end is still seen: a crash is a loss, and the next attempt
@@ -64,4 +64,38 @@ func TestIdleSessionHoldsNoWaitingGoroutine(t *testing.T) {
 	recs[0].Expect(t, watchLimit, conn.LostReconnecting)
 	clk.Add(time.Second)
 	recs[0].Expect(t, watchLimit, conn.Connecting, conn.Established)
+}
+
+// An idle supervisor holds no goroutine of its own: its loop runs only
+// while it has work. The loop's last goroutine may still be returning
+// when the test looks, so the test waits (bounded) for none to be left;
+// before the loop was started on demand, every supervisor held one.
+func TestIdleSupervisorHoldsNoGoroutine(t *testing.T) {
+	const n = 20
+	clk := clock.NewMock()
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 3}
+	srv, rec := conntest.NewServer(), conntest.NewRecorder()
+	srv.AddEchoTool("echo")
+	for range n {
+		startEstablished(t, srv, rec, conn.Config{Reconnect: &p, Clock: clk})
+	}
+	const frame = "conn.(*Supervisor).loop("
+	deadline := time.Now().Add(watchLimit)
+	for goroutinesIn(t, frame) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d idle supervisors still run their loop after %v", goroutinesIn(t, frame), n, watchLimit)
+		}
+		runtime.Gosched()
+	}
+	// In a backoff too: the timer, not a goroutine, holds the wait.
+	srv.Crash()
+	rec.Expect(t, watchLimit, conn.LostReconnecting)
+	for goroutinesIn(t, frame) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a supervisor in a backoff still runs its loop after %v", watchLimit)
+		}
+		runtime.Gosched()
+	}
+	clk.Add(time.Second)
+	rec.Expect(t, watchLimit, conn.Connecting, conn.Established)
 }

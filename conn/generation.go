@@ -200,6 +200,11 @@ func (g *generation) shutdown() <-chan struct{} {
 			g.sup.procs.remove(term)
 			g.expiry.Stop()
 			close(g.released)
+			if isDone(g.expired) {
+				// Released after the barrier gave up: the loop, which may
+				// have halted on it, is woken to see (afterTurn).
+				g.sup.post(func() {})
+			}
 		}()
 	})
 	return g.released

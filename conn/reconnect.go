@@ -43,12 +43,8 @@ func (s *Supervisor) Reconnect(ctx context.Context) error {
 	default:
 	}
 	reply := make(chan error, 1)
-	select {
-	case s.inbox <- func() { s.reconnect(reply) }:
-	case <-s.done:
+	if !s.post(func() { s.reconnect(reply) }) {
 		return s.closedErr()
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 	select {
 	case err := <-reply:
@@ -127,7 +123,8 @@ func (s *Supervisor) armProbe(p Payload) {
 	if s.cfg.policy.ProbeInterval <= 0 || p.Delay <= 0 {
 		return
 	}
-	s.retry = &retryTimer{timer: s.clk.Timer(p.Delay), event: EventProbe, payload: p}
+	s.retry = &retryTimer{event: EventProbe, payload: p}
+	s.retry.timer = s.afterDelay(s.retry)
 }
 
 // retryAfterFloor raises a delay to what an HTTP server asked for with

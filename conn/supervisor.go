@@ -18,9 +18,10 @@ import (
 // the machine, and the machine's entry callbacks start attempts, arm the
 // backoff timer, unregister tools and dispose.
 //
-// All of a Supervisor's decisions are made on one goroutine, its event
-// loop; the generation goroutines only report to it. Its methods are safe
-// for concurrent use.
+// All of a Supervisor's decisions are made one at a time, in order, on its
+// event loop, which holds a goroutine only while it has work; the
+// generation goroutines only report to it. Its methods are safe for
+// concurrent use.
 type Supervisor struct {
 	cfg     resolved
 	clk     clock.Clock
@@ -28,8 +29,8 @@ type Supervisor struct {
 	budget  *policy.Budget
 	release func() // the server-name reservation, if the registry has one
 
-	inbox     chan func()   // work for the loop, run there in order
-	kick      chan struct{} // a list_changed flag was set on some generation
+	turns     turns         // work for the loop, run there in order (loop.go)
+	kicked    atomic.Bool   // a list_changed wake-up is queued
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
 	done      chan struct{} // closed when the loop has disposed everything
@@ -71,8 +72,8 @@ type published struct {
 	unregister func()
 }
 
-// retryTimer is an armed backoff or probe: the loop waits on its timer and
-// then fires its event (backoff-elapsed or probe) with its payload.
+// retryTimer is an armed backoff or probe: once its timer has fired, the
+// loop fires its event (backoff-elapsed or probe) with its payload.
 type retryTimer struct {
 	timer   *clock.Timer // nil: the delay is under immediateDelay
 	event   Event
@@ -102,8 +103,6 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s := &Supervisor{
 		cfg:     r,
 		clk:     r.Clock,
-		inbox:   make(chan func(), 16),
-		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
@@ -162,7 +161,6 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	s.status = Status{Server: r.Name, State: Connecting, MaxAttempts: r.policy.MaxAttempts}
 	s.startAttempt(0)
-	go s.loop()
 	if !r.FailOnStartupError {
 		return s, nil
 	}
@@ -211,60 +209,16 @@ func (s *Supervisor) Done() <-chan struct{} { return s.done }
 // error; the rest of disposal goes on in the background. Close is
 // idempotent and safe for concurrent use.
 func (s *Supervisor) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() { close(s.closing) })
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.post(s.closeRequested)
+	})
 	select {
 	case <-s.done:
 		return s.disposeErr
 	case <-ctx.Done():
 		s.procs.killAll()
 		return fmt.Errorf("conn: closing %q: %w", s.cfg.Name, ctx.Err())
-	}
-}
-
-// post hands f to the loop, which runs it in order with everything else
-// it does; once the loop has finished, f is dropped.
-func (s *Supervisor) post(f func()) {
-	select {
-	case s.inbox <- f:
-	case <-s.done:
-	}
-}
-
-// loop is the supervisor's event loop. It owns every loop-owned field.
-func (s *Supervisor) loop() {
-	defer close(s.done)
-	closing := s.closing
-	for !s.machine.State().Terminal() {
-		var elapsed <-chan time.Time
-		if r := s.retry; r != nil && r.timer == nil && !isDone(closing) {
-			// A delay too short for a timer: the next attempt starts now,
-			// without waiting on a timer or a trip through the inbox.
-			s.fire(r.event, Payload{Attempt: r.payload.Attempt, MaxAttempts: r.payload.MaxAttempts})
-			continue
-		}
-		if s.retry != nil && s.retry.timer != nil {
-			elapsed = s.retry.timer.C
-		}
-		var gone <-chan struct{}
-		if s.stuck != nil && !s.stuckGone {
-			gone = s.stuck.released
-		}
-		select {
-		case <-gone:
-			s.stuckReleased()
-		case f := <-s.inbox:
-			f()
-		case <-s.kick:
-			s.listChanged()
-		case <-elapsed:
-			p := s.retry.payload
-			s.fire(s.retry.event, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})
-		case <-closing:
-			closing = nil // it stays closed: handle it once
-			if s.machine.Can(EventDispose) {
-				s.fire(EventDispose, Payload{})
-			}
-		}
 	}
 }
 
@@ -424,8 +378,22 @@ const immediateDelay = time.Microsecond
 func (s *Supervisor) armTimer(p Payload) {
 	s.retry = &retryTimer{event: EventBackoffElapsed, payload: p}
 	if p.Delay >= immediateDelay {
-		s.retry.timer = s.clk.Timer(p.Delay)
+		s.retry.timer = s.afterDelay(s.retry)
 	}
+}
+
+// afterDelay starts r's timer: once r's delay has passed, the loop fires
+// r's event, unless r was disarmed meanwhile (a timer that fired just
+// before its Stop is fenced here).
+func (s *Supervisor) afterDelay(r *retryTimer) *clock.Timer {
+	return s.clk.AfterFunc(r.payload.Delay, func() {
+		s.post(func() {
+			if s.retry == r {
+				p := r.payload
+				s.fire(r.event, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})
+			}
+		})
+	})
 }
 
 // disarm is the exit action of the backoff states.

@@ -46,10 +46,7 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 // signalChanged is the SDK's ToolListChangedHandler.
 func (g *generation) signalChanged() {
 	g.changed.Store(true)
-	select {
-	case g.sup.kick <- struct{}{}:
-	default: // a wake-up is already pending; the flag carries the news
-	}
+	g.sup.kick()
 }
 
 // swap is phase two of a tool sync, run on the loop: unregister the

@@ -1,0 +1,111 @@
+package conn
+
+import "sync"
+
+// The supervisor's event loop runs on a goroutine only while it has work:
+// post queues a turn and starts the goroutine if none runs, and the
+// goroutine ends once the queue is empty. An idle supervisor (established,
+// or waiting out a backoff) therefore holds no goroutine at all; its timers
+// and its generations post when something happens. Turns run one at a
+// time, in the order they were posted, so every loop-owned field is still
+// touched by one goroutine at a time.
+
+// turns is the loop's queue of work.
+type turns struct {
+	mu       sync.Mutex
+	queue    []func()
+	running  bool // a goroutine is running the loop
+	finished bool // the machine reached its terminal state: posts are dropped
+}
+
+// post hands f to the loop, which runs it in order with everything else
+// it does. It reports false, and drops f, once the loop has finished.
+func (s *Supervisor) post(f func()) bool {
+	t := &s.turns
+	t.mu.Lock()
+	if t.finished {
+		t.mu.Unlock()
+		return false
+	}
+	t.queue = append(t.queue, f)
+	start := !t.running
+	t.running = true
+	t.mu.Unlock()
+	if start {
+		go s.loop()
+	}
+	return true
+}
+
+// next takes the next turn, or reports false (and marks the loop stopped)
+// when there is none.
+func (t *turns) next() (func(), bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.queue) == 0 {
+		t.running = false
+		t.queue = nil // an idle supervisor keeps no buffer
+		return nil, false
+	}
+	f := t.queue[0]
+	t.queue[0] = nil
+	t.queue = t.queue[1:]
+	return f, true
+}
+
+// finish drops every later post.
+func (t *turns) finish() {
+	t.mu.Lock()
+	t.finished, t.running, t.queue = true, false, nil
+	t.mu.Unlock()
+}
+
+// loop runs the queued turns until there are none, or until the machine
+// reaches its terminal state, which closes done.
+func (s *Supervisor) loop() {
+	for {
+		f, ok := s.turns.next()
+		if !ok {
+			return
+		}
+		f()
+		s.afterTurn()
+		if s.machine.State().Terminal() {
+			s.turns.finish()
+			close(s.done)
+			return
+		}
+	}
+}
+
+// afterTurn is what the loop checks after every turn: a backoff too short
+// for a timer starts the next attempt at once, without a timer or a trip
+// through the queue; and the process that halted reconnecting may have
+// exited since.
+func (s *Supervisor) afterTurn() {
+	for r := s.retry; r != nil && r.timer == nil && !isDone(s.closing); r = s.retry {
+		s.fire(r.event, Payload{Attempt: r.payload.Attempt, MaxAttempts: r.payload.MaxAttempts})
+	}
+	if s.stuck != nil && !s.stuckGone && isDone(s.stuck.released) {
+		s.stuckReleased()
+	}
+}
+
+// kick wakes the loop for a list_changed flag set on some generation; a
+// wake-up already queued carries the news.
+func (s *Supervisor) kick() {
+	if s.kicked.CompareAndSwap(false, true) {
+		s.post(func() {
+			s.kicked.Store(false)
+			s.listChanged()
+		})
+	}
+}
+
+// closeRequested is the turn Close posts: dispose, unless disposal is
+// already under way.
+func (s *Supervisor) closeRequested() {
+	if s.machine.Can(EventDispose) {
+		s.fire(EventDispose, Payload{})
+	}
+}
