@@ -20,6 +20,7 @@ type Compiled[S ~string, E ~string, D any] struct {
 	events map[S][]E               // per state, the permitted events, sorted
 	names  map[E][]string          // per event, its engine event names
 	descs  []looplab.EventDesc     // the engine's table
+	index  map[S]int               // per state, its place in spec.States
 }
 
 // Compile validates spec (see [Spec.Validate]) and builds its tables. The
@@ -33,6 +34,10 @@ func Compile[S ~string, E ~string, D any](spec Spec[S, E, D]) (*Compiled[S, E, D
 		exits:  make(map[S]map[E][]arc[S, D], len(spec.States)),
 		events: make(map[S][]E, len(spec.States)),
 		names:  make(map[E][]string, len(spec.Events)),
+		index:  make(map[S]int, len(spec.States)),
+	}
+	for i, st := range c.spec.States {
+		c.index[st.Name] = i
 	}
 	for _, t := range c.spec.Transitions {
 		name := t.Label()
@@ -82,8 +87,8 @@ func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error
 	}
 	m := &Machine[S, E, D]{
 		c:        c,
-		onEnter:  maps.Clone(opts.OnEnter),
-		onExit:   maps.Clone(opts.OnExit),
+		onEnter:  c.byState(opts.OnEnter),
+		onExit:   c.byState(opts.OnExit),
 		observer: opts.Observer,
 		onError:  opts.OnError,
 	}
@@ -94,4 +99,21 @@ func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error
 		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
 	})
 	return m, nil
+}
+
+// byState copies callbacks keyed by state into a slice in the order of
+// spec.States (nil when there are none): a machine's own copy, smaller
+// than a map when many machines share one spec.
+func (c *Compiled[S, E, D]) byState(cbs map[S]func(context.Context, Step[S, E, D])) []func(context.Context, Step[S, E, D]) {
+	var out []func(context.Context, Step[S, E, D])
+	for st, f := range cbs {
+		if f == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]func(context.Context, Step[S, E, D]), len(c.spec.States))
+		}
+		out[c.index[st]] = f
+	}
+	return out
 }

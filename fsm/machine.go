@@ -60,8 +60,8 @@ type Options[S ~string, E ~string, D any] struct {
 type Machine[S ~string, E ~string, D any] struct {
 	c        *Compiled[S, E, D] // shared with every machine of the same Compile; read-only
 	engine   *looplab.FSM
-	onEnter  map[S]func(context.Context, Step[S, E, D])
-	onExit   map[S]func(context.Context, Step[S, E, D])
+	onEnter  []func(context.Context, Step[S, E, D]) // by state index; nil: none
+	onExit   []func(context.Context, Step[S, E, D])
 	observer func(Step[S, E, D])
 	onError  func(E, error)
 
@@ -223,7 +223,7 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 	// Exit callbacks run here, not in looplab's leave_state: looplab runs
 	// that under its event lock (Can would block) and a panic there leaves
 	// it "in transition" for ever.
-	if exit := m.onExit[from]; exit != nil {
+	if exit := m.callback(m.onExit, from); exit != nil {
 		exit(p.ctx, f.step)
 	}
 	// Background: looplab jams for ever on a context cancelled during
@@ -241,7 +241,7 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 
 // entered runs the callbacks of a completed state change.
 func (m *Machine[S, E, D]) entered(f *firing[S, E, D]) {
-	if enter := m.onEnter[f.step.To]; enter != nil {
+	if enter := m.callback(m.onEnter, f.step.To); enter != nil {
 		enter(f.ctx, f.step)
 	}
 	if m.observer != nil {
@@ -305,3 +305,11 @@ func (m *Machine[S, E, D]) Available() []E {
 
 // Spec returns a deep copy of the Spec the Machine was built from.
 func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.c.spec.clone() }
+
+// callback returns the callback of state in cbs, or nil.
+func (m *Machine[S, E, D]) callback(cbs []func(context.Context, Step[S, E, D]), state S) func(context.Context, Step[S, E, D]) {
+	if cbs == nil {
+		return nil
+	}
+	return cbs[m.c.index[state]]
+}
