@@ -104,6 +104,10 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 // operator reading only messages learns why.
 func (s *Supervisor) logTransition(t Transition) {
 	f := t.To.facts()
+	ctx := context.Background()
+	if !s.cfg.Logger.Enabled(ctx, f.level) {
+		return // nothing below is worth building for a line nobody reads
+	}
 	msg, extra := f.phrase, []any(nil)
 	if f.say != nil {
 		msg, extra = f.say(f.phrase, t, s.cfg.CloseTimeout)
@@ -117,7 +121,7 @@ func (s *Supervisor) logTransition(t Transition) {
 		msg += "; cause: " + causeText(t.Err)
 		attrs = append(attrs, "err", t.Err)
 	}
-	s.cfg.Logger.Log(context.Background(), f.level, msg, attrs...)
+	s.cfg.Logger.Log(ctx, f.level, msg, attrs...)
 }
 
 // causeText is what a transition's error says beyond its state's phrase:
