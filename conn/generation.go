@@ -33,6 +33,7 @@ type generation struct {
 	ka        keepAlive
 	transport mcp.Transport
 	wire      *wireTransport // what reached the server (wire.go); nil for Streamable HTTP
+	ack       *listenAck     // the acknowledgement of subscriptions/listen (protocol.go)
 	sess      *mcp.ClientSession
 	protocol  string // the negotiated protocol version; set before the session is attached
 
@@ -121,6 +122,7 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		_ = sess.Close()
 		return nil, ErrClosed
 	}
+	g.relistAfterAck()
 	tools, err := g.listTools(ctx)
 	if err != nil {
 		return nil, err
