@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,7 +89,7 @@ func (s *serverCalls) record(r conn.CallRecord) {
 	if r.Server != s.server {
 		s = s.m.callsOf(r.Server)
 	}
-	s.m.calls.Record(context.Background(), r.Duration.Seconds(), s.options(r)...)
+	s.m.pending.add(s.options(r), r.Duration.Seconds())
 }
 
 // options returns the record options of r, from the cache when it can.

@@ -44,6 +44,7 @@ type Metrics struct {
 	reconnects  metric.Int64Counter
 	outages     metric.Float64Histogram
 	calls       metric.Float64Histogram
+	pending     *pending // calls not yet recorded into calls
 	state       metric.Int64ObservableGauge
 	tools       metric.Int64ObservableGauge
 	reg         metric.Registration
@@ -95,6 +96,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics.New: creating instruments: %w", err)
 	}
+	m.pending = newPending(m.calls)
 	m.reg, err = meter.RegisterCallback(m.observe, m.state, m.tools)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.New: registering the state callback: %w", err)
@@ -102,10 +104,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	return m, nil
 }
 
-// Close stops reporting the observable instruments (state and tools) and
-// forgets every tracked supervisor. Counters and histograms already
-// recorded stay with the MeterProvider.
+// Close records the tool calls still queued, stops reporting the
+// observable instruments (state and tools) and forgets every tracked
+// supervisor. Counters and histograms already recorded stay with the
+// MeterProvider; a call that ends after Close is recorded at once.
 func (m *Metrics) Close() error {
+	m.pending.flush(true)
 	m.mu.Lock()
 	clear(m.tracked)
 	m.mu.Unlock()

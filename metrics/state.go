@@ -43,9 +43,13 @@ func (m *Metrics) Track(sup *conn.Supervisor) (untrack func()) {
 	}
 }
 
-// observe is the callback of the observable instruments. A disposed
-// supervisor is reported no more and forgotten.
+// observe is the callback of the observable instruments. It first records
+// the tool calls queued since the last collection: the SDK runs callbacks
+// before it reads the synchronous instruments, so a collection sees every
+// call that ended before it began. A disposed supervisor is reported no
+// more and forgotten.
 func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	m.pending.flush(false)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for sup, tr := range m.tracked {
