@@ -32,6 +32,7 @@ func TestOnCallCacheBound(t *testing.T) {
 		for i := range tools {
 			m.OnCall(conn.CallRecord{Server: "big", RawTool: fmt.Sprintf("t%d", i), Duration: time.Second, Outcome: conn.OutcomeOK})
 		}
+		metrics.Flush(m) // sets are looked up, and cached, when calls are recorded
 		if got := metrics.CachedSets(m); got != metrics.MaxCachedSets {
 			t.Fatalf("round %d: %d sets cached, want the bound %d", round, got, metrics.MaxCachedSets)
 		}

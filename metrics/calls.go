@@ -35,7 +35,7 @@ const maxCodesPerTool = 8
 // OnCall records one tool call. Use it as conn.Config.OnCall (or let
 // [Metrics.Instrument] do it); it is safe for concurrent use.
 func (m *Metrics) OnCall(r conn.CallRecord) {
-	m.callsOf(r.Server).record(r)
+	m.queue(nil, r)
 }
 
 // callsOf returns the call recorder of server, creating it on first use.
@@ -83,37 +83,42 @@ type codeSet struct {
 	opts []metric.RecordOption
 }
 
-// record records r, a call of s's server (another server's call goes to
+// record queues r, a call of s's server (another server's call goes to
 // that server's recorder).
 func (s *serverCalls) record(r conn.CallRecord) {
-	if r.Server != s.server {
-		s = s.m.callsOf(r.Server)
-	}
-	s.m.pending.add(s.options(r), r.Duration.Seconds())
+	s.m.queue(s, r)
 }
 
-// options returns the record options of r, from the cache when it can.
-func (s *serverCalls) options(r conn.CallRecord) []metric.RecordOption {
-	code, hasCode := int64(0), false
+// queue queues r for recording; s is the recorder of r's server, or nil
+// when the caller does not know it. Only the error's JSON-RPC code is read
+// now (the error is not kept); the recorder and the attribute set are
+// looked up when the queue is recorded.
+func (m *Metrics) queue(s *serverCalls, r conn.CallRecord) {
+	c := pendingCall{s: s, server: r.Server, tool: r.RawTool, outcome: r.Outcome, secs: r.Duration.Seconds()}
 	if r.Outcome == conn.OutcomeError {
-		code, hasCode = rpcCode(r.Err)
+		c.code, c.hasCode = rpcCode(r.Err)
 	}
-	ts := s.toolSets(r.RawTool)
+	m.pending.add(&c)
+}
+
+// options returns the record options of c, from the cache when it can.
+func (s *serverCalls) options(c *pendingCall) []metric.RecordOption {
+	ts := s.toolSets(c.tool)
 	if ts == nil {
-		return s.build(r.RawTool, r.Outcome, code, hasCode)
+		return s.build(c.tool, c.outcome, c.code, c.hasCode)
 	}
-	if hasCode {
-		return ts.codeOptions(s, r.RawTool, code)
+	if c.hasCode {
+		return ts.codeOptions(s, c.tool, c.code)
 	}
-	i := outcomeIndex(r.Outcome)
+	i := outcomeIndex(c.outcome)
 	if i < 0 {
-		return s.build(r.RawTool, r.Outcome, 0, false)
+		return s.build(c.tool, c.outcome, 0, false)
 	}
 	slot := &ts.byOutcome[i]
 	if p := slot.Load(); p != nil {
 		return *p
 	}
-	opts := s.build(r.RawTool, r.Outcome, 0, false)
+	opts := s.build(c.tool, c.outcome, 0, false)
 	if s.m.reserve() && !slot.CompareAndSwap(nil, &opts) {
 		s.m.cached.Add(-1) // another call stored the same set first
 	}

@@ -4,18 +4,23 @@ import (
 	"context"
 	"sync"
 
-	"go.opentelemetry.io/otel/metric"
+	"github.com/mcpfsm/mcpfsm/conn"
 )
 
 // pendingCap is how many calls a Metrics holds before it records them:
-// the size of each of its two buffers (32 bytes a call).
+// the size of each of its two buffers (80 bytes a call).
 const pendingCap = 256
 
-// pendingCall is a tool call waiting to be recorded: its record options
-// (a cached set, shared) and its duration in seconds.
+// pendingCall is a tool call waiting to be recorded: what its attribute
+// set is made of, and its duration in seconds.
 type pendingCall struct {
-	opts []metric.RecordOption
-	secs float64
+	s       *serverCalls // the recorder of server, or nil
+	server  string
+	tool    string
+	outcome conn.Outcome
+	code    int64 // the JSON-RPC error code, when hasCode
+	hasCode bool
+	secs    float64
 }
 
 // pending holds the tool calls recorded but not yet handed to the
@@ -27,7 +32,7 @@ type pendingCall struct {
 // recorded, and a call that fills the first while the second is still
 // being recorded records its buffer itself.
 type pending struct {
-	hist metric.Float64Histogram
+	m *Metrics
 
 	// draining is held by whoever records a buffer taken out of mu's
 	// reach: the goroutine started on a full buffer, or a collection.
@@ -41,20 +46,21 @@ type pending struct {
 	direct bool          // after Close: record each call at once
 }
 
-func newPending(h metric.Float64Histogram) *pending {
-	return &pending{hist: h, buf: make([]pendingCall, 0, pendingCap), spare: make([]pendingCall, 0, pendingCap)}
+func newPending(m *Metrics) *pending {
+	return &pending{m: m, buf: make([]pendingCall, 0, pendingCap), spare: make([]pendingCall, 0, pendingCap)}
 }
 
 // add queues one call. It allocates nothing; it records at most one full
 // buffer itself, and only when another is still being recorded.
-func (p *pending) add(opts []metric.RecordOption, secs float64) {
+func (p *pending) add(c *pendingCall) {
 	p.mu.Lock()
 	if p.direct {
 		p.mu.Unlock()
-		p.hist.Record(context.Background(), secs, opts...)
+		one := [1]pendingCall{*c}
+		p.record(one[:])
 		return
 	}
-	p.buf = append(p.buf, pendingCall{opts, secs})
+	p.buf = append(p.buf, *c)
 	if len(p.buf) < pendingCap {
 		p.mu.Unlock()
 		return
@@ -95,10 +101,16 @@ func (p *pending) recordHeld(full []pendingCall) {
 	p.draining.Unlock()
 }
 
+// record records calls into the histogram.
 func (p *pending) record(calls []pendingCall) {
 	ctx := context.Background()
-	for _, c := range calls {
-		p.hist.Record(ctx, c.secs, c.opts...)
+	for i := range calls {
+		c := &calls[i]
+		s := c.s
+		if s == nil || s.server != c.server {
+			s = p.m.callsOf(c.server)
+		}
+		p.m.calls.Record(ctx, c.secs, s.options(c)...)
 	}
 }
 

@@ -96,7 +96,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics.New: creating instruments: %w", err)
 	}
-	m.pending = newPending(m.calls)
+	m.pending = newPending(m)
 	m.reg, err = meter.RegisterCallback(m.observe, m.state, m.tools)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.New: registering the state callback: %w", err)
