@@ -113,18 +113,23 @@ func TestCloseRecordsQueued(t *testing.T) {
 }
 
 // Queuing allocates nothing, including the buffers that fill and are
-// handed to a goroutine.
+// handed to a goroutine (under the race detector, whose runtime allocates
+// for a goroutine it starts, at most one allocation per buffer).
 func TestQueueAllocs(t *testing.T) {
 	_, m := newMetrics(t)
 	on := m.Instrument(conn.Config{Name: "fx"}).OnCall
 	on(okCall) // builds and caches the set
 	metrics.Flush(m)
 	calls := 20 * metrics.PendingCap
+	limit := 0.0
+	if raceEnabled {
+		limit = float64(calls / metrics.PendingCap)
+	}
 	if n := testing.AllocsPerRun(5, func() {
 		for range calls {
 			on(okCall)
 		}
-	}); n != 0 {
-		t.Errorf("%v allocations per %d calls, want 0", n, calls)
+	}); n > limit {
+		t.Errorf("%v allocations per %d calls, want at most %v", n, calls, limit)
 	}
 }
