@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -82,21 +83,30 @@ func (p *callPath) call(b *testing.B, arm int) {
 	}
 }
 
+// callPathBlock is the calls of one arm in a round of
+// BenchmarkCallPath/paired: enough that the CPU time the system reports
+// (whose share of a thread running on another core lags by up to a
+// scheduler tick) is read over many ticks.
+var callPathBlock = flag.Int("callpath.block", 32, "calls per arm in a round of BenchmarkCallPath/paired")
+
 // BenchmarkCallPath measures what recording metrics adds to a tool call:
-// "plain" and "metrics" alone, and "paired", which runs rounds of three
+// "plain" and "metrics" alone, "latency" (below), and "paired", which runs rounds of three
 // blocks of calls, one per arm (off, on, ctl: see callPath), in an order
-// drawn at random for each round. Blocks are timed in CPU time of the
-// process where the system reports it (client and in-process server
-// alike; wall time on a shared machine varies more than the effect). For
-// each round it takes on/off and ctl/off, and reports their medians over
-// the run ("on/off", "ctl/off"), and the on arm's time in the recording
-// as a share of off's CPU time ("record/off"), with the bounds of a 95 % confidence
-// interval of each median ("-lo", "-hi", from the order statistics, so no
-// distribution is assumed), and the CPU time per call of off and on. The
-// target is an on/off of at most 1.01 while ctl/off reads 1.00; when the
-// run cannot resolve that, record/off (plus the clock reads and
-// classification conn does around the hook, BenchmarkOnCall/hook less
-// /instrumented) is the overhead measured where it is spent.
+// drawn at random for each round. Each block is timed twice: in CPU time of
+// the process where the system reports it (client and in-process server
+// alike: the work a call costs the host), and in wall time (what a caller
+// waits for). For each round it takes on/off and ctl/off of both, and
+// reports their medians over the run ("on/off", "ctl/off" in CPU time,
+// "on/off-wall", "ctl/off-wall"), and the on arm's wall time in the
+// recording hook as a share of off's CPU time ("record/off"), with the
+// bounds of a 95 % confidence interval of each median ("-lo", "-hi", from
+// the order statistics, so no distribution is assumed), and the CPU and
+// wall time per call of off and on. The target is an on/off of at most
+// 1.01 while ctl/off reads 1.00; when the run cannot resolve that (the
+// interval of ctl/off is the resolution), record/off is the overhead
+// measured where it is spent, in the call. Blocks of calls in CPU time
+// resolve a few per cent on a shared machine; latency, call by call in
+// wall time, resolves about one.
 func BenchmarkCallPath(b *testing.B) {
 	p := newCallPath(b)
 	b.Run("plain", func(b *testing.B) {
@@ -112,44 +122,94 @@ func BenchmarkCallPath(b *testing.B) {
 		}
 	})
 	b.Run("paired", func(b *testing.B) {
-		const block = 16
+		block := *callPathBlock
 		rng := rand.New(rand.NewPCG(1, 2))
-		var took [numArms]time.Duration
-		var on, ctl, hook []float64
+		var cpu, wall [numArms]time.Duration
+		var on, ctl, onWall, ctlWall, hook []float64
 		order := [numArms]int{armOff, armOn, armCtl}
 		b.ResetTimer()
 		for left := b.N; left > 0; {
 			n := min(block, left)
 			left -= n
 			rng.Shuffle(numArms, func(i, j int) { order[i], order[j] = order[j], order[i] })
-			var round [numArms]time.Duration
+			var rc, rw [numArms]time.Duration
 			h0 := p.hook.Load()
 			for _, arm := range order {
-				t0 := cpuTime()
+				c0, w0 := cpuTime(), time.Now()
 				for range n {
 					p.call(b, arm)
 				}
-				round[arm] = cpuTime() - t0
-				took[arm] += round[arm]
+				rw[arm], rc[arm] = time.Since(w0), cpuTime()-c0
+				cpu[arm] += rc[arm]
+				wall[arm] += rw[arm]
 			}
-			if round[armOff] > 0 {
-				on = append(on, float64(round[armOn])/float64(round[armOff]))
-				ctl = append(ctl, float64(round[armCtl])/float64(round[armOff]))
-				hook = append(hook, float64(p.hook.Load()-h0)/float64(round[armOff]))
+			if rc[armOff] > 0 {
+				on = append(on, float64(rc[armOn])/float64(rc[armOff]))
+				ctl = append(ctl, float64(rc[armCtl])/float64(rc[armOff]))
+				hook = append(hook, float64(p.hook.Load()-h0)/float64(rc[armOff]))
 			}
+			onWall = append(onWall, float64(rw[armOn])/float64(rw[armOff]))
+			ctlWall = append(ctlWall, float64(rw[armCtl])/float64(rw[armOff]))
 		}
 		b.StopTimer()
 		for _, r := range []struct {
 			name   string
 			ratios []float64
-		}{{"on/off", on}, {"ctl/off", ctl}, {"record/off", hook}} {
+		}{{"on/off", on}, {"ctl/off", ctl}, {"on/off-wall", onWall}, {"ctl/off-wall", ctlWall}, {"record/off", hook}} {
 			lo, med, hi := medianCI(r.ratios)
 			b.ReportMetric(med, r.name)
 			b.ReportMetric(lo, r.name+"-lo")
 			b.ReportMetric(hi, r.name+"-hi")
 		}
-		b.ReportMetric(float64(took[armOff])/float64(b.N), "off-cpu-ns/call")
-		b.ReportMetric(float64(took[armOn])/float64(b.N), "on-cpu-ns/call")
+		perCall := func(d time.Duration) float64 { return float64(d) / float64(b.N) }
+		b.ReportMetric(perCall(cpu[armOff]), "off-cpu-ns/call")
+		b.ReportMetric(perCall(cpu[armOn]), "on-cpu-ns/call")
+		b.ReportMetric(perCall(wall[armOff]), "off-ns/call")
+		b.ReportMetric(perCall(wall[armOn]), "on-ns/call")
+	})
+	// latency interleaves the arms call by call, in an order drawn at
+	// random for each triple of calls, and times each call in wall time:
+	// the three calls of a triple share the state of the host, which on a
+	// shared machine varies far more from block to block than the effect.
+	// For each triple it takes on/off and ctl/off and reports their
+	// medians over the run, with the bounds of a 95 % confidence
+	// interval, as paired does (the median of a ratio of two calls alike
+	// is 1: a mean of such ratios would not be); "record/off"
+	// is the time the on arm spent in the recording hook over off's wall
+	// time, and "off-ns/call" and "on-ns/call" the mean latencies.
+	b.Run("latency", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		var sum [numArms]time.Duration
+		on, ctl := make([]float64, 0, b.N), make([]float64, 0, b.N)
+		order := [numArms]int{armOff, armOn, armCtl}
+		h0 := p.hook.Load()
+		b.ResetTimer()
+		for range b.N {
+			rng.Shuffle(numArms, func(i, j int) { order[i], order[j] = order[j], order[i] })
+			var took [numArms]float64
+			for _, arm := range order {
+				t0 := time.Now()
+				p.call(b, arm)
+				d := time.Since(t0)
+				took[arm] = float64(d)
+				sum[arm] += d
+			}
+			on = append(on, took[armOn]/took[armOff])
+			ctl = append(ctl, took[armCtl]/took[armOff])
+		}
+		b.StopTimer()
+		for _, r := range []struct {
+			name   string
+			ratios []float64
+		}{{"on/off", on}, {"ctl/off", ctl}} {
+			lo, med, hi := medianCI(r.ratios)
+			b.ReportMetric(med, r.name)
+			b.ReportMetric(lo, r.name+"-lo")
+			b.ReportMetric(hi, r.name+"-hi")
+		}
+		b.ReportMetric(float64(p.hook.Load()-h0)/float64(sum[armOff]), "record/off")
+		b.ReportMetric(float64(sum[armOff])/float64(b.N), "off-ns/call")
+		b.ReportMetric(float64(sum[armOn])/float64(b.N), "on-ns/call")
 	})
 }
 
@@ -166,12 +226,53 @@ func medianCI(xs []float64) (lo, med, hi float64) {
 	return xs[max(0, n/2-d)], xs[n/2], xs[min(n-1, n/2+d)]
 }
 
-// BenchmarkOnCall is the hook alone: recording one CallRecord into the
-// SDK, the cost the measured call path adds.
+// BenchmarkOnCall is the hook alone: recording one CallRecord, the cost
+// the measured call path adds. A call is queued, and the queue recorded
+// into the SDK in batches (see the package doc): "push" is the queuing
+// alone, what a call waits for; "push-drain" is queuing and recording, one
+// goroutine doing both, the CPU time a call costs in all; the others run
+// as in production, a full queue recorded by a goroutine of its own (on
+// another core when there is one, so their cpu-ns/op, the process's CPU
+// time, is the figure to read, not ns/op).
 func BenchmarkOnCall(b *testing.B) {
 	s, m := newMetrics(b)
 	ok := conn.CallRecord{Server: "fx", Tool: "mcp__fx__echo", RawTool: "echo", Duration: 3 * time.Millisecond, Outcome: conn.OutcomeOK}
 	failed := ok
+	// push: the queue is recorded, untimed, before it fills.
+	b.Run("push", func(b *testing.B) {
+		b.ReportAllocs()
+		on := m.Instrument(conn.Config{Name: "fx"}).OnCall
+		var cpu time.Duration
+		for i := 0; i < b.N; {
+			n := min(metrics.PendingCap-1, b.N-i)
+			i += n
+			t0 := cpuTime()
+			for range n {
+				on(ok)
+			}
+			cpu += cpuTime() - t0
+			b.StopTimer()
+			metrics.Flush(m)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	})
+	// push-drain: the queue is recorded, timed, by the goroutine that
+	// fills it, just before it would be full.
+	b.Run("push-drain", func(b *testing.B) {
+		b.ReportAllocs()
+		on := m.Instrument(conn.Config{Name: "fx"}).OnCall
+		t0 := cpuTime()
+		for i := 0; i < b.N; {
+			n := min(metrics.PendingCap-1, b.N-i)
+			i += n
+			for range n {
+				on(ok)
+			}
+			metrics.Flush(m)
+		}
+		reportCPU(b, t0)
+	})
 	// "hook" is all the work a measured call adds: what conn's call hook
 	// does around the call (two clock reads, the record, the
 	// classification) and the recording.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // pendingCap is how many calls a Metrics holds before it records them:
@@ -101,17 +102,29 @@ func (p *pending) recordHeld(full []pendingCall) {
 	p.draining.Unlock()
 }
 
-// record records calls into the histogram.
+// record records calls into the histogram. A call with the attributes of
+// the one before it (calls of one tool that succeed, mostly) reuses its
+// record options.
 func (p *pending) record(calls []pendingCall) {
 	ctx := context.Background()
+	var opts []metric.RecordOption
 	for i := range calls {
 		c := &calls[i]
-		s := c.s
-		if s == nil || s.server != c.server {
-			s = p.m.callsOf(c.server)
+		if i == 0 || !c.sameSet(&calls[i-1]) {
+			s := c.s
+			if s == nil || s.server != c.server {
+				s = p.m.callsOf(c.server)
+			}
+			opts = s.options(c)
 		}
-		p.m.calls.Record(ctx, c.secs, s.options(c)...)
+		p.m.calls.Record(ctx, c.secs, opts...)
 	}
+}
+
+// sameSet reports whether c and d are recorded under one attribute set.
+func (c *pendingCall) sameSet(d *pendingCall) bool {
+	return c.server == d.server && c.tool == d.tool && c.outcome == d.outcome &&
+		c.hasCode == d.hasCode && c.code == d.code
 }
 
 // flush records every call queued before it, including those of a buffer
