@@ -33,7 +33,8 @@ const maxCachedSets = 4096
 const maxCodesPerTool = 8
 
 // OnCall records one tool call. Use it as conn.Config.OnCall (or let
-// [Metrics.Instrument] do it); it is safe for concurrent use.
+// [Metrics.Instrument] do it); it is safe for concurrent use. The call is
+// queued, and read by the next collection (see the package doc).
 func (m *Metrics) OnCall(r conn.CallRecord) {
 	m.queue(nil, r)
 }

@@ -50,6 +50,27 @@
 // Durations of outages and calls are read on the supervisor's clock
 // (conn.Config.Clock), so they are exact under a mock clock in tests.
 //
+// # Tool calls are recorded in batches
+//
+// A tool call is not recorded into mcp.client.operation.duration while
+// its caller waits: the hook only appends the call (its server, tool,
+// outcome, JSON-RPC code and duration) to a bounded queue of the
+// [Metrics], which costs some tens of nanoseconds and allocates nothing.
+// The queue is recorded into the histogram, many calls in a row with warm
+// caches, at the next collection: the Meter's callback records it before
+// the MeterProvider reads its instruments, so every call that ended before
+// a collection (a reader's Collect, a periodic export, a Prometheus
+// scrape) is in it, and none is counted twice. In between, a queue that
+// fills (256 calls) is recorded by a goroutine started for it, which ends
+// when it is done, so an idle Metrics runs no goroutine and needs no
+// Close for its calls to be counted; when calls end faster than that
+// goroutine records, the call that fills the queue records it itself, so
+// memory stays bounded (two queues of 256 calls, some 40 KiB).
+// [Metrics.Close] records what is queued, and a call that ends after it is
+// recorded at once. The callback is the one of the state and tools gauges:
+// a View that drops both of them leaves calls to be recorded only when
+// the queue fills.
+//
 // # Prometheus
 //
 // [Prometheus] returns a MeterProvider and an http.Handler serving its
