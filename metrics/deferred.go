@@ -24,8 +24,8 @@ type pendingCall struct {
 	secs    float64
 }
 
-// pending holds the tool calls recorded but not yet handed to the
-// histogram. A call only appends to a buffer; the buffer is recorded
+// pending holds the tool calls that ended but are not yet recorded into
+// the histogram. A call only appends to a buffer; the buffer is recorded
 // into the histogram, many calls in a row, at the next collection (a
 // callback of the Meter, which the SDK runs before it reads the
 // synchronous instruments), by a goroutine started when the buffer fills,
@@ -36,7 +36,8 @@ type pending struct {
 	m *Metrics
 
 	// draining is held by whoever records a buffer taken out of mu's
-	// reach: the goroutine started on a full buffer, or a collection.
+	// reach: the goroutine started on a full buffer, a collection, or
+	// Close.
 	// A collection waits on it, so it sees the calls such a goroutine
 	// was still recording.
 	draining sync.Mutex
@@ -95,7 +96,7 @@ func (p *pending) take() []pendingCall {
 // spare and releases p.draining.
 func (p *pending) recordHeld(full []pendingCall) {
 	p.record(full)
-	clear(full) // keeps no option set built for one call alive
+	clear(full) // keeps the names of past calls from staying alive
 	p.mu.Lock()
 	p.spare = full[:0]
 	p.mu.Unlock()
