@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/metrics"
+	"go.uber.org/goleak"
 )
 
 const okKey = "gen_ai.operation.name=execute_tool,gen_ai.tool.name=echo,mcp.method.name=tools/call,mcpfsm.call.outcome=ok,mcpfsm.server.name=fx"
@@ -132,4 +133,18 @@ func TestQueueAllocs(t *testing.T) {
 	}); n > limit {
 		t.Errorf("%v allocations per %d calls, want at most %v", n, calls, limit)
 	}
+}
+
+// The goroutine that records a full queue ends with it: a Metrics whose
+// calls have been recorded runs none.
+func TestQueueLeavesNoGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	s, m := newMetrics(t)
+	for range 3*metrics.PendingCap + 1 {
+		m.OnCall(okCall)
+	}
+	if got := callCount(t, s); got != 3*metrics.PendingCap+1 {
+		t.Errorf("read %d calls, want %d", got, 3*metrics.PendingCap+1)
+	}
+	goleak.VerifyNone(t, before)
 }
