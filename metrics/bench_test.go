@@ -90,12 +90,12 @@ func (p *callPath) call(b *testing.B, arm int) {
 var callPathBlock = flag.Int("callpath.block", 32, "calls per arm in a round of BenchmarkCallPath/paired")
 
 // BenchmarkCallPath measures what recording metrics adds to a tool call:
-// "plain" and "metrics" alone, "latency" (below), and "paired", which runs rounds of three
-// blocks of calls, one per arm (off, on, ctl: see callPath), in an order
-// drawn at random for each round. Each block is timed twice: in CPU time of
-// the process where the system reports it (client and in-process server
-// alike: the work a call costs the host), and in wall time (what a caller
-// waits for). For each round it takes on/off and ctl/off of both, and
+// "plain" and "metrics" alone, "latency" (below), and "paired", which
+// runs rounds of three blocks of calls, one per arm (off, on, ctl: see
+// callPath), in an order drawn at random for each round. Each block is
+// timed twice: in CPU time of the process where the system reports it
+// (client and in-process server alike: the work a call costs the host),
+// and in wall time (what a caller waits for). For each round it takes on/off and ctl/off of both, and
 // reports their medians over the run ("on/off", "ctl/off" in CPU time,
 // "on/off-wall", "ctl/off-wall"), and the on arm's wall time in the
 // recording hook as a share of off's CPU time ("record/off"), with the
