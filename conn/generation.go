@@ -26,7 +26,10 @@ type generation struct {
 	down    atomic.Bool // the session ended or is being shut down: calls fail fast
 	changed atomic.Bool // a list_changed arrived and is not yet handled
 	natural atomic.Bool // the session ended by itself before shutdown
-	calls   calls       // in-flight tool calls
+	// catalogEarly: the catalog was listed before the server acknowledged
+	// subscriptions/listen (protocol.go).
+	catalogEarly atomic.Bool
+	calls        calls // in-flight tool calls
 
 	mu        sync.Mutex
 	closed    bool // shutdown started: nothing new may be attached

@@ -136,7 +136,8 @@ const listenAckWait = 5 * time.Second
 // not wait for that (a round trip, about 7 % of a recovery): it lists at
 // once, and if the acknowledgement was not yet in when it did, the lists
 // are made again as soon as it arrives (the tool-sync machine's
-// subscribed-late event; the catalog as for a list change). A change made between the listing and the subscription is
+// subscribed-late event; the catalog, if it was listed before the
+// acknowledgement too, as for a list change: see catalogListing). A change made between the listing and the subscription is
 // therefore never missed. A server that never acknowledges is used all
 // the same, with a warning after listenAckWait.
 func (g *generation) relistAfterAck() {
@@ -156,7 +157,9 @@ func (g *generation) relistAfterAck() {
 	if !ack.onAck(func() {
 		warn.Stop()
 		s.post(func() { s.subscribedLate(g) })
-		g.catalogChanged()
+		if g.catalogEarly.Load() {
+			g.catalogChanged()
+		}
 	}) {
 		warn.Stop() // acknowledged before the lists were requested: they are fresh
 	}
@@ -191,4 +194,16 @@ func (g *generation) listenBroken(err error) {
 	}
 	g.markBad(g.sup.clk.Now(), err)
 	g.shutdown()
+}
+
+// catalogListing is called just before the attempt lists its catalog: if
+// the server has not yet acknowledged its subscriptions, the catalog is
+// listed again once it does (relistAfterAck).
+func (g *generation) catalogListing() {
+	g.mu.Lock()
+	ack := g.ack
+	g.mu.Unlock()
+	if ack != nil && ack.sent.Load() && !ack.done() {
+		g.catalogEarly.Store(true)
+	}
 }

@@ -53,7 +53,15 @@ func (g *generation) signalChanged() {
 // previous generation's tools and register the next ones, all or nothing.
 // When the registry refuses one, the next tools registered so far are
 // removed and the previous ones restored.
+//
+// The status names the next tools before the registry changes: whoever
+// wakes on the registry's change and reads the status sees them.
 func (s *Supervisor) swap(g *generation, next []Tool) error {
+	names := make([]string, len(next))
+	for i, t := range next {
+		names[i] = t.Name
+	}
+	s.setToolNames(names)
 	if rp, ok := s.cfg.Registry.(Replacer); ok {
 		oldTools := make([]Tool, len(s.published))
 		for i, p := range s.published {
@@ -61,6 +69,7 @@ func (s *Supervisor) swap(g *generation, next []Tool) error {
 		}
 		uns, err := rp.Replace(oldTools, next)
 		if err != nil {
+			s.setTools()
 			return fmt.Errorf("register tools: %w", err)
 		}
 		s.published = make([]published, len(next))
@@ -104,6 +113,7 @@ func (s *Supervisor) swap(g *generation, next []Tool) error {
 // unpublish unregisters every tool of the supervisor.
 func (s *Supervisor) unpublish() {
 	s.dropCatalog()
+	s.setToolNames(nil) // before the registry changes, as in swap
 	for _, p := range s.published {
 		p.unregister()
 	}
@@ -111,11 +121,16 @@ func (s *Supervisor) unpublish() {
 	s.setTools()
 }
 
+// setTools sets the status's tools to the published ones.
 func (s *Supervisor) setTools() {
 	names := make([]string, len(s.published))
 	for i, p := range s.published {
 		names[i] = p.tool.Name
 	}
+	s.setToolNames(names)
+}
+
+func (s *Supervisor) setToolNames(names []string) {
 	s.mu.Lock()
 	s.status.Tools = names
 	s.mu.Unlock()
