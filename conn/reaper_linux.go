@@ -3,9 +3,11 @@
 package conn
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,45 +17,119 @@ import (
 // reports false where pidfds are not available (a kernel before 5.3, or a
 // sandbox that forbids them); the caller then waits in cmd.Wait.
 //
-// Every watched process has a pidfd in one epoll set, which is itself
-// registered with the runtime's poller: one goroutine, parked there while
-// any process is watched and gone when none is, waits for all of them, and
-// no OS thread is held. The caller must be the process's only reaper until
-// exited is called, so that its PID cannot be reused meanwhile.
+// Every watched process has a pidfd in the reaper's epoll set. The caller
+// must be the process's only reaper until exited is called, so that its
+// PID cannot be reused meanwhile.
 func exitWatch(pid int, exited func()) bool {
 	pfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false
 	}
-	if !reap.add(pfd, exited) {
+	if !reap.add(pfd, unix.EPOLLIN, &pidWatch{fd: pfd, exited: exited}, nil) {
 		_ = unix.Close(pfd)
 		return false
 	}
 	return true
 }
 
-// reaper is the epoll set of the watched pidfds and its goroutine.
-type reaper struct {
-	mu      sync.Mutex
-	epfd    int // -1 while no goroutine runs
-	watched map[int32]func()
+// fdWatch is a descriptor in the reaper's epoll set.
+type fdWatch interface {
+	// ready runs on the reaper goroutine, with the reaper's mu held, when
+	// the descriptor is ready; it must not block. buf is scratch space
+	// that the goroutine owns.
+	ready(r *reaper, key uint64, buf []byte)
+	// abandon runs with mu held when the set broke: the descriptor is no
+	// longer watched, and must be served some other way.
+	abandon()
 }
 
-var reap = reaper{epfd: -1, watched: map[int32]func(){}}
+// pidWatch is a process's pidfd: readable once the process exited.
+type pidWatch struct {
+	fd     int
+	exited func()
+}
 
-func (r *reaper) add(pfd int, exited func()) bool {
+func (w *pidWatch) ready(r *reaper, key uint64, _ []byte) {
+	r.removeLocked(key, w.fd)
+	_ = unix.Close(w.fd)
+	w.exited()
+}
+
+// abandon hands the process to exited, which reaps it in cmd.Wait.
+func (w *pidWatch) abandon() {
+	_ = unix.Close(w.fd)
+	w.exited()
+}
+
+// reaper is one epoll set, itself registered with the runtime's poller, and
+// the goroutine that serves it: parked there while any descriptor is
+// watched (process exits, standard error pipes) and gone when none is, so
+// that no OS thread and no goroutine per server is held.
+//
+// Each watch has a key of its own in its epoll events, never reused, so
+// that an event fetched for a watch that was removed meanwhile (from
+// another goroutine) is not taken for a later watch of the same
+// descriptor number.
+type reaper struct {
+	mu      sync.Mutex
+	epfd    int      // -1 while no goroutine runs
+	file    *os.File // the set in the runtime's poller: a past read deadline wakes the goroutine
+	last    uint64   // the key of the latest watch
+	ev      unix.EpollEvent
+	watched map[uint64]fdWatch
+}
+
+var reap = reaper{epfd: -1, watched: map[uint64]fdWatch{}}
+
+// add watches fd for events, with key (if not nil) set to its key.
+func (r *reaper) add(fd int, events uint32, w fdWatch, key *uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.epfd < 0 && !r.startLocked() {
 		return false
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(pfd)}
-	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, pfd, &ev); err != nil {
+	r.last++
+	if !r.ctlLocked(unix.EPOLL_CTL_ADD, fd, events, r.last) {
+		if len(r.watched) == 0 {
+			r.wakeLocked() // started for nothing: let the goroutine go
+		}
 		return false
 	}
-	r.watched[int32(pfd)] = exited
+	r.watched[r.last] = w
+	if key != nil {
+		*key = r.last
+	}
 	return true
 }
+
+func (r *reaper) ctlLocked(op, fd int, events uint32, key uint64) bool {
+	r.ev = unix.EpollEvent{Events: events, Fd: int32(uint32(key)), Pad: int32(uint32(key >> 32))}
+	return unix.EpollCtl(r.epfd, op, fd, &r.ev) == nil
+}
+
+// rearmLocked enables a one-shot watch again.
+func (r *reaper) rearmLocked(key uint64, fd int) bool {
+	return r.ctlLocked(unix.EPOLL_CTL_MOD, fd, unix.EPOLLIN|unix.EPOLLONESHOT, key)
+}
+
+// removeLocked ends a watch; the goroutine goes if it was the last.
+func (r *reaper) removeLocked(key uint64, fd int) {
+	if _, ok := r.watched[key]; !ok {
+		return
+	}
+	delete(r.watched, key)
+	_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	if len(r.watched) == 0 {
+		r.wakeLocked()
+	}
+}
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// wakeLocked makes the goroutine's wait return, so that it sees the set
+// emptied.
+func (r *reaper) wakeLocked() { _ = r.file.SetReadDeadline(aLongTimeAgo) }
 
 // startLocked creates the epoll set and starts its goroutine.
 func (r *reaper) startLocked() bool {
@@ -62,59 +138,78 @@ func (r *reaper) startLocked() bool {
 		return false
 	}
 	// Non-blocking, the descriptor goes to the runtime's poller: it is
-	// readable while any pidfd in the set is.
+	// readable while any descriptor in the set is ready.
 	if err := unix.SetNonblock(epfd, true); err != nil {
 		_ = unix.Close(epfd)
 		return false
 	}
-	f := os.NewFile(uintptr(epfd), "pidfd-epoll")
+	f := os.NewFile(uintptr(epfd), "reaper-epoll")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		_ = f.Close()
 		return false
 	}
-	r.epfd = epfd
+	r.epfd, r.file = epfd, f
 	go r.run(f, rc)
 	return true
 }
 
-// run waits for exits until no process is watched.
+// eventKey is the key add put in an event.
+func eventKey(ev *unix.EpollEvent) uint64 {
+	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+}
+
+// run serves the set until nothing is watched.
 func (r *reaper) run(f *os.File, rc syscall.RawConn) {
 	defer f.Close()
 	events := make([]unix.EpollEvent, 64)
+	buf := make([]byte, stderrChunk)
 	for {
+		r.mu.Lock()
+		if len(r.watched) == 0 {
+			r.epfd, r.file = -1, nil
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
 		n := 0
+		var werr error
 		// Read calls the check first, and while it reports nothing ready
 		// parks this goroutine in the poller until the set is readable.
 		err := rc.Read(func(fd uintptr) bool {
-			var err error
-			n, err = unix.EpollWait(int(fd), events, 0)
-			if err == unix.EINTR {
-				n, err = 0, nil
+			n, werr = unix.EpollWait(int(fd), events, 0)
+			if werr == unix.EINTR {
+				n, werr = 0, nil
 			}
-			return n > 0 || err != nil
+			return n > 0 || werr != nil
 		})
-		r.mu.Lock()
-		for _, ev := range events[:max(n, 0)] {
-			if exited, ok := r.watched[ev.Fd]; ok {
-				delete(r.watched, ev.Fd)
-				_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, int(ev.Fd), nil)
-				_ = unix.Close(int(ev.Fd))
-				exited()
+		if err == nil {
+			err = werr
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A wake-up: the set may be empty now. Clear it before
+			// looking, so that a later wake-up is not lost.
+			if err = f.SetReadDeadline(time.Time{}); err == nil {
+				continue
 			}
 		}
-		if err != nil || len(r.watched) == 0 {
-			// Nothing left to watch (or the set broke, which cannot be
-			// waited on any more: its processes are handed to their
-			// exited functions, which reap them in cmd.Wait).
-			for fd, exited := range r.watched {
-				_ = unix.Close(int(fd))
-				exited()
+		r.mu.Lock()
+		if err != nil {
+			// The set broke and cannot be waited on any more: every
+			// descriptor is served another way.
+			for _, w := range r.watched {
+				w.abandon()
 			}
 			clear(r.watched)
-			r.epfd = -1
+			r.epfd, r.file = -1, nil
 			r.mu.Unlock()
 			return
+		}
+		for i := range events[:max(n, 0)] {
+			key := eventKey(&events[i])
+			if w, ok := r.watched[key]; ok {
+				w.ready(r, key, buf)
+			}
 		}
 		r.mu.Unlock()
 	}

@@ -238,19 +238,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	}
 	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR},
 		exited: make(chan struct{}), tail: &stderrTail{}}
-	stderr := &exitReader{f: errR}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		defer errR.Close()
-		var w io.Writer = p.tail
-		if cfg.Stderr != nil {
-			w = io.MultiWriter(p.tail, cfg.Stderr)
-		}
-		// A small fixed buffer: a stderr flood costs no memory, and an
-		// idle server not the 32 KiB of io.Copy's.
-		_, _ = io.CopyBuffer(w, stderr, make([]byte, 512))
-	}()
+	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
 	reaped := func() {
 		p.end.fire(true)
 		_ = cmd.Wait()
@@ -258,7 +246,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		// The leader is reaped: what it wrote is in the pipes, and the
 		// readers stop once those are empty, whoever else holds them.
 		p.stdout.leaderExited()
-		stderr.leaderExited()
+		errCopy.leaderExited()
 		// Whatever the leader started in its group goes too. The barrier
 		// is the process group, not the stderr copier.
 		p.signal(stepKill)
@@ -267,7 +255,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		// a grandchild that left the group may keep writing.
 		t := time.NewTimer(stderrDrain)
 		select {
-		case <-copied:
+		case <-errCopy.copied():
 		case <-t.C:
 		}
 		t.Stop()

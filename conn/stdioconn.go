@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -46,60 +45,80 @@ func (c *stdioConn) Close() error {
 	return err
 }
 
-// pipeWriter writes to the server's stdin on a goroutine of its own, one
-// line at a time, so that a writer can give up when its context ends
-// instead of waiting for a server that no longer reads.
+// pipeWriter writes lines to the server's stdin from the caller's
+// goroutine without ever blocking it for longer than its context: a line
+// the pipe takes at once is written there and then; the rest of a line the
+// pipe cannot take (the server is slow, or stopped reading) is finished by
+// a goroutine parked in the runtime's poller, while the caller waits for it
+// or for its context. One line is in progress at a time, so lines never
+// interleave; the next writer waits on a semaphore, never on a mutex a
+// stuck write could hold for ever.
 type pipeWriter struct {
-	f         io.Writer
-	reqs      chan writeReq
-	done      chan struct{}
+	f         *os.File
+	sem       chan struct{} // held while a line is being written, to its end
+	done      chan struct{} // closed by close
 	closeOnce sync.Once
+	nb        nbWriter // the non-blocking attempt; used only with sem held
 }
 
-type writeReq struct {
-	data []byte
-	res  chan error // buffered: the goroutine never waits for a writer that left
-}
+// errStdinClosed is the error of a write after the connection closed.
+var errStdinClosed = fmt.Errorf("write to server stdin: %w", os.ErrClosed)
 
-func newPipeWriter(f io.Writer) *pipeWriter {
-	w := &pipeWriter{f: f, reqs: make(chan writeReq), done: make(chan struct{})}
-	go w.run()
+func newPipeWriter(f *os.File) *pipeWriter {
+	w := &pipeWriter{f: f, sem: make(chan struct{}, 1), done: make(chan struct{})}
+	w.nb.init(f)
 	return w
 }
 
-// run ends once close was called and the write in progress, if any,
-// returned (closing the pipe ends a blocked write).
-func (w *pipeWriter) run() {
-	for {
+// write writes data, one whole line, or returns ctx's error when ctx ends
+// first; the line is then still written whole, in the background, unless
+// the pipe closes. The fast path (the pipe takes the line at once)
+// allocates nothing and starts no goroutine.
+func (w *pipeWriter) write(ctx context.Context, data []byte) error {
+	select {
+	case w.sem <- struct{}{}:
+	default:
 		select {
-		case r := <-w.reqs:
-			_, err := w.f.Write(r.data)
-			r.res <- err
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-w.done:
-			return
+			return errStdinClosed
 		}
 	}
-}
-
-func (w *pipeWriter) write(ctx context.Context, data []byte) error {
-	r := writeReq{data: data, res: make(chan error, 1)}
 	select {
-	case w.reqs <- r:
-	case <-ctx.Done():
-		return ctx.Err()
 	case <-w.done:
-		return fmt.Errorf("write to server stdin: %w", os.ErrClosed)
+		<-w.sem
+		return errStdinClosed
+	default:
 	}
+	n, err := w.nb.write(data)
+	if err != nil || n == len(data) {
+		<-w.sem
+		if err != nil {
+			return &os.PathError{Op: "write", Path: w.f.Name(), Err: err}
+		}
+		return nil
+	}
+	// The pipe is full: the rest waits for the server to read, on a
+	// goroutine that holds the semaphore until the line is complete (or
+	// the pipe closed), whether or not the caller still waits.
+	res := make(chan error, 1)
+	go func() {
+		_, err := w.f.Write(data[n:])
+		<-w.sem
+		res <- err
+	}()
 	select {
-	case err := <-r.res:
+	case err := <-res:
 		return err
 	case <-ctx.Done():
-		// The line is still written if the server reads again; the
-		// caller has stopped waiting for it.
 		return ctx.Err()
 	}
 }
 
+// close makes later writes fail; closing the pipe itself (the process's
+// terminate does) ends a write in progress.
 func (w *pipeWriter) close() { w.closeOnce.Do(func() { close(w.done) }) }
 
 // exitReader reads a pipe from the server until the pipe's writers are all

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package conn
+
+import "os"
+
+// startStderr copies the read end of a server's stderr pipe into sink
+// from a goroutine of its own.
+func startStderr(f *os.File, sink *stderrSink) stderrCopy {
+	return copyStderr(f, sink, make(chan struct{}))
+}
