@@ -164,6 +164,18 @@ func (r *reaper) run(f *os.File, rc syscall.RawConn) {
 	defer f.Close()
 	events := make([]unix.EpollEvent, 64)
 	buf := make([]byte, stderrChunk)
+	n := 0
+	var werr error
+	// Read calls the check first, and while it reports nothing ready
+	// parks this goroutine in the poller until the set is readable. Made
+	// once: a closure made in the loop would cost allocations per wait.
+	check := func(fd uintptr) bool {
+		n, werr = unix.EpollWait(int(fd), events, 0)
+		if werr == unix.EINTR {
+			n, werr = 0, nil
+		}
+		return n > 0 || werr != nil
+	}
 	for {
 		r.mu.Lock()
 		if len(r.watched) == 0 {
@@ -172,17 +184,8 @@ func (r *reaper) run(f *os.File, rc syscall.RawConn) {
 			return
 		}
 		r.mu.Unlock()
-		n := 0
-		var werr error
-		// Read calls the check first, and while it reports nothing ready
-		// parks this goroutine in the poller until the set is readable.
-		err := rc.Read(func(fd uintptr) bool {
-			n, werr = unix.EpollWait(int(fd), events, 0)
-			if werr == unix.EINTR {
-				n, werr = 0, nil
-			}
-			return n > 0 || werr != nil
-		})
+		n, werr = 0, nil
+		err := rc.Read(check)
 		if err == nil {
 			err = werr
 		}

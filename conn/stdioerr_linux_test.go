@@ -1,0 +1,261 @@
+//go:build linux
+
+package conn
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+// waitClosed fails the test unless ch closes within 10 seconds.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// chunkWriter collects what it is given; each Write first announces itself
+// on entered (if not nil) and then waits for release (if not nil).
+type chunkWriter struct {
+	entered chan struct{}
+	release chan struct{}
+	busy    atomic.Bool
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	got     chan struct{} // closed once buf holds want bytes
+	want    int
+	overlap atomic.Bool // two Writes ran at once
+	tooBig  atomic.Bool // a chunk beyond stderrChunk
+}
+
+func newChunkWriter(want int) *chunkWriter {
+	return &chunkWriter{got: make(chan struct{}), want: want}
+}
+
+func (c *chunkWriter) Write(b []byte) (int, error) {
+	if !c.busy.CompareAndSwap(false, true) {
+		c.overlap.Store(true)
+	}
+	defer c.busy.Store(false)
+	if len(b) > stderrChunk {
+		c.tooBig.Store(true)
+	}
+	if c.entered != nil {
+		select {
+		case c.entered <- struct{}{}:
+		default:
+		}
+	}
+	if c.release != nil {
+		<-c.release
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	before := c.buf.Len()
+	c.buf.Write(b)
+	if before < c.want && c.buf.Len() >= c.want {
+		close(c.got)
+	}
+	return len(b), nil
+}
+
+func (c *chunkWriter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// watchedPipe starts a stderr copy of a new pipe into sink, served by the
+// reaper, and returns the pipe's write end.
+func watchedPipe(t *testing.T, sink *stderrSink) (*os.File, *stderrWatch) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	c := startStderr(r, sink)
+	sw, ok := c.(*stderrWatch)
+	if !ok {
+		t.Fatalf("standard error is copied by %T, want the reaper's *stderrWatch", c)
+	}
+	return w, sw
+}
+
+// TestStderrWatchFeedsTailAndWriter: standard error served by the reaper
+// reaches both the tail and the configured writer, in order, and the copy
+// ends, leaving no goroutine, when every writer of the pipe is gone.
+func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	text := "one\ntwo\nthree\n"
+	for _, withOut := range []bool{false, true} {
+		out := newChunkWriter(len(text))
+		sink := &stderrSink{tail: &stderrTail{}}
+		if withOut {
+			sink.out = out
+		}
+		w, sw := watchedPipe(t, sink)
+		for _, l := range []string{"one\n", "two\n", "three\n"} {
+			if _, err := w.WriteString(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if withOut {
+			waitClosed(t, out.got, "the writer to get the lines")
+			if got := out.String(); got != text {
+				t.Errorf("the writer got %q, want %q", got, text)
+			}
+		}
+		_ = w.Close()
+		waitClosed(t, sw.copied(), "the copy to end with the pipe")
+		if diff := cmp.Diff([]string{"one", "two", "three"}, sink.tail.lines()); diff != "" {
+			t.Errorf("with writer %v: tail (-want +got):\n%s", withOut, diff)
+		}
+	}
+}
+
+// TestStderrWatchDrainsAfterLeaderExit: once the leader exited, what the
+// pipe holds reaches the tail and the copy ends, although a descendant
+// still holds the write end; with a chunk still with a slow writer, the
+// drain follows once the writer returns.
+func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	t.Run("idle", func(t *testing.T) {
+		sink := &stderrSink{tail: &stderrTail{}}
+		w, sw := watchedPipe(t, sink)
+		if _, err := w.WriteString("fatal: missing API key\n"); err != nil {
+			t.Fatal(err)
+		}
+		sw.leaderExited()
+		waitClosed(t, sw.copied(), "the drain to end with the write end still open")
+		if diff := cmp.Diff([]string{"fatal: missing API key"}, sink.tail.lines()); diff != "" {
+			t.Errorf("tail (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("writer busy", func(t *testing.T) {
+		out := newChunkWriter(len("first\nsecond\n"))
+		out.entered, out.release = make(chan struct{}, 1), make(chan struct{})
+		sink := &stderrSink{tail: &stderrTail{}, out: out}
+		w, sw := watchedPipe(t, sink)
+		if _, err := w.WriteString("first\n"); err != nil {
+			t.Fatal(err)
+		}
+		waitClosed(t, out.entered, "the writer to get the first chunk")
+		if _, err := w.WriteString("second\n"); err != nil {
+			t.Fatal(err)
+		}
+		sw.leaderExited()
+		select {
+		case <-sw.copied():
+			t.Fatal("the copy ended while a chunk was still with the writer")
+		default:
+		}
+		close(out.release)
+		waitClosed(t, sw.copied(), "the drain after the writer returned")
+		if got := out.String(); got != "first\nsecond\n" {
+			t.Errorf("the writer got %q, want both lines", got)
+		}
+		if diff := cmp.Diff([]string{"first", "second"}, sink.tail.lines()); diff != "" {
+			t.Errorf("tail (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestStderrFloodCostsNoMemory: a server that floods standard error costs
+// no allocation per chunk without a writer (the reaper reads into its own
+// buffer and the tail keeps a bounded end), and with one a single chunk of
+// at most stderrChunk bytes is with it at a time.
+func TestStderrFloodCostsNoMemory(t *testing.T) {
+	const total = 16 << 20
+	block := bytes.Repeat([]byte("flood flood flood\n"), 64<<10/18)
+	flood := func(w *os.File) {
+		for sent := 0; sent < total; sent += len(block) {
+			if _, err := w.Write(block); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		_ = w.Close()
+	}
+	sink := &stderrSink{tail: &stderrTail{}}
+	w, sw := watchedPipe(t, sink)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	flood(w)
+	waitClosed(t, sw.copied(), "the end of the flood")
+	runtime.ReadMemStats(&after)
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 256<<10 {
+		t.Errorf("copying a %d MiB flood allocated %d KiB, want at most 256", total>>20, grown>>10)
+	}
+	if got := sink.tail.lines(); len(got) != StderrTailLines || got[0] != "flood flood flood" {
+		t.Errorf("tail after the flood: %q", got)
+	}
+
+	out := newChunkWriter(total)
+	sink = &stderrSink{tail: &stderrTail{}, out: out}
+	w, sw = watchedPipe(t, sink)
+	flood(w)
+	waitClosed(t, sw.copied(), "the end of the flood with a writer")
+	if out.overlap.Load() || out.tooBig.Load() {
+		t.Errorf("the writer got chunks at once (%v) or beyond %d bytes (%v)", out.overlap.Load(), stderrChunk, out.tooBig.Load())
+	}
+	waitClosed(t, out.got, "the writer to get the whole flood")
+}
+
+// TestSlowStderrWriterHoldsOnlyItsServer: a server whose configured
+// standard error writer blocks does not hold back another server's
+// standard error, nor its exit and ServerExit's last lines.
+func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var procs []*process
+	stuck := newChunkWriter(len("stuck\n"))
+	stuck.entered, stuck.release = make(chan struct{}, 1), make(chan struct{})
+	defer func() {
+		close(stuck.release)
+		for _, p := range procs {
+			waitClosed(t, p.terminate(0), "a killed server's exit")
+			_ = p.stdout.Close()
+		}
+	}()
+	start := func(script string, stderr *chunkWriter) *process {
+		t.Helper()
+		cfg := Stdio{Path: "sh", Args: []string{"-c", script}, TerminateDuration: time.Second}
+		if stderr != nil {
+			cfg.Stderr = stderr
+		}
+		p, err := startProcess(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+		return p
+	}
+	start("echo stuck >&2; exec sleep 60", stuck)
+	waitClosed(t, stuck.entered, "the stuck writer to get its server's line")
+
+	out := newChunkWriter(len("hello\n"))
+	talker := start("echo hello >&2; exit 0", out)
+	waitClosed(t, out.got, "the other server's writer to get its line")
+	waitClosed(t, talker.exited, "the other server's exit")
+
+	quitter := start("echo one >&2; echo 'fatal: missing API key' >&2; exit 3", nil)
+	waitClosed(t, quitter.exited, "the exit of a server without a writer")
+	got := exitOf(quitter.state, quitter.sentSignal(), quitter.tail.lines())
+	want := &ServerExit{Code: 3, Stderr: []string{"one", "fatal: missing API key"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ServerExit (-want +got):\n%s", diff)
+	}
+}
