@@ -16,16 +16,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// waitClosed fails the test unless ch closes within 10 seconds.
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // chunkWriter collects what it is given; each Write first announces itself
 // on entered (if not nil) and then waits for release (if not nil).
 type chunkWriter struct {
@@ -113,13 +103,13 @@ func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
 			}
 		}
 		if withOut {
-			waitClosed(t, out.got, "the writer to get the lines")
+			awaitClosed(t, out.got, "the writer to get the lines")
 			if got := out.String(); got != text {
 				t.Errorf("the writer got %q, want %q", got, text)
 			}
 		}
 		_ = w.Close()
-		waitClosed(t, sw.copied(), "the copy to end with the pipe")
+		awaitClosed(t, sw.copied(), "the copy to end with the pipe")
 		if diff := cmp.Diff([]string{"one", "two", "three"}, sink.tail.lines()); diff != "" {
 			t.Errorf("with writer %v: tail (-want +got):\n%s", withOut, diff)
 		}
@@ -139,7 +129,7 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 			t.Fatal(err)
 		}
 		sw.leaderExited()
-		waitClosed(t, sw.copied(), "the drain to end with the write end still open")
+		awaitClosed(t, sw.copied(), "the drain to end with the write end still open")
 		if diff := cmp.Diff([]string{"fatal: missing API key"}, sink.tail.lines()); diff != "" {
 			t.Errorf("tail (-want +got):\n%s", diff)
 		}
@@ -152,7 +142,7 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 		if _, err := w.WriteString("first\n"); err != nil {
 			t.Fatal(err)
 		}
-		waitClosed(t, out.entered, "the writer to get the first chunk")
+		awaitClosed(t, out.entered, "the writer to get the first chunk")
 		if _, err := w.WriteString("second\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +153,7 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 		default:
 		}
 		close(out.release)
-		waitClosed(t, sw.copied(), "the drain after the writer returned")
+		awaitClosed(t, sw.copied(), "the drain after the writer returned")
 		if got := out.String(); got != "first\nsecond\n" {
 			t.Errorf("the writer got %q, want both lines", got)
 		}
@@ -195,7 +185,7 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	flood(w)
-	waitClosed(t, sw.copied(), "the end of the flood")
+	awaitClosed(t, sw.copied(), "the end of the flood")
 	runtime.ReadMemStats(&after)
 	if grown := after.TotalAlloc - before.TotalAlloc; grown > 256<<10 {
 		t.Errorf("copying a %d MiB flood allocated %d KiB, want at most 256", total>>20, grown>>10)
@@ -208,11 +198,11 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 	sink = &stderrSink{tail: &stderrTail{}, out: out}
 	w, sw = watchedPipe(t, sink)
 	flood(w)
-	waitClosed(t, sw.copied(), "the end of the flood with a writer")
+	awaitClosed(t, sw.copied(), "the end of the flood with a writer")
 	if out.overlap.Load() || out.tooBig.Load() {
 		t.Errorf("the writer got chunks at once (%v) or beyond %d bytes (%v)", out.overlap.Load(), stderrChunk, out.tooBig.Load())
 	}
-	waitClosed(t, out.got, "the writer to get the whole flood")
+	awaitClosed(t, out.got, "the writer to get the whole flood")
 }
 
 // TestSlowStderrWriterHoldsOnlyItsServer: a server whose configured
@@ -226,7 +216,7 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 	defer func() {
 		close(stuck.release)
 		for _, p := range procs {
-			waitClosed(t, p.terminate(0), "a killed server's exit")
+			awaitClosed(t, p.terminate(0), "a killed server's exit")
 			_ = p.stdout.Close()
 		}
 	}()
@@ -244,15 +234,15 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 		return p
 	}
 	start("echo stuck >&2; exec sleep 60", stuck)
-	waitClosed(t, stuck.entered, "the stuck writer to get its server's line")
+	awaitClosed(t, stuck.entered, "the stuck writer to get its server's line")
 
 	out := newChunkWriter(len("hello\n"))
 	talker := start("echo hello >&2; exit 0", out)
-	waitClosed(t, out.got, "the other server's writer to get its line")
-	waitClosed(t, talker.exited, "the other server's exit")
+	awaitClosed(t, out.got, "the other server's writer to get its line")
+	awaitClosed(t, talker.exited, "the other server's exit")
 
 	quitter := start("echo one >&2; echo 'fatal: missing API key' >&2; exit 3", nil)
-	waitClosed(t, quitter.exited, "the exit of a server without a writer")
+	awaitClosed(t, quitter.exited, "the exit of a server without a writer")
 	got := exitOf(quitter.state, quitter.sentSignal(), quitter.tail.lines())
 	want := &ServerExit{Code: 3, Stderr: []string{"one", "fatal: missing API key"}}
 	if diff := cmp.Diff(want, got); diff != "" {
