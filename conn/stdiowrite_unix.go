@@ -23,10 +23,18 @@ type nbWriter struct {
 
 func (w *nbWriter) init(f *os.File) {
 	// Never f.Fd(): it would make the file blocking.
-	if rc, err := f.SyscallConn(); err == nil {
-		w.rc = rc
-		w.fn = w.try
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
 	}
+	// A write must not block the caller: only a non-blocking pipe (as
+	// os.Pipe's ends are, in the runtime's poller) is written directly.
+	flags, ferr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || ferr != nil || flags&unix.O_NONBLOCK == 0 {
+		return
+	}
+	w.rc = rc
+	w.fn = w.try
 }
 
 func (w *nbWriter) try(fd uintptr) bool {

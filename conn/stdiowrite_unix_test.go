@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testPipe returns a pipe whose ends the test closes at its end.
@@ -218,5 +220,30 @@ func TestPipeWriterLinesNeverInterleave(t *testing.T) {
 	gaveUp := writers * ((lines + 3) / 7) // the writes whose context ended first
 	if len(written) < writers*lines-gaveUp {
 		t.Errorf("only %d lines written of %d with a live context", len(written), writers*lines-gaveUp)
+	}
+}
+
+// TestPipeWriterBlockingPipeWaitsOnAGoroutine: a pipe in blocking mode is
+// never written from the caller's goroutine (the write could block it
+// past its context); its lines still go out whole.
+func TestPipeWriterBlockingPipeWaitsOnAGoroutine(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, pw := os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1")
+	defer r.Close()
+	w := newPipeWriter(pw)
+	if w.nb.rc != nil {
+		t.Fatal("a blocking pipe is written from the caller's goroutine")
+	}
+	msg := []byte("hello\n")
+	if err := w.write(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	_ = pw.Close()
+	if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, msg) {
+		t.Errorf("read %q, %v; want %q", got, err, msg)
 	}
 }
