@@ -75,6 +75,11 @@ func newPipeWriter(f *os.File) *pipeWriter {
 // the pipe closes. The fast path (the pipe takes the line at once)
 // allocates nothing and starts no goroutine.
 func (w *pipeWriter) write(ctx context.Context, data []byte) error {
+	// As the SDK's own writer: no write on an ended context. (Err, not
+	// Done, which would make a cancelable context's channel.)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case w.sem <- struct{}{}:
 	default:

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,11 +71,29 @@ func TestPipeWriterFastPathAllocatesNothing(t *testing.T) {
 	}
 }
 
+// endingCtx is a context that ends as soon as a writer waits on it: its
+// Err is nil until its Done channel, closed, was asked for.
+type endingCtx struct {
+	context.Context
+	asked atomic.Bool
+}
+
+func (c *endingCtx) Done() <-chan struct{} { c.asked.Store(true); return closedChan }
+
+func (c *endingCtx) Err() error {
+	if c.asked.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+func ending() context.Context { return &endingCtx{Context: context.Background()} }
+
 // TestPipeWriterFullPipe: a line longer than the pipe holds is written in
 // part at once; the writer whose context ends returns at once, and the
 // line is still completed once the server reads, before the next line,
 // which waited its turn; a writer whose context ends while it waits for
-// its turn writes nothing.
+// its turn, or before it started, writes nothing.
 func TestPipeWriterFullPipe(t *testing.T) {
 	r, pw := testPipe(t)
 	w := newPipeWriter(pw)
@@ -84,13 +103,16 @@ func TestPipeWriterFullPipe(t *testing.T) {
 	const size = 256 << 10 // beyond any pipe's default capacity
 	first, second, third := line("first", 'a', size), line("second", 'b', size), line("third", 'c', 10)
 
-	if err := w.write(canceled, first); !errors.Is(err, context.Canceled) {
-		t.Fatalf("write of a line the full pipe cannot take with an ended context: %v, want context.Canceled", err)
+	if err := w.write(canceled, third); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write with an ended context: %v, want context.Canceled", err)
+	}
+	if err := w.write(ending(), first); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write of a line the pipe cannot take, its context ending: %v, want context.Canceled", err)
 	}
 	secondDone := make(chan error, 1)
 	go func() { secondDone <- w.write(context.Background(), second) }()
 	// The first line's rest holds the turn until the pipe is read.
-	if err := w.write(canceled, third); !errors.Is(err, context.Canceled) {
+	if err := w.write(ending(), third); !errors.Is(err, context.Canceled) {
 		t.Fatalf("write waiting for its turn with an ended context: %v, want context.Canceled", err)
 	}
 	select {
