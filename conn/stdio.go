@@ -48,7 +48,10 @@ type Stdio struct {
 	InheritEnv bool
 	// Dir is the working directory; empty means the host's.
 	Dir string
-	// Stderr receives the server's standard error. Nil discards it.
+	// Stderr receives the server's standard error, one write at a time.
+	// Nil discards it. A Write that blocks holds back only this server
+	// (once its stderr pipe fills); after a Write fails, Stderr gets
+	// nothing more, and the pipe is still read for [ServerExit].
 	Stderr io.Writer
 	// TerminateDuration is the grace period after closing stdin before
 	// SIGTERM, and after SIGTERM before SIGKILL. Zero means
