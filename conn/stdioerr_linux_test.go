@@ -5,6 +5,7 @@ package conn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"runtime"
 	"sync"
@@ -247,5 +248,38 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 	want := &ServerExit{Code: 3, Stderr: []string{"one", "fatal: missing API key"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ServerExit (-want +got):\n%s", diff)
+	}
+}
+
+// failingWriter fails every Write, announcing each on calls.
+type failingWriter struct{ calls chan struct{} }
+
+func (f failingWriter) Write([]byte) (int, error) {
+	f.calls <- struct{}{}
+	return 0, errors.New("disk full")
+}
+
+// TestStderrWriterThatFailsIsDropped: after the configured writer fails,
+// it gets nothing more, and the pipe is still read into the tail (the
+// server is not left to fill its pipe, nor killed by SIGPIPE).
+func TestStderrWriterThatFailsIsDropped(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	out := failingWriter{calls: make(chan struct{}, 2)}
+	sink := &stderrSink{tail: &stderrTail{}, out: out}
+	w, sw := watchedPipe(t, sink)
+	if _, err := w.WriteString("a\n"); err != nil {
+		t.Fatal(err)
+	}
+	awaitClosed(t, out.calls, "the writer's first call")
+	if _, err := w.WriteString("b\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	awaitClosed(t, sw.copied(), "the end of the copy")
+	if n := len(out.calls); n != 0 {
+		t.Errorf("the failed writer was called %d more times", n)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, sink.tail.lines()); diff != "" {
+		t.Errorf("tail (-want +got):\n%s", diff)
 	}
 }
