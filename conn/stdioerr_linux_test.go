@@ -188,8 +188,10 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 	flood(w)
 	awaitClosed(t, sw.copied(), "the end of the flood")
 	runtime.ReadMemStats(&after)
-	if grown := after.TotalAlloc - before.TotalAlloc; grown > 256<<10 {
-		t.Errorf("copying a %d MiB flood allocated %d KiB, want at most 256", total>>20, grown>>10)
+	grown := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d MiB flood allocated %d bytes", total>>20, grown)
+	if grown > 32<<10 { // a single allocation per chunk read would pass this
+		t.Errorf("copying a %d MiB flood allocated %d KiB, want at most 32", total>>20, grown>>10)
 	}
 	if got := sink.tail.lines(); len(got) != StderrTailLines || got[0] != "flood flood flood" {
 		t.Errorf("tail after the flood: %q", got)
