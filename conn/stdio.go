@@ -103,6 +103,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.proc = p
 	inner, err := (&mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}).Connect(ctx)
 	if err != nil {
+		_ = p.stdout.Close()
 		p.terminate(p.grace)
 		return nil, err
 	}
@@ -262,6 +263,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		case <-t.C:
 		}
 		t.Stop()
+		p.stdout.processGone()
 		close(p.exited)
 	}
 	// Where the system allows, the exit is awaited with no goroutine and

@@ -26,6 +26,10 @@ func (p *process) signal(step terminateStep) {
 	}
 }
 
+// keepOpenUntilReaped: a read of a pipe that is not pollable can only be
+// ended by closing it.
+const keepOpenUntilReaped = false
+
 // drain reads on: without pollable pipes a read cannot be made not to
 // wait, so a descendant holding the pipe delays the end of the session.
 func (r *exitReader) drain(b []byte) (int, error) {

@@ -30,6 +30,10 @@ func (p *process) signal(step terminateStep) {
 	_ = syscall.Kill(-p.pid, sig)
 }
 
+// keepOpenUntilReaped: the pipes are in the runtime's poller, so a read can
+// be woken without closing the pipe.
+const keepOpenUntilReaped = true
+
 // drain reads what the pipe holds without waiting for more: io.EOF once it
 // is empty.
 func (r *exitReader) drain(b []byte) (int, error) {

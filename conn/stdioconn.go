@@ -131,22 +131,32 @@ func (w *pipeWriter) close() { w.closeOnce.Do(func() { close(w.done) }) }
 // empty: everything the process wrote is in the pipe when it is reaped,
 // and a descendant that holds the write end (one that left the process
 // group) must not hide the server's death.
+//
+// Where reads can be woken (keepOpenUntilReaped), Close ends reading but
+// the pipe stays open until the process is reaped too: a server that
+// writes to stdout while it shuts down (a late reply, a notification)
+// would otherwise die of SIGPIPE instead of the shutdown it was given.
 type exitReader struct {
 	f      *os.File
 	exited atomic.Bool
+	closed atomic.Bool
+	ends   atomic.Int32 // of Close and processGone: the second closes f
 }
 
 func (r *exitReader) Read(b []byte) (int, error) {
 	for {
+		if r.closed.Load() {
+			return 0, os.ErrClosed
+		}
 		if r.exited.Load() {
 			n, err := r.drain(b)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue // leaderExited's wake-up came after drain cleared it
+				continue // a wake-up came after drain cleared it
 			}
 			return n, err
 		}
 		n, err := r.f.Read(b)
-		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && r.exited.Load() {
+		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && (r.exited.Load() || r.closed.Load()) {
 			continue
 		}
 		return n, err
@@ -159,4 +169,29 @@ func (r *exitReader) leaderExited() {
 	_ = r.f.SetReadDeadline(time.Now())
 }
 
-func (r *exitReader) Close() error { return r.f.Close() }
+// Close makes reads fail, waking one in progress, and closes the pipe
+// once the process is gone.
+func (r *exitReader) Close() error {
+	if !keepOpenUntilReaped {
+		return r.f.Close()
+	}
+	if r.closed.Swap(true) {
+		return nil
+	}
+	_ = r.f.SetReadDeadline(time.Now())
+	return r.end()
+}
+
+// processGone is called once the process was reaped.
+func (r *exitReader) processGone() {
+	if keepOpenUntilReaped {
+		_ = r.end()
+	}
+}
+
+func (r *exitReader) end() error {
+	if r.ends.Add(1) == 2 {
+		return r.f.Close()
+	}
+	return nil
+}

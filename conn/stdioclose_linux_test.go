@@ -1,0 +1,60 @@
+//go:build linux
+
+package conn
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestServerWritingAfterCloseIsNotKilledBySIGPIPE: closing the
+// connection's stdout reader ends reading at once, but the pipe stays open
+// until the process is gone: a server that writes to stdout while it
+// shuts down keeps running (until its shutdown kills it) instead of dying
+// of SIGPIPE.
+func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	said := newChunkWriter(len("survived\n"))
+	cfg := Stdio{Path: "sh", Args: []string{"-c", "read x; echo late reply; echo survived >&2; exec sleep 60"},
+		Stderr: said, TerminateDuration: time.Second}
+	p, err := startProcess(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { awaitClosed(t, p.terminate(0), "the killed server's exit") }()
+
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := p.stdout.Read(make([]byte, 64))
+		readErr <- err
+	}()
+	if err := p.stdout.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-readErr:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("read ended by Close: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a read in progress")
+	}
+	if _, err := p.stdin.WriteString("go\n"); err != nil {
+		t.Fatal(err)
+	}
+	awaitClosed(t, said.got, "the server to go on after writing to stdout")
+	select {
+	case <-p.exited:
+		t.Fatalf("the server exited after writing to stdout: %v", p.state)
+	default:
+	}
+	awaitClosed(t, p.terminate(0), "the killed server's exit")
+	if sig := exitSignal(p.state); sig != "SIGKILL" {
+		t.Errorf("the server ended by %q, want SIGKILL from its shutdown", sig)
+	}
+}
