@@ -4,7 +4,6 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -36,14 +35,7 @@ func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
 	if err := p.stdout.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-readErr:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Errorf("read ended by Close: %v, want os.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not end a read in progress")
-	}
+	awaitErrIs(t, readErr, os.ErrClosed, "the read in progress ended by Close")
 	if _, err := p.stdin.WriteString("go\n"); err != nil {
 		t.Fatal(err)
 	}

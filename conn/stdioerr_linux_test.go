@@ -68,6 +68,14 @@ func (c *chunkWriter) String() string {
 	return c.buf.String()
 }
 
+// mustWrite writes s to the pipe.
+func mustWrite(t *testing.T, w *os.File, s string) {
+	t.Helper()
+	if _, err := w.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // watchedPipe starts a stderr copy of a new pipe into sink, served by the
 // reaper, and returns the pipe's write end.
 func watchedPipe(t *testing.T, sink *stderrSink) (*os.File, *stderrWatch) {
@@ -99,9 +107,7 @@ func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
 		}
 		w, sw := watchedPipe(t, sink)
 		for _, l := range []string{"one\n", "two\n", "three\n"} {
-			if _, err := w.WriteString(l); err != nil {
-				t.Fatal(err)
-			}
+			mustWrite(t, w, l)
 		}
 		if withOut {
 			awaitClosed(t, out.got, "the writer to get the lines")
@@ -126,9 +132,7 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		sink := &stderrSink{tail: &stderrTail{}}
 		w, sw := watchedPipe(t, sink)
-		if _, err := w.WriteString("fatal: missing API key\n"); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, w, "fatal: missing API key\n")
 		sw.leaderExited()
 		awaitClosed(t, sw.copied(), "the drain to end with the write end still open")
 		if diff := cmp.Diff([]string{"fatal: missing API key"}, sink.tail.lines()); diff != "" {
@@ -140,13 +144,9 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 		out.entered, out.release = make(chan struct{}, 1), make(chan struct{})
 		sink := &stderrSink{tail: &stderrTail{}, out: out}
 		w, sw := watchedPipe(t, sink)
-		if _, err := w.WriteString("first\n"); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, w, "first\n")
 		awaitClosed(t, out.entered, "the writer to get the first chunk")
-		if _, err := w.WriteString("second\n"); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, w, "second\n")
 		sw.leaderExited()
 		select {
 		case <-sw.copied():
@@ -269,13 +269,9 @@ func TestStderrWriterThatFailsIsDropped(t *testing.T) {
 	out := failingWriter{calls: make(chan struct{}, 2)}
 	sink := &stderrSink{tail: &stderrTail{}, out: out}
 	w, sw := watchedPipe(t, sink)
-	if _, err := w.WriteString("a\n"); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, w, "a\n")
 	awaitClosed(t, out.calls, "the writer's first call")
-	if _, err := w.WriteString("b\n"); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, w, "b\n")
 	_ = w.Close()
 	awaitClosed(t, sw.copied(), "the end of the copy")
 	if n := len(out.calls); n != 0 {

@@ -29,6 +29,20 @@ func testPipe(t *testing.T) (r, w *os.File) {
 	return r, w
 }
 
+// awaitErrIs fails the test unless ch yields, within 10 seconds, an error
+// that is target.
+func awaitErrIs(t *testing.T, ch <-chan error, target error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		if !errors.Is(err, target) {
+			t.Errorf("%s: %v, want %v", what, err, target)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
 // line is a line of n bytes: a tag, then a byte repeated, then '\n'.
 func line(tag string, fill byte, n int) []byte {
 	b := bytes.Repeat([]byte{fill}, n)
@@ -154,14 +168,7 @@ func TestPipeWriterCloseEndsABlockedWrite(t *testing.T) {
 	go func() { done <- w.write(context.Background(), line("big", 'x', 1<<20)) }()
 	w.close()
 	_ = pw.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Errorf("write ended by closing the pipe: %v, want os.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("closing the pipe did not end the blocked write")
-	}
+	awaitErrIs(t, done, os.ErrClosed, "the write ended by closing the pipe")
 	if err := w.write(context.Background(), []byte("late\n")); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("write after close: %v, want os.ErrClosed", err)
 	}
