@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
@@ -162,6 +163,12 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 		// is stale, and a failure caused by closing it is no news.
 		return
 	}
+	if err == nil && s.publishedAre(g, tools) {
+		// The same tools again (a re-listing that found no change): the
+		// registry is left alone, so nobody hears of a change.
+		s.syncFire(g, SyncListed)
+		return
+	}
 	if err == nil {
 		err = s.swap(g, tools)
 	}
@@ -170,4 +177,19 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 			"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err)
 	}
 	s.syncFire(g, SyncListed)
+}
+
+// publishedAre reports whether the published tools are tools, of g, in
+// the same order with the same definitions.
+func (s *Supervisor) publishedAre(g *generation, tools []Tool) bool {
+	if len(s.published) != len(tools) {
+		return false
+	}
+	for i, p := range s.published {
+		t := tools[i]
+		if p.tool.gen != g || p.tool.Name != t.Name || !reflect.DeepEqual(p.tool.Raw, t.Raw) {
+			return false
+		}
+	}
+	return true
 }
