@@ -26,9 +26,6 @@ type generation struct {
 	down    atomic.Bool // the session ended or is being shut down: calls fail fast
 	changed atomic.Bool // a list_changed arrived and is not yet handled
 	natural atomic.Bool // the session ended by itself before shutdown
-	// catalogEarly: the catalog was listed before the server acknowledged
-	// subscriptions/listen (protocol.go).
-	catalogEarly atomic.Bool
 	calls        calls // in-flight tool calls
 
 	mu        sync.Mutex
@@ -36,7 +33,6 @@ type generation struct {
 	ka        keepAlive
 	transport mcp.Transport
 	wire      *wireTransport // what reached the server (wire.go); nil for Streamable HTTP
-	ack       *listenAck     // the acknowledgement of subscriptions/listen (protocol.go)
 	sess      *mcp.ClientSession
 	protocol  string // the negotiated protocol version; set before the session is attached
 
@@ -125,7 +121,6 @@ func (g *generation) connectCtx(ctx context.Context) ([]Tool, error) {
 		_ = sess.Close()
 		return nil, ErrClosed
 	}
-	g.relistAfterAck()
 	tools, err := g.listTools(ctx)
 	if err != nil {
 		return nil, err

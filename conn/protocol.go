@@ -120,49 +120,41 @@ func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version s
 	if res := sess.InitializeResult(); res != nil {
 		g.protocol = res.ProtocolVersion
 	}
-	g.mu.Lock()
-	g.ack = ack
-	g.mu.Unlock()
+	if err := g.awaitListenAck(ctx, ack); err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
 	return sess, nil
 }
 
-// listenAckWait is how long a server may take to acknowledge
-// subscriptions/listen before the supervisor warns that it does not.
+// listenAckWait bounds the wait for a server's acknowledgement of
+// subscriptions/listen (within ConnectTimeout).
 const listenAckWait = 5 * time.Second
 
-// relistAfterAck is called just before the attempt requests its lists.
-// Under protocol 2026-07-28 the session's subscriptions are in place only
-// once the server has acknowledged subscriptions/listen. The attempt does
-// not wait for that (a round trip, about 7 % of a recovery): it lists at
-// once, and if the acknowledgement was not yet in when it did, the lists
-// are made again as soon as it arrives (the tool-sync machine's
-// subscribed-late event; the catalog, if it was listed before the
-// acknowledgement too, as for a list change: see catalogListing). A change made between the listing and the subscription is
-// therefore never missed. A server that never acknowledges is used all
-// the same, with a warning after listenAckWait.
-func (g *generation) relistAfterAck() {
-	g.mu.Lock()
-	ack := g.ack
-	g.mu.Unlock()
-	if ack == nil || !ack.sent.Load() {
-		return
+// awaitListenAck waits, when the session sent subscriptions/listen
+// (protocol 2026-07-28), until the server acknowledges it: only then are
+// its subscriptions in place, and a change made between them and the
+// attempt's listing would otherwise be missed silently. A server that
+// never acknowledges is used all the same after listenAckWait, with a
+// warning.
+func (g *generation) awaitListenAck(ctx context.Context, ack *listenAck) error {
+	if !ack.sent.Load() {
+		return nil
 	}
 	s := g.sup
-	warn := s.clk.AfterFunc(listenAckWait, func() {
-		if !ack.done() && !g.down.Load() {
-			s.cfg.Logger.Warn(fmt.Sprintf("the server did not acknowledge %s within %v; list changes made before it does may be missed", methodSubscriptionsListen, listenAckWait),
-				"server", s.cfg.Name, "generation", g.id)
-		}
-	})
-	if !ack.onAck(func() {
-		warn.Stop()
-		s.post(func() { s.subscribedLate(g) })
-		if g.catalogEarly.Load() {
-			g.catalogChanged()
-		}
-	}) {
-		warn.Stop() // acknowledged before the lists were requested: they are fresh
+	wctx, cancel := withTimeout(ctx, s.clk, listenAckWait)
+	defer cancel()
+	select {
+	case <-ack.ch:
+		return nil
+	case <-wctx.Done():
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("waiting for the server to acknowledge %s: %w", methodSubscriptionsListen, causeOf(ctx, ctx.Err()))
+	}
+	s.cfg.Logger.Warn(fmt.Sprintf("the server did not acknowledge %s within %v; list changes made before it does may be missed", methodSubscriptionsListen, listenAckWait),
+		"server", s.cfg.Name, "generation", g.id)
+	return nil
 }
 
 // wireConn returns the generation's wired connection, if its transport has
@@ -194,16 +186,4 @@ func (g *generation) listenBroken(err error) {
 	}
 	g.markBad(g.sup.clk.Now(), err)
 	g.shutdown()
-}
-
-// catalogListing is called just before the attempt lists its catalog: if
-// the server has not yet acknowledged its subscriptions, the catalog is
-// listed again once it does (relistAfterAck).
-func (g *generation) catalogListing() {
-	g.mu.Lock()
-	ack := g.ack
-	g.mu.Unlock()
-	if ack != nil && ack.sent.Load() && !ack.done() {
-		g.catalogEarly.Store(true)
-	}
 }

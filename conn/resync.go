@@ -32,10 +32,6 @@ const (
 	SyncChanged SyncEvent = "list-changed"
 	// SyncListed: a listing finished (and, if it succeeded, was swapped in).
 	SyncListed SyncEvent = "listed"
-	// SyncSubscribed: the server acknowledged subscriptions/listen after
-	// the attempt had requested its listing, which may therefore predate
-	// the subscription (protocol 2026-07-28).
-	SyncSubscribed SyncEvent = "subscribed-late"
 )
 
 // SyncTable returns the declaration of the tool-sync machine each
@@ -57,13 +53,10 @@ func SyncTable() fsm.Spec[SyncState, SyncEvent, struct{}] {
 		Events: []fsm.Event[SyncEvent]{
 			{Name: SyncChanged, Doc: "notifications/tools/list_changed arrived"},
 			{Name: SyncListed, Doc: "a listing finished"},
-			{Name: SyncSubscribed, Doc: "subscriptions/listen acknowledged after the attempt's listing was requested"},
 		},
 		Transitions: []fsm.Transition[SyncState, SyncEvent, struct{}]{
 			{Event: SyncChanged, From: []SyncState{SyncIdle}, To: SyncListing},
 			{Event: SyncChanged, From: []SyncState{SyncListing, SyncStale}, To: SyncStale},
-			{Event: SyncSubscribed, From: []SyncState{SyncIdle}, To: SyncListing},
-			{Event: SyncSubscribed, From: []SyncState{SyncListing, SyncStale}, To: SyncStale},
 			{Event: SyncListed, From: []SyncState{SyncListing}, To: SyncIdle},
 			{Event: SyncListed, From: []SyncState{SyncStale}, To: SyncListing},
 		},
@@ -126,17 +119,6 @@ func (s *Supervisor) listChanged() {
 		if g != nil && !g.down.Load() && g.changed.Swap(false) {
 			s.syncFire(g, SyncChanged)
 		}
-	}
-}
-
-// subscribedLate is the acknowledgement of subscriptions/listen that came
-// after g's attempt requested its listing: list again, for the generation
-// whose tools are registered or the attempt in flight (see relistAfterAck).
-func (s *Supervisor) subscribedLate(g *generation) {
-	if (g == s.current || g == s.pending) && !g.down.Load() {
-		s.cfg.Logger.Debug("re-listing: the server acknowledged its subscriptions after the attempt listed",
-			"server", s.cfg.Name, "generation", g.id)
-		s.syncFire(g, SyncSubscribed)
 	}
 }
 

@@ -152,7 +152,6 @@ func (g *generation) prepare(ctx context.Context) error {
 	if s.cfg.Catalog == nil {
 		return nil
 	}
-	g.catalogListing()
 	cat, err := g.listCatalog(ctx)
 	if err != nil {
 		return err

@@ -70,10 +70,6 @@ func TestStaleGenerationIsInert(t *testing.T) {
 		Name: "fx", Registry: reg, Clock: clk, Reconnect: &p, Logger: slog.New(logs),
 		OnTransition: func(tr Transition) { trans <- tr },
 		Transport:    memTransport(srv, sessions),
-		// No subscriptions/listen: its acknowledgement may start a
-		// re-listing of its own (relist_internal_test.go), which would
-		// blur what this test looks at.
-		ProtocolVersion: ClassicProtocolVersion,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,7 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == notificationListenAcked {
-				c.ack.ack()
+				c.ack.acked()
 			}
 			return msg, nil
 		}
@@ -268,33 +268,11 @@ const (
 // whether the server acknowledged it. Nil-safe.
 type listenAck struct {
 	sent atomic.Bool
-
-	mu    sync.Mutex
-	acked bool
-	then  func() // run at the first acknowledgement
+	once sync.Once
+	ch   chan struct{} // closed at the first acknowledgement
 }
 
-func newListenAck() *listenAck { return &listenAck{} }
-
-// done reports whether the server has acknowledged.
-func (a *listenAck) done() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.acked
-}
-
-// onAck arranges for f to run, once, at the first acknowledgement (on the
-// goroutine that reads it; f must not block), and reports false, without
-// running f, if it has already arrived.
-func (a *listenAck) onAck(f func()) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.acked {
-		return false
-	}
-	a.then = f
-	return true
-}
+func newListenAck() *listenAck { return &listenAck{ch: make(chan struct{})} }
 
 func (a *listenAck) markSent() {
 	if a != nil {
@@ -302,21 +280,9 @@ func (a *listenAck) markSent() {
 	}
 }
 
-func (a *listenAck) ack() {
-	if a == nil {
-		return
-	}
-	a.mu.Lock()
-	if a.acked {
-		a.mu.Unlock()
-		return
-	}
-	a.acked = true
-	f := a.then
-	a.then = nil
-	a.mu.Unlock()
-	if f != nil {
-		f()
+func (a *listenAck) acked() {
+	if a != nil {
+		a.once.Do(func() { close(a.ch) })
 	}
 }
 
@@ -342,7 +308,7 @@ func (b *listenBody) Read(p []byte) (int, error) {
 		buf := append(b.tail, p[:n]...)
 		b.done = bytes.Contains(buf, resultMarker)
 		if bytes.Contains(buf, ackMarker) {
-			b.ack.ack()
+			b.ack.acked()
 		}
 		b.tail = append(b.tail[:0], buf[max(0, len(buf)-len(ackMarker)):]...)
 	}
