@@ -26,7 +26,7 @@ type generation struct {
 	down    atomic.Bool // the session ended or is being shut down: calls fail fast
 	changed atomic.Bool // a list_changed arrived and is not yet handled
 	natural atomic.Bool // the session ended by itself before shutdown
-	calls        calls // in-flight tool calls
+	calls   calls       // in-flight tool calls
 
 	mu        sync.Mutex
 	closed    bool // shutdown started: nothing new may be attached
