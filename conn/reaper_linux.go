@@ -25,11 +25,35 @@ func exitWatch(pid int, exited func()) bool {
 	if err != nil {
 		return false
 	}
-	if !reap.add(pfd, unix.EPOLLIN, &pidWatch{fd: pfd, exited: exited}, nil) {
+	w := &pidWatch{fd: pfd, pid: pid, exited: exited}
+	var key uint64
+	if !reap.addPid(pfd, w, &key) {
 		_ = unix.Close(pfd)
 		return false
 	}
 	return true
+}
+
+// exitedEarly is told that the process with pid, watched by exitWatch, may
+// have exited: its stdout reached the end. If it has (a check that does
+// not block and does not reap), its exit is reported at once rather than
+// when the reaper's goroutine next wakes for its pidfd, which comes a
+// little later (the kernel closes a dying process's descriptors before it
+// signals its pidfd, and the wake-up goes through the runtime's poller).
+func exitedEarly(pid int) {
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil || info.Signo == 0 {
+		return // still running (a server that closed its stdout), or not ours to ask
+	}
+	reap.mu.Lock()
+	defer reap.mu.Unlock()
+	key, ok := reap.pids[pid]
+	if !ok {
+		return // reported already
+	}
+	if w, ok := reap.watched[key]; ok {
+		w.ready(&reap, key, nil)
+	}
 }
 
 // fdWatch is a descriptor in the reaper's epoll set.
@@ -46,17 +70,20 @@ type fdWatch interface {
 // pidWatch is a process's pidfd: readable once the process exited.
 type pidWatch struct {
 	fd     int
+	pid    int
 	exited func()
 }
 
 func (w *pidWatch) ready(r *reaper, key uint64, _ []byte) {
 	r.removeLocked(key, w.fd)
+	delete(r.pids, w.pid)
 	_ = unix.Close(w.fd)
 	w.exited()
 }
 
 // abandon hands the process to exited, which reaps it in cmd.Wait.
 func (w *pidWatch) abandon() {
+	delete(reap.pids, w.pid)
 	_ = unix.Close(w.fd)
 	w.exited()
 }
@@ -77,14 +104,30 @@ type reaper struct {
 	last    uint64   // the key of the latest watch
 	ev      unix.EpollEvent
 	watched map[uint64]fdWatch
+	pids    map[int]uint64 // the key of each watched process's pidfd
 }
 
-var reap = reaper{epfd: -1, watched: map[uint64]fdWatch{}}
+var reap = reaper{epfd: -1, watched: map[uint64]fdWatch{}, pids: map[int]uint64{}}
+
+// addPid is add for a process's pidfd, findable by its pid.
+func (r *reaper) addPid(pfd int, w *pidWatch, key *uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.addLocked(pfd, unix.EPOLLIN, w, key) {
+		return false
+	}
+	r.pids[w.pid] = *key
+	return true
+}
 
 // add watches fd for events, with key (if not nil) set to its key.
 func (r *reaper) add(fd int, events uint32, w fdWatch, key *uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.addLocked(fd, events, w, key)
+}
+
+func (r *reaper) addLocked(fd int, events uint32, w fdWatch, key *uint64) bool {
 	if r.epfd < 0 && !r.startLocked() {
 		return false
 	}

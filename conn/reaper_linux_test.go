@@ -5,6 +5,9 @@ package conn
 import (
 	"io"
 	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -71,5 +74,57 @@ func TestExitWatch(t *testing.T) {
 	await(done, "a process that exited first")
 	if err := c.Wait(); err != nil {
 		t.Errorf("true: %v", err)
+	}
+}
+
+// exitedEarly reports nothing for a process that still runs, and once it
+// has exited, its exit is reported exactly once however many tell of it
+// (the reaper's goroutine included).
+func TestExitedEarly(t *testing.T) {
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	done := make(chan struct{})
+	if !exitWatch(c.Process.Pid, func() {
+		if calls.Add(1) == 1 {
+			close(done)
+		}
+	}) {
+		t.Skip("pidfds are not available here; cmd.Wait is the fallback")
+	}
+	exitedEarly(c.Process.Pid)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("a running process was reported exited %d times", n)
+	}
+	_ = c.Process.Kill()
+	// Tell of it until it is reported, from several goroutines at once.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					exitedEarly(c.Process.Pid)
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed process's exit was not reported")
+	}
+	wg.Wait()
+	exitedEarly(c.Process.Pid) // once more, after the report: nothing
+	if err := c.Wait(); err == nil {
+		t.Error("a SIGKILLed sleep exited cleanly")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the exit was reported %d times, want 1", n)
 	}
 }

@@ -240,7 +240,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		errR.Close()
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
-	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR},
+	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR, eof: func() { exitedEarly(cmd.Process.Pid) }},
 		exited: make(chan struct{}), tail: &stderrTail{}}
 	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
 	reaped := func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,7 @@ type exitReader struct {
 	exited atomic.Bool
 	closed atomic.Bool
 	ends   atomic.Int32 // of Close and processGone: the second closes f
+	eof    func()       // told of the end of the pipe, if set
 }
 
 func (r *exitReader) Read(b []byte) (int, error) {
@@ -158,6 +160,9 @@ func (r *exitReader) Read(b []byte) (int, error) {
 		n, err := r.f.Read(b)
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && (r.exited.Load() || r.closed.Load()) {
 			continue
+		}
+		if err == io.EOF && r.eof != nil {
+			r.eof()
 		}
 		return n, err
 	}
