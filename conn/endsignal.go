@@ -48,3 +48,12 @@ func (e *endSignal) notify(f func(exited bool)) {
 	e.f = f
 	e.mu.Unlock()
 }
+
+// exitNotifier is implemented by a [Terminator] that can call f, on the
+// goroutine that finds its process (group) gone, once the channel its
+// Terminate returns is closed: at once if it already is. f must not
+// block. onExit reports false if it cannot (no process was started); the
+// caller then waits for the channel.
+type exitNotifier interface {
+	onExit(f func()) bool
+}

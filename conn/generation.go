@@ -39,9 +39,11 @@ type generation struct {
 	live liveness // when and why the connection was first known bad
 
 	shutdownOnce sync.Once
-	released     chan struct{} // closed once the transport's process is gone (at once without one)
-	expired      chan struct{} // closed CloseTimeout after shutdown started
-	expiry       *clock.Timer  // closes expired; stopped at the release
+	relMu        sync.Mutex
+	relHook      func(released bool) // see afterRelease
+	released     chan struct{}       // closed once the transport's process is gone (at once without one)
+	expired      chan struct{}       // closed CloseTimeout after shutdown started
+	expiry       *clock.Timer        // closes expired; stopped at the release
 
 	// Owned by the supervisor's loop.
 	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable
@@ -86,13 +88,50 @@ func (g *generation) run() {
 
 // ended closes a generation whose connection is known bad and reports the
 // loss.
+//
+// It does not wait for the release: the loss is posted by whoever sees
+// the generation released (for a stdio server, the goroutine that reaped
+// it) or its close timeout expire, so that no goroutine has to be woken
+// between the process's end and the loop.
 func (g *generation) ended() {
 	s := g.sup
 	g.down.Store(true)
 	g.stopKeepAlive()
-	released := g.shutdownAndWait()
-	werr, at := g.withCause(g.live.err), g.live.at
-	s.post(func() { s.lost(g, werr, at, released) })
+	g.shutdown()
+	g.afterRelease(func(released bool) {
+		werr, at := g.withCause(g.live.err), g.live.at
+		s.post(func() { s.lost(g, werr, at, released) })
+	})
+}
+
+// afterRelease runs f, once, when the generation is released (true) or
+// its close timeout expires first (false), on the goroutine that sees
+// which (at once if that is known already); f must not block.
+func (g *generation) afterRelease(f func(released bool)) {
+	g.relMu.Lock()
+	switch {
+	case isDone(g.released):
+		g.relMu.Unlock()
+		f(true)
+	case isDone(g.expired):
+		g.relMu.Unlock()
+		f(false)
+	default:
+		g.relHook = f
+		g.relMu.Unlock()
+	}
+}
+
+// releaseDecided runs the afterRelease function, if one waits; when both
+// the release and the expiry are in, the release wins.
+func (g *generation) releaseDecided() {
+	g.relMu.Lock()
+	f := g.relHook
+	g.relHook = nil
+	g.relMu.Unlock()
+	if f != nil {
+		f(isDone(g.released))
+	}
 }
 
 // connect opens the transport, initializes the session and fetches the
@@ -162,7 +201,10 @@ func (g *generation) shutdown() <-chan struct{} {
 		// begin can advance a fake clock past it.
 		// Once released, the timer is stopped, so that a retired
 		// generation is not kept in memory for CloseTimeout.
-		g.expiry = g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() { close(g.expired) })
+		g.expiry = g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() {
+			close(g.expired)
+			g.releaseDecided()
+		})
 		g.down.Store(true)
 		if !g.natural.Load() {
 			// The supervisor is retiring a live session: retire its
@@ -193,10 +235,11 @@ func (g *generation) shutdown() <-chan struct{} {
 		if !ok {
 			g.expiry.Stop()
 			close(g.released) // no process: nothing can outlive the session
+			g.releaseDecided()
 			return
 		}
-		go func() {
-			<-terminateWithin(term, g.sup.cfg.CloseTimeout)
+		gone := terminateWithin(term, g.sup.cfg.CloseTimeout)
+		release := func() {
 			g.sup.procs.remove(term)
 			g.expiry.Stop()
 			close(g.released)
@@ -205,6 +248,17 @@ func (g *generation) shutdown() <-chan struct{} {
 				// have halted on it, is woken to see (afterTurn).
 				g.sup.post(func() {})
 			}
+			g.releaseDecided()
+		}
+		// A transport that calls back when its process is gone saves a
+		// goroutine's wake-up on the way from the process's end to the
+		// loop; any other is waited for.
+		if n, ok := term.(exitNotifier); ok && n.onExit(release) {
+			return
+		}
+		go func() {
+			<-gone
+			release()
 		}()
 	})
 	return g.released

@@ -122,6 +122,25 @@ func (t *stdioTransport) notifyEnd(f func(exited bool)) bool {
 	return true
 }
 
+// onExit implements exitNotifier once the process has started.
+func (t *stdioTransport) onExit(f func()) bool {
+	t.mu.Lock()
+	p := t.proc
+	t.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.exitMu.Lock()
+	if p.gone {
+		p.exitMu.Unlock()
+		f()
+		return true
+	}
+	p.exitFns = append(p.exitFns, f)
+	p.exitMu.Unlock()
+	return true
+}
+
 // Terminate implements [Terminator].
 func (t *stdioTransport) Terminate() <-chan struct{} { return t.terminateWithin(0) }
 
@@ -164,6 +183,10 @@ type process struct {
 	stdout *exitReader // our read end
 	exited chan struct{}
 	end    endSignal // the process exited or its connection closed
+
+	exitMu  sync.Mutex
+	exitFns []func() // run once exited is closed (onExit)
+	gone    bool     // exited is closed
 
 	termMu      sync.Mutex
 	termStarted bool
@@ -265,6 +288,13 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		t.Stop()
 		p.stdout.processGone()
 		close(p.exited)
+		p.exitMu.Lock()
+		fns := p.exitFns
+		p.exitFns, p.gone = nil, true
+		p.exitMu.Unlock()
+		for _, f := range fns {
+			f()
+		}
 	}
 	// Where the system allows, the exit is awaited with no goroutine and
 	// no OS thread of this process's own, and cmd.Wait then reaps at

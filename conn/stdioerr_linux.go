@@ -164,6 +164,12 @@ func (w *stderrWatch) leaderExited() {
 	r.removeLocked(w.key, w.fd)
 	w.over = true
 	r.mu.Unlock()
+	if w.sink.out == nil {
+		// Nothing can block: drain here, so that the exit's report does
+		// not wait for another goroutine to be scheduled.
+		w.drain()
+		return
+	}
 	go w.drain()
 }
 
