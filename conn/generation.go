@@ -46,7 +46,7 @@ type generation struct {
 	expiry       *clock.Timer        // closes expired; stopped at the release
 
 	// Owned by the supervisor's loop.
-	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable
+	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable; nil while in sync (syncFire)
 
 	ext genSession // the session beyond its tools (session.go)
 }
@@ -56,7 +56,7 @@ func (s *Supervisor) newGeneration(attempt int) *generation {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
 		released: make(chan struct{}), expired: make(chan struct{}), live: liveness{bad: make(chan struct{})}}
-	g.sync = s.newSync(g)
+	g.sync = s.newSync(g, SyncListing) // the attempt's listing
 	return g
 }
 

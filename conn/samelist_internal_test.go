@@ -52,7 +52,7 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 		for {
 			var st SyncState
 			done := make(chan struct{})
-			sup.post(func() { st = sup.current.sync.State(); close(done) })
+			sup.post(func() { st = sup.current.syncState(); close(done) })
 			<-done
 			if lists.Load() >= n && st == SyncIdle {
 				return
@@ -77,6 +77,14 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 	case <-changed:
 	default:
 		t.Fatal("a changed definition did not change the registry")
+	}
+	// At rest in sync, the generation keeps no tool-sync machine.
+	var kept bool
+	done := make(chan struct{})
+	sup.post(func() { kept = sup.current.sync != nil; close(done) })
+	<-done
+	if kept {
+		t.Error("a generation in sync keeps its tool-sync machine")
 	}
 	if tool, ok := reg.Lookup("mcp__fx__a"); !ok || tool.Raw.Description != "two" {
 		t.Fatalf("registered %+v, want the description %q", tool.Raw, "two")

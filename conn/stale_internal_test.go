@@ -111,13 +111,13 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	if cur == stale {
 		t.Fatal("the stale generation is still current")
 	}
-	if st := stale.sync.State(); st != SyncIdle {
+	if st := stale.syncState(); st != SyncIdle {
 		t.Errorf("stale generation's sync machine = %s, want %s (untouched)", st, SyncIdle)
 	}
 	if !stale.changed.Load() {
 		t.Error("the stale notification was consumed")
 	}
-	if st := cur.sync.State(); st != SyncIdle {
+	if st := cur.syncState(); st != SyncIdle {
 		t.Errorf("current generation's sync machine = %s, want %s", st, SyncIdle)
 	}
 	var names []string

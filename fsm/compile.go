@@ -77,6 +77,19 @@ func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D])
 // New returns a Machine of the compiled spec in its initial state, as
 // [New] does, sharing c's tables.
 func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error) {
+	return c.NewIn(c.spec.Initial, opts)
+}
+
+// NewIn is New for a machine that starts in state rather than the
+// spec's initial one, with no entry callback run for it: for a machine
+// that is dropped while it rests in a state and made again when an event
+// must leave it (many machines of one spec, most of them at rest). A
+// state the spec does not declare is reported as a [*SpecError].
+func (c *Compiled[S, E, D]) NewIn(state S, opts Options[S, E, D]) (*Machine[S, E, D], error) {
+	if _, ok := c.spec.State(state); !ok {
+		return nil, &SpecError{Spec: c.spec.Name, Entry: fmt.Sprintf("NewIn(%q)", state),
+			Reason: "is not a declared state"}
+	}
 	for name, cbs := range map[string]map[S]func(context.Context, Step[S, E, D]){"OnEnter": opts.OnEnter, "OnExit": opts.OnExit} {
 		for state := range cbs {
 			if _, ok := c.spec.State(state); !ok {
@@ -95,7 +108,7 @@ func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error
 	// The engine's enter_state callback is the one looplab callback used:
 	// it runs after the engine changed state and released its event lock,
 	// so a callback may call Can or State, and a panic leaves no lock held.
-	m.engine = looplab.NewFSM(string(c.spec.Initial), c.descs, looplab.Callbacks{
+	m.engine = looplab.NewFSM(string(state), c.descs, looplab.Callbacks{
 		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
 	})
 	return m, nil

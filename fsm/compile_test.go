@@ -61,3 +61,35 @@ func TestCompiled(t *testing.T) {
 		t.Errorf("Compile of an invalid spec: %v, want ErrInvalidSpec", err)
 	}
 }
+
+// TestNewIn: a machine made in a given state starts there without running
+// its entry callback, then follows the table from it; an undeclared state
+// is refused.
+func TestNewIn(t *testing.T) {
+	c, err := fsm.Compile(doorSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entered []doorState
+	m, err := c.NewIn("open", fsm.Options[doorState, doorEvent, struct{}]{
+		OnEnter: map[doorState]func(context.Context, fsm.Step[doorState, doorEvent, struct{}]){
+			"open":   func(_ context.Context, st fsm.Step[doorState, doorEvent, struct{}]) { entered = append(entered, st.To) },
+			"closed": func(_ context.Context, st fsm.Step[doorState, doorEvent, struct{}]) { entered = append(entered, st.To) },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.State() != "open" || len(entered) != 0 {
+		t.Fatalf("made in open: state %s, entry callbacks %v; want open, none", m.State(), entered)
+	}
+	if err := m.Fire(context.Background(), "close"); err != nil {
+		t.Fatal(err)
+	}
+	if m.State() != "closed" || fmt.Sprint(entered) != "[closed]" {
+		t.Fatalf("after close: state %s, entered %v; want closed, [closed]", m.State(), entered)
+	}
+	if _, err := c.NewIn("ajar", fsm.Options[doorState, doorEvent, struct{}]{}); !errors.Is(err, fsm.ErrInvalidSpec) {
+		t.Fatalf("NewIn of an undeclared state: %v, want ErrInvalidSpec", err)
+	}
+}
