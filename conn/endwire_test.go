@@ -3,6 +3,7 @@ package conn_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -81,21 +82,20 @@ func TestIdleSupervisorHoldsNoGoroutine(t *testing.T) {
 	}
 	const frame = "conn.(*Supervisor).loop("
 	deadline := time.Now().Add(watchLimit)
-	for goroutinesIn(t, frame) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d idle supervisors still run their loop after %v", goroutinesIn(t, frame), n, watchLimit)
+	noLoopLeft := func(what string) {
+		t.Helper()
+		for goroutinesIn(t, frame) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d loops still run %s after %v", goroutinesIn(t, frame), what, watchLimit)
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
+	noLoopLeft(fmt.Sprintf("for %d idle supervisors", n))
 	// In a backoff too: the timer, not a goroutine, holds the wait.
 	srv.Crash()
 	rec.Expect(t, watchLimit, conn.LostReconnecting)
-	for goroutinesIn(t, frame) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a supervisor in a backoff still runs its loop after %v", watchLimit)
-		}
-		runtime.Gosched()
-	}
+	noLoopLeft("with a supervisor in a backoff")
 	clk.Add(time.Second)
 	rec.Expect(t, watchLimit, conn.Connecting, conn.Established)
 }

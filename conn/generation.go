@@ -232,15 +232,10 @@ func (g *generation) shutdown() <-chan struct{} {
 			g.calls.close(false)
 		}()
 		term, ok := t.(Terminator)
-		if !ok {
-			g.expiry.Stop()
-			close(g.released) // no process: nothing can outlive the session
-			g.releaseDecided()
-			return
-		}
-		gone := terminateWithin(term, g.sup.cfg.CloseTimeout)
 		release := func() {
-			g.sup.procs.remove(term)
+			if ok {
+				g.sup.procs.remove(term)
+			}
 			g.expiry.Stop()
 			close(g.released)
 			if isDone(g.expired) {
@@ -250,6 +245,11 @@ func (g *generation) shutdown() <-chan struct{} {
 			}
 			g.releaseDecided()
 		}
+		if !ok {
+			release() // no process: nothing can outlive the session
+			return
+		}
+		gone := terminateWithin(term, g.sup.cfg.CloseTimeout)
 		// A transport that calls back when its process is gone saves a
 		// goroutine's wake-up on the way from the process's end to the
 		// loop; any other is waited for.

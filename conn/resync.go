@@ -164,13 +164,9 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 		// is stale, and a failure caused by closing it is no news.
 		return
 	}
-	if err == nil && s.publishedAre(g, tools) {
-		// The same tools again (a re-listing that found no change): the
-		// registry is left alone, so nobody hears of a change.
-		s.syncFire(g, SyncListed)
-		return
-	}
-	if err == nil {
+	// The same tools again (a re-listing that found no change) leave the
+	// registry alone, so nobody hears of a change.
+	if err == nil && !s.publishedAre(g, tools) {
 		err = s.swap(g, tools)
 	}
 	if err != nil {

@@ -51,9 +51,7 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var st SyncState
-			done := make(chan struct{})
-			sup.post(func() { st = sup.current.syncState(); close(done) })
-			<-done
+			onLoop(sup, func() { st = sup.current.syncState() })
 			if lists.Load() >= n && st == SyncIdle {
 				return
 			}
@@ -80,9 +78,7 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 	}
 	// At rest in sync, the generation keeps no tool-sync machine.
 	var kept bool
-	done := make(chan struct{})
-	sup.post(func() { kept = sup.current.sync != nil; close(done) })
-	<-done
+	onLoop(sup, func() { kept = sup.current.sync != nil })
 	if kept {
 		t.Error("a generation in sync keeps its tool-sync machine")
 	}

@@ -40,6 +40,13 @@ func memTransport(srv *mcp.Server, sessions chan<- *mcp.ServerSession) Transport
 	})
 }
 
+// onLoop runs f on s's loop and waits for it.
+func onLoop(s *Supervisor, f func()) {
+	done := make(chan struct{})
+	s.post(func() { f(); close(done) })
+	<-done
+}
+
 // expectTransition fails t unless the next transition on trans, within
 // 10 s, enters want.
 func expectTransition(t *testing.T, trans <-chan Transition, want State) {
@@ -76,12 +83,6 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	}
 	defer sup.Close(context.Background())
 	expect := func(want State) { t.Helper(); expectTransition(t, trans, want) }
-	// onLoop runs f on the supervisor's loop and waits for it.
-	onLoop := func(f func()) {
-		done := make(chan struct{})
-		sup.post(func() { f(); close(done) })
-		<-done
-	}
 
 	expect(Established)
 	old, _ := reg.Lookup("mcp__fx__a")
@@ -95,10 +96,10 @@ func TestStaleGenerationIsInert(t *testing.T) {
 
 	// The stale generation's handler fires, as a late SDK callback would.
 	stale.signalChanged()
-	onLoop(sup.listChanged)
+	onLoop(sup, sup.listChanged)
 	// And a re-sync result of the stale generation arrives late.
 	ghost := Tool{Name: "mcp__fx__ghost", Server: "fx", Raw: &mcp.Tool{Name: "ghost"}, gen: stale}
-	onLoop(func() { sup.resyncDone(stale, []Tool{ghost}, nil) })
+	onLoop(sup, func() { sup.resyncDone(stale, []Tool{ghost}, nil) })
 
 	// Released, the retired generation holds no close-timeout timer that
 	// would keep it in memory for CloseTimeout.
@@ -107,7 +108,7 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	}
 
 	var cur *generation
-	onLoop(func() { cur = sup.current })
+	onLoop(sup, func() { cur = sup.current })
 	if cur == stale {
 		t.Fatal("the stale generation is still current")
 	}
