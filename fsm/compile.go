@@ -105,12 +105,7 @@ func (c *Compiled[S, E, D]) NewIn(state S, opts Options[S, E, D]) (*Machine[S, E
 		observer: opts.Observer,
 		onError:  opts.OnError,
 	}
-	// The engine's enter_state callback is the one looplab callback used:
-	// it runs after the engine changed state and released its event lock,
-	// so a callback may call Can or State, and a panic leaves no lock held.
-	m.engine = looplab.NewFSM(string(state), c.descs, looplab.Callbacks{
-		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
-	})
+	m.build(state)
 	return m, nil
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
@@ -91,5 +94,120 @@ func TestNewIn(t *testing.T) {
 	}
 	if _, err := c.NewIn("ajar", fsm.Options[doorState, doorEvent, struct{}]{}); !errors.Is(err, fsm.ErrInvalidSpec) {
 		t.Fatalf("NewIn of an undeclared state: %v, want ErrInvalidSpec", err)
+	}
+}
+
+// TestRest: a machine at rest keeps its state, answers State and Can from
+// the tables, and its next event builds the engine again and runs every
+// callback; at rest it holds a fraction of the memory of one with its
+// engine.
+func TestRest(t *testing.T) {
+	c, err := fsm.Compile(doorSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace []string
+	cb := func(what string) func(context.Context, fsm.Step[doorState, doorEvent, struct{}]) {
+		return func(_ context.Context, st fsm.Step[doorState, doorEvent, struct{}]) {
+			trace = append(trace, fmt.Sprintf("%s %s->%s", what, st.From, st.To))
+		}
+	}
+	m, err := c.New(fsm.Options[doorState, doorEvent, struct{}]{
+		OnExit:  map[doorState]func(context.Context, fsm.Step[doorState, doorEvent, struct{}]){"closed": cb("exit")},
+		OnEnter: map[doorState]func(context.Context, fsm.Step[doorState, doorEvent, struct{}]){"open": cb("enter")},
+		Observer: func(st fsm.Step[doorState, doorEvent, struct{}]) {
+			trace = append(trace, fmt.Sprintf("saw %s->%s", st.From, st.To))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Rest()
+	m.Rest() // twice is fine
+	if m.State() != "closed" || !m.Can("open") || m.Can("close") || fmt.Sprint(m.Available()) != "[kick open]" {
+		t.Fatalf("at rest in closed: state %s, Can(open) %v, Can(close) %v, Available %v", m.State(), m.Can("open"), m.Can("close"), m.Available())
+	}
+	if err := m.Fire(context.Background(), "open"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[exit closed->open enter closed->open saw closed->open]"; fmt.Sprint(trace) != want {
+		t.Fatalf("after open from rest: %v, want %s", trace, want)
+	}
+	m.Rest()
+	if err := m.Fire(context.Background(), "open"); !errors.Is(err, fsm.ErrInvalidEvent) || m.State() != "open" {
+		t.Fatalf("open again from rest in open: %v in %s, want ErrInvalidEvent in open", err, m.State())
+	}
+
+	// Memory: many machines at rest against as many with their engines.
+	const n = 1000
+	held := func(rest bool) uint64 {
+		ms := make([]*fsm.Machine[doorState, doorEvent, struct{}], n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range ms {
+			ms[i], _ = c.New(fsm.Options[doorState, doorEvent, struct{}]{})
+			if rest {
+				ms[i].Rest()
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(ms)
+		return (after.HeapAlloc - before.HeapAlloc) / n
+	}
+	awake, resting := held(false), held(true)
+	t.Logf("per machine: %d B at rest, %d B with its engine", resting, awake)
+	if resting*2 > awake {
+		t.Errorf("a machine at rest holds %d B, one with its engine %d B: want under half", resting, awake)
+	}
+}
+
+// TestRestConcurrent: Rest, State and Can from other goroutines while
+// events run never race, never lose a step and never see an undeclared
+// state (run with -race).
+func TestRestConcurrent(t *testing.T) {
+	c, err := fsm.Compile(doorSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps atomic.Int64
+	m, _ := c.New(fsm.Options[doorState, doorEvent, struct{}]{
+		Observer: func(fsm.Step[doorState, doorEvent, struct{}]) { steps.Add(1) },
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m.Rest()
+				if st := m.State(); st != "open" && st != "closed" {
+					t.Errorf("State() = %q", st)
+					return
+				}
+				m.Can("open")
+			}
+		}()
+	}
+	const rounds = 2000
+	for range rounds {
+		if err := m.Fire(context.Background(), "open"); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Fire(context.Background(), "close"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if got := steps.Load(); got != 2*rounds {
+		t.Fatalf("%d steps observed, want %d", got, 2*rounds)
 	}
 }

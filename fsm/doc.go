@@ -19,7 +19,10 @@
 //
 // The looplab engine holds the current state ([Machine.State]), answers
 // [Machine.Can], and runs OnEnter and the Observer from its enter_state
-// callback. Each place where looplab is wrong has one workaround, with its
+// callback. Each engine copies the whole transition table into maps of its
+// own, so a machine that sits in one state most of the time can be put at
+// rest ([Machine.Rest]): it keeps only its state's name, and its next event
+// builds the engine again. Each place where looplab is wrong has one workaround, with its
 // test:
 //
 //   - an event fired with a context that is cancelled before the engine

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	looplab "github.com/looplab/fsm"
 )
@@ -52,14 +53,20 @@ type Options[S ~string, E ~string, D any] struct {
 // Its methods are safe for concurrent use.
 //
 // The looplab/fsm engine holds the current state, answers Can and runs the
-// OnEnter callbacks and the Observer from its enter_state callback. The
+// OnEnter callbacks and the Observer from its enter_state callback; a
+// machine put at rest with [Machine.Rest] keeps only its state's name until
+// its next event builds the engine again. The
 // Machine adds what looplab lacks: typed names, guards that choose among
 // the transitions of one event, data carried into every callback, exit
 // callbacks that cannot jam the engine, real self-loops, and a
 // run-to-completion queue that makes re-entrant firing safe.
 type Machine[S ~string, E ~string, D any] struct {
-	c        *Compiled[S, E, D] // shared with every machine of the same Compile; read-only
-	engine   *looplab.FSM
+	c *Compiled[S, E, D] // shared with every machine of the same Compile; read-only
+	// engine is nil while the machine is at rest (see Rest), when rest
+	// holds its state. Only the draining goroutine and Rest (under mu,
+	// when nothing drains) store it; State and Can load it from anywhere.
+	engine   atomic.Pointer[looplab.FSM]
+	rest     atomic.Pointer[S]
 	onEnter  []func(context.Context, Step[S, E, D]) // by state index; nil: none
 	onExit   []func(context.Context, Step[S, E, D])
 	observer func(Step[S, E, D])
@@ -210,7 +217,11 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 	if p.ctx.Err() != nil {
 		return m.ctxError(p.ctx, p.ev)
 	}
-	from := S(m.engine.Current())
+	engine := m.engine.Load()
+	if engine == nil {
+		engine = m.build(*m.rest.Load())
+	}
+	from := S(engine.Current())
 	arcs := m.c.exits[from][p.ev]
 	i := slices.IndexFunc(arcs, func(a arc[S, D]) bool { return a.guard == nil || a.guard(p.data) })
 	if i < 0 {
@@ -228,7 +239,7 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 	}
 	// Background: looplab jams for ever on a context cancelled during
 	// Event (issue #115); callbacks get the caller's ctx through inflight.
-	switch err := m.engine.Event(context.Background(), a.name); err.(type) {
+	switch err := engine.Event(context.Background(), a.name); err.(type) {
 	case nil:
 	case looplab.NoTransitionError:
 		// looplab runs no enter_state for a self-loop; for us it is a transition.
@@ -281,7 +292,12 @@ func (m *Machine[S, E, D]) report(ev E, err error) {
 // callbacks, and never waits for a running callback: during OnExit it
 // still reports the state being left, during OnEnter and Observer already
 // the new state.
-func (m *Machine[S, E, D]) State() S { return S(m.engine.Current()) }
+func (m *Machine[S, E, D]) State() S {
+	if e := m.engine.Load(); e != nil {
+		return S(e.Current())
+	}
+	return *m.rest.Load()
+}
 
 // Can reports whether some transition for ev leaves the current state. It
 // does not consult guards, which need the event's data. It is safe from
@@ -289,12 +305,55 @@ func (m *Machine[S, E, D]) State() S { return S(m.engine.Current()) }
 // another goroutine the answer may be stale by the time it is used: Fire
 // decides.
 func (m *Machine[S, E, D]) Can(ev E) bool {
+	e := m.engine.Load()
+	if e == nil {
+		// At rest nothing is in transition: the table answers.
+		_, ok := m.c.exits[*m.rest.Load()][ev]
+		return ok
+	}
 	for _, name := range m.c.names[ev] {
-		if m.engine.Can(name) {
+		if e.Can(name) {
 			return true
 		}
 	}
 	return false
+}
+
+// Rest puts the machine at rest until its next event: it drops the
+// engine, which holds a copy of the whole transition table (about 4 KiB
+// for a table of 30 transitions), and keeps only the current state. The
+// next Fire builds the engine again, in that state, before it runs; State
+// and Can answer from the compiled tables meanwhile. For many machines of
+// one spec that mostly sit in one state (one per connection, say), call
+// Rest when an owner's burst of events is over: each burst then pays for
+// one engine build instead of every machine keeping one.
+//
+// Rest does nothing while an event runs (from a callback, or while
+// another goroutine drains); it is safe from any goroutine.
+func (m *Machine[S, E, D]) Rest() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.draining {
+		return
+	}
+	if e := m.engine.Load(); e != nil {
+		st := S(e.Current())
+		m.rest.Store(&st)
+		m.engine.Store(nil)
+	}
+}
+
+// build makes the engine in state and installs it. Only the draining
+// goroutine, or the constructor, calls it.
+func (m *Machine[S, E, D]) build(state S) *looplab.FSM {
+	// The engine's enter_state callback is the one looplab callback used:
+	// it runs after the engine changed state and released its event lock,
+	// so a callback may call Can or State, and a panic leaves no lock held.
+	e := looplab.NewFSM(string(state), m.c.descs, looplab.Callbacks{
+		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
+	})
+	m.engine.Store(e)
+	return e
 }
 
 // Available returns the events permitted in the current state, sorted.

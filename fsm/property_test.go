@@ -199,6 +199,7 @@ func TestPropertyMatchesModel(t *testing.T) {
 		}
 		for _, s := range spec.States {
 			opts.OnEnter[s.Name] = func(ctx context.Context, _ fsm.Step[string, string, int]) {
+				m.Rest() // a no-op while an event runs
 				for _, r := range md.react[s.Name] {
 					if budget > 0 {
 						budget--
@@ -219,6 +220,9 @@ func TestPropertyMatchesModel(t *testing.T) {
 			data := rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("data %d", i))
 			steps, errEvents = nil, nil
 			wantSteps, wantErrEvents, wantOwnErr := md.fire(ev, data)
+			if rapid.Bool().Draw(t, fmt.Sprintf("rest %d", i)) {
+				m.Rest()
+			}
 			err := m.FireWith(context.Background(), ev, data)
 			if wantOwnErr != (err != nil) {
 				t.Fatalf("Fire(%s) = %v, model says failure=%v", ev, err, wantOwnErr)
