@@ -180,3 +180,51 @@ func TestCallContextAllocs(t *testing.T) {
 		t.Errorf("a call costs %.2f allocations, want 1", allocs)
 	}
 }
+
+// TestCallTimerNotResetPerCall: calls one after another leave the
+// generation's timer armed for the first one's deadline (no runtime timer
+// is set per call); a call started after the list emptied still expires
+// at its own deadline, when the timer has fired and re-armed for it; and
+// a timer that fired on an empty list is armed again by the next call.
+func TestCallTimerNotResetPerCall(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	defer c.close(true)
+	x, _ := c.start(context.Background(), clk, time.Second)
+	armed := armedAt(&c)
+	c.end(x)
+	clk.Add(600 * time.Millisecond)
+	y, _ := c.start(context.Background(), clk, time.Second) // deadline 1.6 s
+	if armedAt(&c) != armed {
+		t.Fatalf("the second call re-armed the timer for %v; want it left at %v", armedAt(&c), armed)
+	}
+	clk.Add(500 * time.Millisecond) // 1.1 s: the timer fired and re-armed for y
+	if y.Err() != nil {
+		t.Fatalf("the later call was cancelled at 1.1 s, before its deadline: %v", y.Err())
+	}
+	if got, want := armedAt(&c), y.deadline; !got.Equal(want) {
+		t.Fatalf("after firing the timer is armed for %v, want the head's deadline %v", got, want)
+	}
+	clk.Add(500 * time.Millisecond) // 1.6 s
+	if !y.expired() {
+		t.Fatal("the later call did not expire at its own deadline")
+	}
+	c.end(y)
+	clk.Add(5 * time.Second) // nothing left: the timer stays idle
+	if !armedAt(&c).IsZero() {
+		t.Fatalf("with no call the timer is armed for %v", armedAt(&c))
+	}
+	z, _ := c.start(context.Background(), clk, time.Second)
+	clk.Add(time.Second)
+	if !z.expired() {
+		t.Fatal("a call started after the timer went idle did not expire")
+	}
+	c.end(z)
+}
+
+// armedAt reads when the timer of c fires (zero: not armed).
+func armedAt(c *calls) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timerAt
+}

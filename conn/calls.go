@@ -20,12 +20,19 @@ import (
 // list in start order, which is also deadline order (every call gets the
 // same CallTimeout), and one timer per generation watches the head. Each
 // call's context is its own node in the list (see callCtx).
+//
+// The timer is not touched per call either: once armed it is left to fire
+// (a call's deadline is never earlier than the time it was armed for,
+// since every call gets the same timeout), and when it fires it re-arms
+// for the head, if any. A runtime timer set and stopped for every call
+// costs about 2 % of an in-memory call's latency; this costs nothing.
 type calls struct {
-	mu     sync.Mutex
-	head   *callCtx
-	tail   *callCtx
-	timer  *clock.Timer // armed while the list is not empty
-	closed bool         // the generation shut down: no new calls
+	mu      sync.Mutex
+	head    *callCtx
+	tail    *callCtx
+	timer   *clock.Timer // armed when timerAt is set
+	timerAt time.Time    // when the armed timer fires; zero: not armed
+	closed  bool         // the generation shut down: no new calls
 
 	freeMu sync.Mutex      // guards free; taken after a callCtx's mu, never before
 	free   []chan struct{} // open Done channels of calls that ended uncancelled
@@ -66,20 +73,24 @@ func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duratio
 	}
 	if c.tail == nil {
 		c.head, c.tail = n, n
-		if c.timer == nil {
-			c.timer = clk.AfterFunc(timeout, func() { c.expire(clk) })
-		} else {
-			c.timer.Reset(timeout)
-		}
 	} else {
 		n.prev, c.tail.next, c.tail = c.tail, n, n
+	}
+	switch {
+	case c.timer == nil:
+		c.timer = clk.AfterFunc(timeout, func() { c.expire(clk) })
+		c.timerAt = n.deadline
+	case c.timerAt.IsZero() || c.timerAt.After(n.deadline):
+		c.timer.Reset(timeout)
+		c.timerAt = n.deadline
 	}
 	c.mu.Unlock()
 	return n, true
 }
 
-// end removes a finished call. A timer armed for it fires later and
-// re-arms for the new head, which is cheaper than re-arming on every end.
+// end removes a finished call. The timer is left as it is: when it fires
+// it re-arms for the new head, which is cheaper than re-arming on every
+// end.
 func (c *calls) end(n *callCtx) {
 	c.mu.Lock()
 	c.unlink(n)
@@ -110,6 +121,7 @@ func (c *calls) expire(clk clock.Clock) {
 	now := clk.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.timerAt = time.Time{}
 	for c.head != nil && !c.head.deadline.After(now) {
 		n := c.head
 		c.unlink(n)
@@ -117,6 +129,7 @@ func (c *calls) expire(clk clock.Clock) {
 	}
 	if c.head != nil && !c.closed {
 		c.timer.Reset(c.head.deadline.Sub(now))
+		c.timerAt = c.head.deadline
 	}
 }
 
@@ -135,6 +148,7 @@ func (c *calls) close(cancel bool) {
 	}
 	if c.timer != nil {
 		c.timer.Stop()
+		c.timerAt = time.Time{}
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/internal/stats"
 	"github.com/mcpfsm/mcpfsm/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -156,7 +155,7 @@ func BenchmarkCallPath(b *testing.B) {
 			name   string
 			ratios []float64
 		}{{"on/off", on}, {"ctl/off", ctl}, {"on/off-wall", onWall}, {"ctl/off-wall", ctlWall}, {"record/off", hook}} {
-			lo, med, hi := medianCI(r.ratios)
+			lo, med, hi := stats.MedianCI(r.ratios)
 			b.ReportMetric(med, r.name)
 			b.ReportMetric(lo, r.name+"-lo")
 			b.ReportMetric(hi, r.name+"-hi")
@@ -202,7 +201,7 @@ func BenchmarkCallPath(b *testing.B) {
 			name   string
 			ratios []float64
 		}{{"on/off", on}, {"ctl/off", ctl}} {
-			lo, med, hi := medianCI(r.ratios)
+			lo, med, hi := stats.MedianCI(r.ratios)
 			b.ReportMetric(med, r.name)
 			b.ReportMetric(lo, r.name+"-lo")
 			b.ReportMetric(hi, r.name+"-hi")
@@ -211,19 +210,6 @@ func BenchmarkCallPath(b *testing.B) {
 		b.ReportMetric(float64(sum[armOff])/float64(b.N), "off-ns/call")
 		b.ReportMetric(float64(sum[armOn])/float64(b.N), "on-ns/call")
 	})
-}
-
-// medianCI returns the median of xs and the bounds of a 95 % confidence
-// interval for it: the order statistics n/2 ± 0.98·√n, which hold for any
-// distribution. It sorts xs.
-func medianCI(xs []float64) (lo, med, hi float64) {
-	if len(xs) == 0 {
-		return 0, 0, 0
-	}
-	slices.Sort(xs)
-	n := len(xs)
-	d := int(math.Ceil(0.98 * math.Sqrt(float64(n))))
-	return xs[max(0, n/2-d)], xs[n/2], xs[min(n-1, n/2+d)]
 }
 
 // BenchmarkOnCall is the hook alone: recording one CallRecord, the cost
