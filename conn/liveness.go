@@ -23,7 +23,7 @@ type liveness struct {
 	once sync.Once
 	bad  chan struct{} // closed by markBad
 	mu   sync.Mutex
-	hook func() // called once after bad is closed (see onBad)
+	hook func(here bool) // called once after bad is closed (see onBad)
 	// Written once before bad is closed; read after.
 	at  time.Time
 	err error
@@ -36,7 +36,11 @@ func (g *generation) markGood(t time.Time) { g.live.good.Store(t.UnixNano()) }
 func (g *generation) lastGood() time.Time { return time.Unix(0, g.live.good.Load()) }
 
 // markBad records the first bad news; later news is ignored.
-func (g *generation) markBad(at time.Time, err error) {
+func (g *generation) markBad(at time.Time, err error) { g.markBadOn(at, err, false) }
+
+// markBadOn is markBad; here tells the onBad function that it may do its
+// work on the caller's goroutine, which nothing there would block.
+func (g *generation) markBadOn(at time.Time, err error, here bool) {
 	g.live.once.Do(func() {
 		g.live.at, g.live.err = at, err
 		close(g.live.bad)
@@ -46,17 +50,18 @@ func (g *generation) markBad(at time.Time, err error) {
 	g.live.hook = nil
 	g.live.mu.Unlock()
 	if f != nil {
-		f()
+		f(here)
 	}
 }
 
 // onBad arranges for f to be called, once, when the connection is known
-// bad (at once if it is already); f must not block.
-func (g *generation) onBad(f func()) {
+// bad (at once if it is already); f must not block unless it is told
+// here (see markBadOn).
+func (g *generation) onBad(f func(here bool)) {
 	g.live.mu.Lock()
 	if g.badCause() != nil {
 		g.live.mu.Unlock()
-		f()
+		f(false)
 		return
 	}
 	g.live.hook = f
@@ -82,7 +87,12 @@ func (g *generation) watchEnd() bool {
 		n = w
 	}
 	s.workers.Add(1) // for ended
-	g.onBad(func() {
+	g.onBad(func(here bool) {
+		if here {
+			defer s.workers.Done()
+			g.ended()
+			return
+		}
 		go func() {
 			defer s.workers.Done()
 			g.ended()
@@ -94,7 +104,11 @@ func (g *generation) watchEnd() bool {
 			// the pipe (a dead server's last replies are delivered), and
 			// cancelling now could fail a call whose reply did arrive.
 			g.natural.Store(true)
-			g.markBad(s.clk.Now(), errServerExited)
+			// This is the goroutine that reaps the process, which
+			// blocks on nothing: ended runs here, and the loss reaches
+			// the loop with one wake-up fewer (it is posted from here
+			// too, once the process is reaped).
+			g.markBadOn(s.clk.Now(), errServerExited, true)
 			return
 		}
 		// The SDK is closing the connection: the session ended by
@@ -140,7 +154,7 @@ func (g *generation) badCause() error {
 func (g *generation) watch() {
 	s := g.sup
 	s.workers.Add(1) // for ended
-	g.onBad(func() {
+	g.onBad(func(bool) {
 		go func() {
 			defer s.workers.Done()
 			g.ended()
