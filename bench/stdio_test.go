@@ -238,8 +238,9 @@ func killAll(tb testing.TB, pids []int) {
 
 // recoverAllSups kills every server of a fleet of n supervisors at once and
 // returns, per supervisor, the time from the first kill until it is
-// established again and a call of echo through the registry succeeded.
-func recoverAllSups(tb testing.TB, bin string, n int) []time.Duration {
+// established again and a call of echo through the registry succeeded,
+// and the CPU time the host process spent meanwhile.
+func recoverAllSups(tb testing.TB, bin string, n int) ([]time.Duration, time.Duration) {
 	tb.Helper()
 	var armed atomic.Bool
 	ups := make([]chan struct{}, n)
@@ -267,7 +268,7 @@ func recoverAllSups(tb testing.TB, bin string, n int) []time.Duration {
 	// goroutines and to send signals, and that delay must count alike on
 	// both sides).
 	pids := f.pids(tb)
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), processCPU()
 	for i := range n {
 		wg.Go(func() {
 			select {
@@ -286,19 +287,20 @@ func recoverAllSups(tb testing.TB, bin string, n int) []time.Duration {
 	}
 	killAll(tb, pids)
 	wg.Wait()
+	cpu := processCPU() - cpu0
 	for i, err := range errs {
 		if err != nil {
 			tb.Fatalf("supervisor %d after the mass kill: %v", i, err)
 		}
 	}
-	return out
+	return out, cpu
 }
 
 // recoverAllBare is the floor of recoverAllSups: n bare SDK sessions over
 // mcp.CommandTransport, each with a goroutine that, once its session's
 // Wait returns, closes it and connects a new one, lists the tools and calls
 // echo, with no backoff. All n processes are killed at once.
-func recoverAllBare(tb testing.TB, bin string, n int) []time.Duration {
+func recoverAllBare(tb testing.TB, bin string, n int) ([]time.Duration, time.Duration) {
 	tb.Helper()
 	old := startBareStdio(tb, bin, n)
 	ctx, cancel := context.WithTimeout(context.Background(), fleetWait(n))
@@ -307,7 +309,7 @@ func recoverAllBare(tb testing.TB, bin string, n int) []time.Duration {
 	fresh := make([]bareStdio, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), processCPU()
 	for i, s := range old {
 		wg.Go(func() {
 			_ = s.cs.Wait()
@@ -330,13 +332,14 @@ func recoverAllBare(tb testing.TB, bin string, n int) []time.Duration {
 		}
 	}
 	wg.Wait()
+	cpu := processCPU() - cpu0
 	closeBareStdio(fresh)
 	for i, err := range errs {
 		if err != nil {
 			tb.Fatalf("floor session %d after the mass kill: %v", i, err)
 		}
 	}
-	return out
+	return out, cpu
 }
 
 // BenchmarkStdioRecoverAll supervises -mass.n real stdio servers (the
@@ -345,31 +348,41 @@ func recoverAllBare(tb testing.TB, bin string, n int) []time.Duration {
 // registry succeeded (policy: 1 ns backoff, no jitter). The floor, in the
 // same iteration in alternating order, is -mass.n bare SDK sessions
 // reconnected by their own goroutines with no backoff, each until a call
-// succeeded. It reports p50, p99 and max (recover-all) of both and the
-// ratio of the maxima.
+// succeeded. It reports p50, p99 and max (recover-all) of both, the
+// ratio of the maxima, and the CPU time the host process (where every
+// client and supervisor runs) spent per server from the kill until the
+// last call.
 func BenchmarkStdioRecoverAll(b *testing.B) {
 	bin := fixture.Build(b)
 	n := *massN
 	var sups, floor []time.Duration
 	var worst, floorWorst []time.Duration
+	var cpu, floorCPU time.Duration
+	runFloor := func() {
+		fl, c := recoverAllBare(b, bin, n)
+		floor, floorWorst = append(floor, fl...), append(floorWorst, quantile(fl, 1))
+		floorCPU += c
+	}
 	for i := range b.N {
 		if i%2 == 1 {
-			fl := recoverAllBare(b, bin, n)
-			floor, floorWorst = append(floor, fl...), append(floorWorst, quantile(fl, 1))
+			runFloor()
 		}
-		s := recoverAllSups(b, bin, n)
+		s, c := recoverAllSups(b, bin, n)
 		sups, worst = append(sups, s...), append(worst, quantile(s, 1))
+		cpu += c
 		if i%2 == 0 {
-			fl := recoverAllBare(b, bin, n)
-			floor, floorWorst = append(floor, fl...), append(floorWorst, quantile(fl, 1))
+			runFloor()
 		}
 	}
+	perServer := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n*b.N) }
 	b.ReportMetric(ms(quantile(sups, 0.5)), "p50-ms")
 	b.ReportMetric(ms(quantile(sups, 0.99)), "p99-ms")
 	b.ReportMetric(ms(quantile(worst, 0.5)), "all-ms")
 	b.ReportMetric(ms(quantile(floor, 0.5)), "floor-p50-ms")
 	b.ReportMetric(ms(quantile(floorWorst, 0.5)), "floor-all-ms")
 	b.ReportMetric(float64(quantile(worst, 0.5))/float64(quantile(floorWorst, 0.5)), "all-ratio")
+	b.ReportMetric(perServer(cpu), "host-cpu-ms/server")
+	b.ReportMetric(perServer(floorCPU), "floor-host-cpu-ms/server")
 	b.ReportMetric(float64(n), "servers")
 }
 

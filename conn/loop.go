@@ -67,8 +67,12 @@ func (s *Supervisor) loop() {
 		f, ok := s.turns.next()
 		if !ok {
 			// Idle: the machine keeps only its state until the next
-			// event (about 4 KiB less per supervisor at rest).
-			s.machine.Rest()
+			// event (about 4 KiB less per supervisor at rest), unless an
+			// attempt is in flight, whose outcome comes within moments
+			// and would only build the engine again.
+			if s.machine.State() != Connecting {
+				s.machine.Rest()
+			}
 			return
 		}
 		f()
