@@ -40,10 +40,10 @@ type generation struct {
 
 	shutdownOnce sync.Once
 	relMu        sync.Mutex
-	relHook      func(released bool) // see afterRelease
-	released     chan struct{}       // closed once the transport's process is gone (at once without one)
-	expired      chan struct{}       // closed CloseTimeout after shutdown started
-	expiry       *clock.Timer        // closes expired; stopped at the release
+	relHook      func(released, here bool) // see afterRelease
+	released     chan struct{}             // closed once the transport's process is gone (at once without one)
+	expired      chan struct{}             // closed CloseTimeout after shutdown started
+	expiry       *clock.Timer              // closes expired; stopped at the release
 
 	// Owned by the supervisor's loop.
 	sync *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable; nil while in sync (syncFire)
@@ -71,7 +71,7 @@ func (g *generation) run() {
 		g.down.Store(true)
 		released := g.shutdownAndWait()
 		err = markPermanent(g.withCause(err))
-		s.post(func() { s.attemptDone(g, nil, err, released) })
+		s.postHere(func() { s.attemptDone(g, nil, err, released) })
 		return
 	}
 	g.markGood(s.clk.Now())
@@ -79,7 +79,7 @@ func (g *generation) run() {
 	// established transition (a test advancing a fake clock) knows the
 	// first ping is already scheduled.
 	g.startKeepAlive()
-	s.post(func() { s.attemptDone(g, tools, nil, true) })
+	s.postHere(func() { s.attemptDone(g, tools, nil, true) })
 	if g.watchEnd() {
 		return // ended runs once the connection is known bad
 	}
@@ -98,24 +98,30 @@ func (g *generation) ended() {
 	g.down.Store(true)
 	g.stopKeepAlive()
 	g.shutdown()
-	g.afterRelease(func(released bool) {
+	g.afterRelease(func(released, here bool) {
 		werr, at := g.withCause(g.live.err), g.live.at
-		s.post(func() { s.lost(g, werr, at, released) })
+		turn := func() { s.lost(g, werr, at, released) }
+		if here {
+			s.postHere(turn)
+			return
+		}
+		s.post(turn)
 	})
 }
 
-// afterRelease runs f, once, when the generation is released (true) or
-// its close timeout expires first (false), on the goroutine that sees
-// which (at once if that is known already); f must not block.
-func (g *generation) afterRelease(f func(released bool)) {
+// afterRelease runs f, once, when the generation is released (released
+// true) or its close timeout expires first (false), on the goroutine that
+// sees which (at once if that is known already); f must not block unless
+// told here (see releaseDecided).
+func (g *generation) afterRelease(f func(released, here bool)) {
 	g.relMu.Lock()
 	switch {
 	case isDone(g.released):
 		g.relMu.Unlock()
-		f(true)
+		f(true, false)
 	case isDone(g.expired):
 		g.relMu.Unlock()
-		f(false)
+		f(false, false)
 	default:
 		g.relHook = f
 		g.relMu.Unlock()
@@ -123,14 +129,16 @@ func (g *generation) afterRelease(f func(released bool)) {
 }
 
 // releaseDecided runs the afterRelease function, if one waits; when both
-// the release and the expiry are in, the release wins.
-func (g *generation) releaseDecided() {
+// the release and the expiry are in, the release wins. here reports that
+// the caller is a goroutine of the generation's own with nothing left to
+// do that cannot wait (see postHere).
+func (g *generation) releaseDecided(here bool) {
 	g.relMu.Lock()
 	f := g.relHook
 	g.relHook = nil
 	g.relMu.Unlock()
 	if f != nil {
-		f(isDone(g.released))
+		f(isDone(g.released), here)
 	}
 }
 
@@ -203,7 +211,7 @@ func (g *generation) shutdown() <-chan struct{} {
 		// generation is not kept in memory for CloseTimeout.
 		g.expiry = g.sup.clk.AfterFunc(g.sup.cfg.CloseTimeout, func() {
 			close(g.expired)
-			g.releaseDecided()
+			g.releaseDecided(false)
 		})
 		g.down.Store(true)
 		if !g.natural.Load() {
@@ -232,7 +240,8 @@ func (g *generation) shutdown() <-chan struct{} {
 			g.calls.close(false)
 		}()
 		term, ok := t.(Terminator)
-		release := func() {
+		// here: see releaseDecided.
+		release := func(here bool) {
 			if ok {
 				g.sup.procs.remove(term)
 			}
@@ -243,22 +252,28 @@ func (g *generation) shutdown() <-chan struct{} {
 				// have halted on it, is woken to see (afterTurn).
 				g.sup.post(func() {})
 			}
-			g.releaseDecided()
+			g.releaseDecided(here)
 		}
 		if !ok {
-			release() // no process: nothing can outlive the session
+			release(false) // no process: nothing can outlive the session
 			return
 		}
 		gone := terminateWithin(term, g.sup.cfg.CloseTimeout)
-		// A transport that calls back when its process is gone saves a
-		// goroutine's wake-up on the way from the process's end to the
-		// loop; any other is waited for.
-		if n, ok := term.(exitNotifier); ok && n.onExit(release) {
+		// A transport that calls back when its process is gone, on the
+		// goroutine that reaped it, saves a goroutine's wake-up on the
+		// way from the process's end to the loop; any other is waited
+		// for.
+		// (A process found gone already is released here, on the
+		// caller's goroutine, which is not that.)
+		var registering atomic.Bool
+		registering.Store(true)
+		if n, ok := term.(exitNotifier); ok && n.onExit(func() { release(!registering.Load()) }) {
+			registering.Store(false)
 			return
 		}
 		go func() {
 			<-gone
-			release()
+			release(true)
 		}()
 	})
 	return g.released

@@ -21,20 +21,40 @@ type turns struct {
 // post hands f to the loop, which runs it in order with everything else
 // it does. It reports false, and drops f, once the loop has finished.
 func (s *Supervisor) post(f func()) bool {
-	t := &s.turns
-	t.mu.Lock()
-	if t.finished {
-		t.mu.Unlock()
-		return false
-	}
-	t.queue = append(t.queue, f)
-	start := !t.running
-	t.running = true
-	t.mu.Unlock()
+	start, ok := s.turns.add(f)
 	if start {
 		go s.loop()
 	}
-	return true
+	return ok
+}
+
+// postHere is post from a goroutine of the supervisor's own that has
+// nothing left to do that cannot wait (a generation's goroutine with the
+// attempt's outcome, the goroutine that reaped a server): if no goroutine
+// runs the loop, this one does, at once. That saves the start of a
+// goroutine, and on an idle machine the wake-up of another processor,
+// on the way from the event to the loop. Never from a caller's goroutine
+// or the SDK's: the loop may run there for a while.
+func (s *Supervisor) postHere(f func()) bool {
+	start, ok := s.turns.add(f)
+	if start {
+		s.loop()
+	}
+	return ok
+}
+
+// add queues f and reports whether the caller must start the loop, or
+// false, false once the loop has finished.
+func (t *turns) add(f func()) (start, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return false, false
+	}
+	t.queue = append(t.queue, f)
+	start = !t.running
+	t.running = true
+	return start, true
 }
 
 // next takes the next turn, or reports false (and marks the loop stopped)
