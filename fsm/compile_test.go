@@ -122,8 +122,14 @@ func TestRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.Resting() {
+		t.Fatal("a new machine reports it is at rest")
+	}
 	m.Rest()
 	m.Rest() // twice is fine
+	if !m.Resting() {
+		t.Fatal("Rest did not put the machine at rest")
+	}
 	if m.State() != "closed" || !m.Can("open") || m.Can("close") || fmt.Sprint(m.Available()) != "[kick open]" {
 		t.Fatalf("at rest in closed: state %s, Can(open) %v, Can(close) %v, Available %v", m.State(), m.Can("open"), m.Can("close"), m.Available())
 	}
@@ -132,6 +138,9 @@ func TestRest(t *testing.T) {
 	}
 	if want := "[exit closed->open enter closed->open saw closed->open]"; fmt.Sprint(trace) != want {
 		t.Fatalf("after open from rest: %v, want %s", trace, want)
+	}
+	if m.Resting() {
+		t.Fatal("a machine that ran an event still reports it is at rest")
 	}
 	m.Rest()
 	if err := m.Fire(context.Background(), "open"); !errors.Is(err, fsm.ErrInvalidEvent) || m.State() != "open" {

@@ -343,6 +343,10 @@ func (m *Machine[S, E, D]) Rest() {
 	}
 }
 
+// Resting reports whether the machine is at rest (see Rest): its engine
+// dropped until the next event.
+func (m *Machine[S, E, D]) Resting() bool { return m.engine.Load() == nil }
+
 // build makes the engine in state and installs it. Only the draining
 // goroutine, or the constructor, calls it.
 func (m *Machine[S, E, D]) build(state S) *looplab.FSM {
