@@ -20,8 +20,7 @@ func TestBackoffBelowTimerResolution(t *testing.T) {
 		timer bool
 	}{{time.Nanosecond, false}, {immediateDelay - 1, false}, {immediateDelay, true}} {
 		t.Run(c.delay.String(), func(t *testing.T) {
-			srv := mcp.NewServer(&mcp.Implementation{Name: "fast"}, nil)
-			srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
+			srv := oneToolServer("fast")
 			sessions := make(chan *mcp.ServerSession, 4)
 			trans := make(chan Transition, 16)
 			clk := clock.NewMock()

@@ -2,7 +2,6 @@ package conn
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -14,26 +13,13 @@ import (
 // queued behind it) has run; with the loop running, it only queues, and
 // the running loop takes the turn.
 func TestPostHereRunsTheLoopInPlace(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "here"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
 	sessions := make(chan *mcp.ServerSession, 4)
-	sup, err := Start(context.Background(), Config{Name: "fx", Registry: NewRegistry(), Transport: memTransport(srv, sessions), FailOnStartupError: true})
+	sup, err := Start(context.Background(), Config{Name: "fx", Registry: NewRegistry(), Transport: memTransport(oneToolServer("here"), sessions), FailOnStartupError: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sup.Close(context.Background())
-	running := func() bool {
-		sup.turns.mu.Lock()
-		defer sup.turns.mu.Unlock()
-		return sup.turns.running
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for running() {
-		if time.Now().After(deadline) {
-			t.Fatal("the loop did not go idle")
-		}
-		runtime.Gosched()
-	}
+	waitFor(t, "the loop idle", func() bool { return loopIdle(sup) })
 
 	ran := false
 	if !sup.postHere(func() { ran = true }) {
@@ -42,7 +28,7 @@ func TestPostHereRunsTheLoopInPlace(t *testing.T) {
 	if !ran {
 		t.Fatal("postHere returned before its turn ran, with no loop running")
 	}
-	if running() {
+	if !loopIdle(sup) {
 		t.Fatal("the loop run by postHere did not end with its queue")
 	}
 

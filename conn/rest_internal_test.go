@@ -2,7 +2,6 @@ package conn
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,12 +15,10 @@ import (
 // is in flight does not (the attempt's outcome would only build it
 // again).
 func TestConnectionMachineRestsWhenIdle(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "rest"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
 	sessions := make(chan *mcp.ServerSession, 4)
 	var opens atomic.Int32
 	gate := make(chan struct{})
-	inner := memTransport(srv, sessions)
+	inner := memTransport(oneToolServer("rest"), sessions)
 	transport := TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
 		if opens.Add(1) == 2 {
 			select { // the second attempt waits until the test lets it go
@@ -40,34 +37,19 @@ func TestConnectionMachineRestsWhenIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sup.Close(context.Background())
-	idle := func() bool {
-		sup.turns.mu.Lock()
-		defer sup.turns.mu.Unlock()
-		return !sup.turns.running
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	until := func(what string, ok func() bool) {
-		t.Helper()
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10 s", what)
-			}
-			runtime.Gosched()
-		}
-	}
 
 	expectTransition(t, trans, Established)
-	until("an established supervisor's machine at rest", sup.machine.Resting)
+	waitFor(t, "an established supervisor's machine at rest", sup.machine.Resting)
 
 	_ = (<-sessions).Close() // connection lost; the next attempt waits at the gate
 	expectTransition(t, trans, LostReconnecting)
 	expectTransition(t, trans, Connecting)
-	until("the loop idle with an attempt in flight", idle)
+	waitFor(t, "the loop idle with an attempt in flight", func() bool { return loopIdle(sup) })
 	if sup.State() != Connecting || sup.machine.Resting() {
 		t.Fatalf("idle in %s with an attempt in flight: resting %v; want connecting, not resting", sup.State(), sup.machine.Resting())
 	}
 
 	close(gate)
 	expectTransition(t, trans, Established)
-	until("the machine at rest again once re-established", sup.machine.Resting)
+	waitFor(t, "the machine at rest again once re-established", sup.machine.Resting)
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,32 @@ func memTransport(srv *mcp.Server, sessions chan<- *mcp.ServerSession) Transport
 	})
 }
 
+// oneToolServer is an in-process server named name with one tool, "a".
+func oneToolServer(name string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name}, nil)
+	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
+	return srv
+}
+
+// loopIdle reports whether no goroutine runs s's loop.
+func loopIdle(s *Supervisor) bool {
+	s.turns.mu.Lock()
+	defer s.turns.mu.Unlock()
+	return !s.turns.running
+}
+
+// waitFor waits, at most 10 s, for ok to hold, and fails t if it does not.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
 // onLoop runs f on s's loop and waits for it.
 func onLoop(s *Supervisor, f func()) {
 	done := make(chan struct{})
@@ -65,8 +92,7 @@ func expectTransition(t *testing.T, trans <-chan Transition, want State) {
 // generation is retired, its notification handler and a late re-sync
 // result change nothing, while the current generation is untouched.
 func TestStaleGenerationIsInert(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "stale"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
+	srv := oneToolServer("stale")
 	sessions := make(chan *mcp.ServerSession, 4)
 	trans := make(chan Transition, 16)
 	logs := logLines{msgs: make(chan string, 64)}
