@@ -221,15 +221,9 @@ func latencyRounds(b *testing.B, p *callPair, block int) {
 		ctlRatio = append(ctlRatio, took[ctl]/took[direct])
 	}
 	b.StopTimer()
-	for _, r := range []struct {
-		name   string
-		ratios []float64
-	}{{"ratio", ratio}, {"ratio-vs-deadline", vsDeadline}, {"ctl-ratio", ctlRatio}} {
-		lo, med, hi := stats.MedianCI(r.ratios)
-		b.ReportMetric(med, r.name)
-		b.ReportMetric(lo, r.name+"-lo")
-		b.ReportMetric(hi, r.name+"-hi")
-	}
+	stats.ReportMedianCI(b, "ratio", ratio)
+	stats.ReportMedianCI(b, "ratio-vs-deadline", vsDeadline)
+	stats.ReportMedianCI(b, "ctl-ratio", ctlRatio)
 	b.ReportMetric(float64(sum[direct])/float64(b.N*block), "direct-ns")
 	b.ReportMetric(float64(sum[registry])/float64(b.N*block), "registry-ns")
 }

@@ -151,15 +151,11 @@ func BenchmarkCallPath(b *testing.B) {
 			ctlWall = append(ctlWall, float64(rw[armCtl])/float64(rw[armOff]))
 		}
 		b.StopTimer()
-		for _, r := range []struct {
-			name   string
-			ratios []float64
-		}{{"on/off", on}, {"ctl/off", ctl}, {"on/off-wall", onWall}, {"ctl/off-wall", ctlWall}, {"record/off", hook}} {
-			lo, med, hi := stats.MedianCI(r.ratios)
-			b.ReportMetric(med, r.name)
-			b.ReportMetric(lo, r.name+"-lo")
-			b.ReportMetric(hi, r.name+"-hi")
-		}
+		stats.ReportMedianCI(b, "on/off", on)
+		stats.ReportMedianCI(b, "ctl/off", ctl)
+		stats.ReportMedianCI(b, "on/off-wall", onWall)
+		stats.ReportMedianCI(b, "ctl/off-wall", ctlWall)
+		stats.ReportMedianCI(b, "record/off", hook)
 		perCall := func(d time.Duration) float64 { return float64(d) / float64(b.N) }
 		b.ReportMetric(perCall(cpu[armOff]), "off-cpu-ns/call")
 		b.ReportMetric(perCall(cpu[armOn]), "on-cpu-ns/call")
@@ -197,15 +193,8 @@ func BenchmarkCallPath(b *testing.B) {
 			ctl = append(ctl, took[armCtl]/took[armOff])
 		}
 		b.StopTimer()
-		for _, r := range []struct {
-			name   string
-			ratios []float64
-		}{{"on/off", on}, {"ctl/off", ctl}} {
-			lo, med, hi := stats.MedianCI(r.ratios)
-			b.ReportMetric(med, r.name)
-			b.ReportMetric(lo, r.name+"-lo")
-			b.ReportMetric(hi, r.name+"-hi")
-		}
+		stats.ReportMedianCI(b, "on/off", on)
+		stats.ReportMedianCI(b, "ctl/off", ctl)
 		b.ReportMetric(float64(p.hook.Load()-h0)/float64(sum[armOff]), "record/off")
 		b.ReportMetric(float64(sum[armOff])/float64(b.N), "off-ns/call")
 		b.ReportMetric(float64(sum[armOn])/float64(b.N), "on-ns/call")

@@ -34,3 +34,14 @@ func TestMedianCI(t *testing.T) {
 		})
 	}
 }
+
+func TestReportMedianCI(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i)
+	}
+	r := testing.Benchmark(func(b *testing.B) { ReportMedianCI(b, "x", xs) })
+	if got := [3]float64{r.Extra["x-lo"], r.Extra["x"], r.Extra["x-hi"]}; got != [3]float64{41, 51, 61} {
+		t.Errorf("reported lo, median, hi = %v, want [41 51 61]", got)
+	}
+}
