@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	looplab "github.com/looplab/fsm"
 )
@@ -21,6 +22,37 @@ type Compiled[S ~string, E ~string, D any] struct {
 	names  map[E][]string          // per event, its engine event names
 	descs  []looplab.EventDesc     // the engine's table
 	index  map[S]int               // per state, its place in spec.States
+
+	spareMu sync.Mutex
+	spares  []*engine[S, E, D] // engines of machines that rested, for the next build
+}
+
+// maxSpares bounds the engines a Compiled keeps for its machines' builds:
+// about as many as are built at once, so that a fleet of machines at rest
+// holds a few engines in all rather than one each.
+const maxSpares = 8
+
+// takeSpare returns an engine a machine gave back when it rested, or nil.
+func (c *Compiled[S, E, D]) takeSpare() *engine[S, E, D] {
+	c.spareMu.Lock()
+	defer c.spareMu.Unlock()
+	n := len(c.spares)
+	if n == 0 {
+		return nil
+	}
+	e := c.spares[n-1]
+	c.spares[n-1] = nil
+	c.spares = c.spares[:n-1]
+	return e
+}
+
+// putSpare keeps e for the next build, unless enough are kept.
+func (c *Compiled[S, E, D]) putSpare(e *engine[S, E, D]) {
+	c.spareMu.Lock()
+	defer c.spareMu.Unlock()
+	if len(c.spares) < maxSpares {
+		c.spares = append(c.spares, e)
+	}
 }
 
 // Compile validates spec (see [Spec.Validate]) and builds its tables. The

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,5 +219,121 @@ func TestRestConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := steps.Load(); got != 2*rounds {
 		t.Fatalf("%d steps observed, want %d", got, 2*rounds)
+	}
+}
+
+// TestRestHandsEngineOn: a machine that rests hands its engine to the next
+// machine of its Compiled that needs one, which then runs its own
+// callbacks and not the first machine's; so a burst after a rest costs
+// next to nothing beyond the step itself.
+func TestRestHandsEngineOn(t *testing.T) {
+	c, err := fsm.Compile(doorSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var sawA, sawB []string
+	a, _ := c.New(fsm.Options[doorState, doorEvent, struct{}]{
+		Observer: func(st fsm.Step[doorState, doorEvent, struct{}]) { sawA = append(sawA, string(st.To)) },
+	})
+	b, _ := c.NewIn("open", fsm.Options[doorState, doorEvent, struct{}]{
+		Observer: func(st fsm.Step[doorState, doorEvent, struct{}]) { sawB = append(sawB, string(st.To)) },
+	})
+	b.Rest()
+	a.Rest() // a's engine is the last handed back: b takes it
+	if err := b.Fire(ctx, "close"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fire(ctx, "open"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sawA, sawB) != "[open] [closed]" || a.State() != "open" || b.State() != "closed" {
+		t.Fatalf("a saw %v and is %s, b saw %v and is %s; want [open] open, [closed] closed", sawA, a.State(), sawB, b.State())
+	}
+
+	// Allocations: a rest before each event costs a few small objects,
+	// not an engine (looplab's NewFSM alone allocates dozens).
+	plain := testing.AllocsPerRun(200, func() {
+		_ = a.Fire(ctx, "close")
+		_ = a.Fire(ctx, "open")
+	})
+	rested := testing.AllocsPerRun(200, func() {
+		a.Rest()
+		_ = a.Fire(ctx, "close")
+		a.Rest()
+		_ = a.Fire(ctx, "open")
+	})
+	t.Logf("two events: %.0f allocations, %.0f with a rest before each", plain, rested)
+	if rested > plain+4 {
+		t.Errorf("two events with a rest before each allocate %.0f, without %.0f: want at most 4 more (the engine is not handed on)", rested, plain)
+	}
+}
+
+// TestRestSharedEnginesConcurrent: engines passing between two machines of
+// one Compiled while other goroutines read them never show one machine
+// the other's state (run with -race). The machines live in disjoint
+// halves of one table.
+func TestRestSharedEnginesConcurrent(t *testing.T) {
+	type st = string
+	spec := fsm.Spec[st, st, struct{}]{
+		Name: "halves", Initial: "a",
+		States: []fsm.State[st]{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}},
+		Events: []fsm.Event[st]{{Name: "flip"}, {Name: "left"}, {Name: "cross"}},
+		Transitions: []fsm.Transition[st, st, struct{}]{
+			{Event: "flip", From: []st{"a"}, To: "b"},
+			{Event: "flip", From: []st{"b"}, To: "a"},
+			{Event: "flip", From: []st{"c"}, To: "d"},
+			{Event: "flip", From: []st{"d"}, To: "c"},
+			{Event: "left", From: []st{"a", "b"}, To: "a"},
+			{Event: "cross", From: []st{"a"}, To: "c"},
+		},
+	}
+	c, err := fsm.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := c.New(fsm.Options[st, st, struct{}]{})
+	right, _ := c.NewIn("c", fsm.Options[st, st, struct{}]{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	check := func(m *fsm.Machine[st, st, struct{}], own string, left bool) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if s := m.State(); !strings.Contains(own, s) {
+				t.Errorf("State() = %q, want one of %q", s, own)
+				return
+			}
+			if m.Can("left") != left {
+				t.Errorf("Can(left) = %v on the machine in %q", !left, own)
+				return
+			}
+		}
+	}
+	wg.Add(2)
+	go check(left, "ab", true)
+	go check(right, "cd", false)
+	const rounds = 3000
+	var fire sync.WaitGroup
+	for _, m := range []*fsm.Machine[st, st, struct{}]{left, right} {
+		fire.Go(func() {
+			for range rounds {
+				if err := m.Fire(context.Background(), "flip"); err != nil {
+					t.Error(err)
+					return
+				}
+				m.Rest()
+			}
+		})
+	}
+	fire.Wait()
+	close(stop)
+	wg.Wait()
+	if left.State() != "a" || right.State() != "c" {
+		t.Fatalf("after an even number of flips: %s and %s, want a and c", left.State(), right.State())
 	}
 }

@@ -21,8 +21,9 @@
 // [Machine.Can], and runs OnEnter and the Observer from its enter_state
 // callback. Each engine copies the whole transition table into maps of its
 // own, so a machine that sits in one state most of the time can be put at
-// rest ([Machine.Rest]): it keeps only its state's name, and its next event
-// builds the engine again. Each place where looplab is wrong has one workaround, with its
+// rest ([Machine.Rest]): it keeps only its state's name and hands its
+// engine back to its [Compiled], and its next event takes an engine from
+// there (or builds one) in that state. Each place where looplab is wrong has one workaround, with its
 // test:
 //
 //   - an event fired with a context that is cancelled before the engine

@@ -65,7 +65,7 @@ type Machine[S ~string, E ~string, D any] struct {
 	// engine is nil while the machine is at rest (see Rest), when rest
 	// holds its state. Only the draining goroutine and Rest (under mu,
 	// when nothing drains) store it; State and Can load it from anywhere.
-	engine   atomic.Pointer[looplab.FSM]
+	engine   atomic.Pointer[lease[S, E, D]]
 	rest     atomic.Pointer[S]
 	onEnter  []func(context.Context, Step[S, E, D]) // by state index; nil: none
 	onExit   []func(context.Context, Step[S, E, D])
@@ -85,6 +85,30 @@ type Machine[S ~string, E ~string, D any] struct {
 	queue    []pending[E, D]
 	head     int // queue[head:] are the events still to run
 }
+
+// engine is a looplab engine and the machine whose steps it takes. An
+// engine passes from machine to machine of one Compiled: a machine that
+// rests hands it back (see Compiled.putSpare), and the next machine that
+// needs one takes it and sets its state, which costs far less than
+// building one (looplab copies the whole table into maps of its own).
+type engine[S ~string, E ~string, D any] struct {
+	fsm *looplab.FSM
+	// m is the machine the enter_state callback serves: written when a
+	// machine takes the engine, read by that machine's draining
+	// goroutine.
+	m *Machine[S, E, D]
+}
+
+// leaseRead, when set (by a test), runs in State and Can between loading
+// the lease and reading its engine.
+var leaseRead func()
+
+// lease is one machine's hold on an engine, from the build to the rest.
+// Each build makes a new one, so that State and Can, which read the engine
+// from any goroutine, can tell that it was still the machine's while they
+// read it: its lease is still the machine's (it is never installed again
+// once given up).
+type lease[S ~string, E ~string, D any] struct{ e *engine[S, E, D] }
 
 // arc is one transition out of one state, as the engine knows it.
 type arc[S ~string, D any] struct {
@@ -217,10 +241,11 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 	if p.ctx.Err() != nil {
 		return m.ctxError(p.ctx, p.ev)
 	}
-	engine := m.engine.Load()
-	if engine == nil {
-		engine = m.build(*m.rest.Load())
+	l := m.engine.Load()
+	if l == nil {
+		l = m.build(*m.rest.Load())
 	}
+	engine := l.e.fsm
 	from := S(engine.Current())
 	arcs := m.c.exits[from][p.ev]
 	i := slices.IndexFunc(arcs, func(a arc[S, D]) bool { return a.guard == nil || a.guard(p.data) })
@@ -293,10 +318,21 @@ func (m *Machine[S, E, D]) report(ev E, err error) {
 // still reports the state being left, during OnEnter and Observer already
 // the new state.
 func (m *Machine[S, E, D]) State() S {
-	if e := m.engine.Load(); e != nil {
-		return S(e.Current())
+	for {
+		l := m.engine.Load()
+		if l == nil {
+			return *m.rest.Load()
+		}
+		if leaseRead != nil {
+			leaseRead()
+		}
+		st := S(l.e.fsm.Current())
+		if m.engine.Load() == l {
+			return st
+		}
+		// The machine rested meanwhile, and its engine may serve another
+		// machine by now: read again.
 	}
-	return *m.rest.Load()
 }
 
 // Can reports whether some transition for ev leaves the current state. It
@@ -305,28 +341,34 @@ func (m *Machine[S, E, D]) State() S {
 // another goroutine the answer may be stale by the time it is used: Fire
 // decides.
 func (m *Machine[S, E, D]) Can(ev E) bool {
-	e := m.engine.Load()
-	if e == nil {
-		// At rest nothing is in transition: the table answers.
-		_, ok := m.c.exits[*m.rest.Load()][ev]
-		return ok
-	}
-	for _, name := range m.c.names[ev] {
-		if e.Can(name) {
-			return true
+	for {
+		l := m.engine.Load()
+		if l == nil {
+			// At rest nothing is in transition: the table answers.
+			_, ok := m.c.exits[*m.rest.Load()][ev]
+			return ok
 		}
+		if leaseRead != nil {
+			leaseRead()
+		}
+		can := slices.ContainsFunc(m.c.names[ev], l.e.fsm.Can)
+		if m.engine.Load() == l {
+			return can
+		}
+		// The machine rested meanwhile (see State): ask again.
 	}
-	return false
 }
 
-// Rest puts the machine at rest until its next event: it drops the
+// Rest puts the machine at rest until its next event: it gives up the
 // engine, which holds a copy of the whole transition table (about 4 KiB
 // for a table of 30 transitions), and keeps only the current state. The
-// next Fire builds the engine again, in that state, before it runs; State
-// and Can answer from the compiled tables meanwhile. For many machines of
-// one spec that mostly sit in one state (one per connection, say), call
-// Rest when an owner's burst of events is over: each burst then pays for
-// one engine build instead of every machine keeping one.
+// engine goes back to the machine's [Compiled], which keeps a few for the
+// builds of its machines. The next Fire takes one of those, or builds
+// one, in that state, before it runs; State and Can answer from the
+// compiled tables meanwhile. For many machines of one Compiled that
+// mostly sit in one state (one per connection, say), call Rest when an
+// owner's burst of events is over: the machines at rest then hold a few
+// engines in all instead of one each, and a burst seldom has to build one.
 //
 // Rest does nothing while an event runs (from a callback, or while
 // another goroutine drains); it is safe from any goroutine.
@@ -336,10 +378,12 @@ func (m *Machine[S, E, D]) Rest() {
 	if m.draining {
 		return
 	}
-	if e := m.engine.Load(); e != nil {
-		st := S(e.Current())
+	if l := m.engine.Load(); l != nil {
+		st := S(l.e.fsm.Current())
 		m.rest.Store(&st)
 		m.engine.Store(nil)
+		l.e.m = nil
+		m.c.putSpare(l.e)
 	}
 }
 
@@ -349,15 +393,24 @@ func (m *Machine[S, E, D]) Resting() bool { return m.engine.Load() == nil }
 
 // build makes the engine in state and installs it. Only the draining
 // goroutine, or the constructor, calls it.
-func (m *Machine[S, E, D]) build(state S) *looplab.FSM {
-	// The engine's enter_state callback is the one looplab callback used:
-	// it runs after the engine changed state and released its event lock,
-	// so a callback may call Can or State, and a panic leaves no lock held.
-	e := looplab.NewFSM(string(state), m.c.descs, looplab.Callbacks{
-		"enter_state": func(context.Context, *looplab.Event) { m.entered(&m.inflight) },
-	})
-	m.engine.Store(e)
-	return e
+func (m *Machine[S, E, D]) build(state S) *lease[S, E, D] {
+	e := m.c.takeSpare()
+	if e != nil {
+		e.fsm.SetState(string(state))
+	} else {
+		e = &engine[S, E, D]{}
+		// The engine's enter_state callback is the one looplab callback
+		// used: it runs after the engine changed state and released its
+		// event lock, so a callback may call Can or State, and a panic
+		// leaves no lock held.
+		e.fsm = looplab.NewFSM(string(state), m.c.descs, looplab.Callbacks{
+			"enter_state": func(context.Context, *looplab.Event) { e.m.entered(&e.m.inflight) },
+		})
+	}
+	e.m = m
+	l := &lease[S, E, D]{e: e}
+	m.engine.Store(l)
+	return l
 }
 
 // Available returns the events permitted in the current state, sorted.
