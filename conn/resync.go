@@ -108,7 +108,8 @@ func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncSt
 //
 // A generation at rest in in-sync, nearly all of its life, keeps no
 // machine (about 1.4 KiB each): the machine is dropped when it reaches
-// in-sync and made again, in in-sync, for the next event.
+// in-sync, its engine handed back for the next machine's build (see
+// fsm.Machine.Rest), and made again, in in-sync, for the next event.
 func (s *Supervisor) syncFire(g *generation, ev SyncEvent) {
 	if g.sync == nil {
 		g.sync = s.newSync(g, SyncIdle)
@@ -118,6 +119,7 @@ func (s *Supervisor) syncFire(g *generation, ev SyncEvent) {
 			"server", s.cfg.Name, "generation", g.id, "event", string(ev), "err", err)
 	}
 	if g.sync.State() == SyncIdle {
+		g.sync.Rest()
 		g.sync = nil
 	}
 }
