@@ -190,6 +190,7 @@ type process struct {
 
 	termMu      sync.Mutex
 	termStarted bool
+	reaping     bool          // the leader exited: the reaping kills the group, no schedule is needed
 	termGrace   time.Duration // of the schedule in progress
 	hurry       chan struct{} // closed when a shorter schedule replaces it
 
@@ -267,6 +268,9 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		exited: make(chan struct{}), tail: &stderrTail{}}
 	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
 	reaped := func() {
+		p.termMu.Lock()
+		p.reaping = true
+		p.termMu.Unlock()
 		p.end.fire(true)
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
@@ -298,8 +302,17 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	}
 	// Where the system allows, the exit is awaited with no goroutine and
 	// no OS thread of this process's own, and cmd.Wait then reaps at
-	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
-	if !exitWatch(p.pid, func() { go reaped() }) {
+	// once: on a goroutine of its own, or on the one that read the
+	// stdout's end and found the process exited (it has nothing else to
+	// do but report that end to the SDK, which the loss makes moot).
+	// Elsewhere a goroutine waits in cmd.Wait, holding a thread.
+	if !exitWatch(p.pid, func(inline bool) {
+		if inline {
+			reaped()
+			return
+		}
+		go reaped()
+	}) {
 		go reaped()
 	}
 	return p, nil
@@ -321,6 +334,12 @@ func (p *process) terminate(grace time.Duration) <-chan struct{} {
 		_ = p.stdin.Close()
 	} else {
 		close(p.hurry)
+	}
+	if p.reaping {
+		// The leader is dead and being reaped, which kills the group:
+		// no signal of the schedule's could hurry that.
+		p.hurry = make(chan struct{})
+		return p.exited
 	}
 	if grace <= 0 {
 		// No grace at all: kill now, before returning, so that a host
