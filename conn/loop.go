@@ -28,16 +28,16 @@ func (s *Supervisor) post(f func()) bool {
 	return ok
 }
 
-// postHere is post from a goroutine that has nothing left to do that
-// cannot wait (a generation's goroutine with the attempt's outcome, the
-// goroutine that reaped a server): if no goroutine runs the loop, this
-// one does, at once. That saves the start of a goroutine, and on an idle
-// machine the wake-up of another processor, on the way from the event to
-// the loop. Never from a caller's goroutine, nor from the SDK's but one:
-// the loop may run there for a while. The one is the SDK's reader of a
-// stdio server that found, at the stdout's end, that the server had
-// exited (exitedEarly) and reaped it: all it has left to do is hand that
-// end on, which the loss makes moot.
+// postHere is post from a goroutine of the supervisor's own that has
+// nothing left to do that cannot wait (a generation's goroutine with the
+// attempt's outcome, the goroutine that reaped a server): if no goroutine
+// runs the loop, this one does, at once. That saves the start of a
+// goroutine, and on an idle machine the wake-up of another processor,
+// on the way from the event to the loop. Never from a caller's goroutine
+// or the SDK's: the loop may run there for a while, and a host's callback
+// on the loop (OnTransition, its Logger) that waits for something the SDK
+// must first do (retire a call at a session's end) would wait until the
+// call's CallTimeout.
 func (s *Supervisor) postHere(f func()) bool {
 	start, ok := s.turns.add(f)
 	if start {

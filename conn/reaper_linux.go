@@ -12,17 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// exitWatch arranges for exited to be called once the process with pid
-// has exited (it is not reaped): on the reaper's goroutine, which must not
-// block (inline false), or on the goroutine of an exitedEarly that found
-// the process exited, which may (inline true). It reports false where
-// pidfds are not available (a kernel before 5.3, or a sandbox that forbids
-// them); the caller then waits in cmd.Wait.
+// exitWatch arranges for exited to be called, on a goroutine that must not
+// block, once the process with pid has exited (it is not reaped). It
+// reports false where pidfds are not available (a kernel before 5.3, or a
+// sandbox that forbids them); the caller then waits in cmd.Wait.
 //
 // Every watched process has a pidfd in the reaper's epoll set. The caller
 // must be the process's only reaper until exited is called, so that its
 // PID cannot be reused meanwhile.
-func exitWatch(pid int, exited func(inline bool)) bool {
+func exitWatch(pid int, exited func()) bool {
 	pfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false
@@ -38,26 +36,24 @@ func exitWatch(pid int, exited func(inline bool)) bool {
 
 // exitedEarly is told that the process with pid, watched by exitWatch, may
 // have exited: its stdout reached the end. If it has (a check that does
-// not block and does not reap), its exit is reported at once, on the
-// caller's goroutine, rather than when the reaper's goroutine next wakes
-// for its pidfd and starts another, which comes a little later (the
-// kernel closes a dying process's descriptors before it signals its
-// pidfd, and the wake-up goes through the runtime's poller).
+// not block and does not reap), its exit is reported at once rather than
+// when the reaper's goroutine next wakes for its pidfd, which comes a
+// little later (the kernel closes a dying process's descriptors before it
+// signals its pidfd, and the wake-up goes through the runtime's poller).
 func exitedEarly(pid int) {
 	var info unix.Siginfo
 	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil || info.Signo == 0 {
 		return // still running (a server that closed its stdout), or not ours to ask
 	}
 	reap.mu.Lock()
+	defer reap.mu.Unlock()
 	key, ok := reap.pids[pid]
-	w, _ := reap.watched[key].(*pidWatch)
-	if !ok || w == nil {
-		reap.mu.Unlock()
+	if !ok {
 		return // reported already
 	}
-	w.forget(&reap, key)
-	reap.mu.Unlock()
-	w.exited(true)
+	if w, ok := reap.watched[key]; ok {
+		w.ready(&reap, key, nil)
+	}
 }
 
 // fdWatch is a descriptor in the reaper's epoll set.
@@ -75,26 +71,21 @@ type fdWatch interface {
 type pidWatch struct {
 	fd     int
 	pid    int
-	exited func(inline bool)
+	exited func()
 }
 
 func (w *pidWatch) ready(r *reaper, key uint64, _ []byte) {
-	w.forget(r, key)
-	w.exited(false)
-}
-
-// forget ends the watch, with r's mu held.
-func (w *pidWatch) forget(r *reaper, key uint64) {
 	r.removeLocked(key, w.fd)
 	delete(r.pids, w.pid)
 	_ = unix.Close(w.fd)
+	w.exited()
 }
 
 // abandon hands the process to exited, which reaps it in cmd.Wait.
 func (w *pidWatch) abandon() {
 	delete(reap.pids, w.pid)
 	_ = unix.Close(w.fd)
-	w.exited(false)
+	w.exited()
 }
 
 // reaper is one epoll set, itself registered with the runtime's poller, and

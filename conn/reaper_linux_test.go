@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestExitWatch: the exits of many processes at once (more than one
@@ -43,7 +41,7 @@ func TestExitWatch(t *testing.T) {
 		for i := range n {
 			cmds[i] = start("sleep", "60")
 			exited[i] = make(chan struct{})
-			if !exitWatch(cmds[i].Process.Pid, func(bool) { close(exited[i]) }) {
+			if !exitWatch(cmds[i].Process.Pid, func() { close(exited[i]) }) {
 				t.Skip("pidfds are not available here; cmd.Wait is the fallback")
 			}
 		}
@@ -71,7 +69,7 @@ func TestExitWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	if !exitWatch(c.Process.Pid, func(bool) { close(done) }) {
+	if !exitWatch(c.Process.Pid, func() { close(done) }) {
 		t.Fatal("exitWatch refused a zombie")
 	}
 	await(done, "a process that exited first")
@@ -90,7 +88,7 @@ func TestExitedEarly(t *testing.T) {
 	}
 	var calls atomic.Int32
 	done := make(chan struct{})
-	if !exitWatch(c.Process.Pid, func(bool) {
+	if !exitWatch(c.Process.Pid, func() {
 		if calls.Add(1) == 1 {
 			close(done)
 		}
@@ -129,49 +127,6 @@ func TestExitedEarly(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the exit was reported %d times, want 1", n)
-	}
-}
-
-// TestExitedEarlyInline: an exit found by exitedEarly is reported on the
-// caller's goroutine, before exitedEarly returns, with inline set, so that
-// the goroutine that read the stdout's end reaps the process itself. The
-// reaper's goroutine is kept out of it: the pidfd is taken out of its
-// epoll set, so that only exitedEarly can report.
-func TestExitedEarlyInline(t *testing.T) {
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var got []bool
-	if !exitWatch(c.Process.Pid, func(inline bool) { got = append(got, inline) }) {
-		t.Skip("pidfds are not available here; cmd.Wait is the fallback")
-	}
-	reap.mu.Lock()
-	key := reap.pids[c.Process.Pid]
-	w := reap.watched[key].(*pidWatch)
-	if err := unix.EpollCtl(reap.epfd, unix.EPOLL_CTL_DEL, w.fd, nil); err != nil {
-		reap.mu.Unlock()
-		t.Fatal(err)
-	}
-	reap.mu.Unlock()
-	_ = c.Process.Kill()
-	// Wait for the exit without reaping.
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
-		t.Fatal(err)
-	}
-	exitedEarly(c.Process.Pid)
-	if len(got) != 1 || !got[0] {
-		t.Fatalf("exit reports once exitedEarly returned: %v, want [true]", got)
-	}
-	reap.mu.Lock()
-	_, watched := reap.watched[key]
-	reap.mu.Unlock()
-	if watched {
-		t.Error("the process is still watched after its exit was reported")
-	}
-	if err := c.Wait(); err == nil {
-		t.Error("a SIGKILLed sleep exited cleanly")
 	}
 }
 

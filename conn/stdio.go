@@ -302,17 +302,11 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	}
 	// Where the system allows, the exit is awaited with no goroutine and
 	// no OS thread of this process's own, and cmd.Wait then reaps at
-	// once: on a goroutine of its own, or on the one that read the
-	// stdout's end and found the process exited (it has nothing else to
-	// do but report that end to the SDK, which the loss makes moot).
-	// Elsewhere a goroutine waits in cmd.Wait, holding a thread.
-	if !exitWatch(p.pid, func(inline bool) {
-		if inline {
-			reaped()
-			return
-		}
-		go reaped()
-	}) {
+	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
+	// Either way the reaping, and the loop that it may run (postHere), have
+	// a goroutine of their own: never the SDK's reader, which may have to
+	// retire a call that a host's callback waits for.
+	if !exitWatch(p.pid, func() { go reaped() }) {
 		go reaped()
 	}
 	return p, nil
