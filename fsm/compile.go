@@ -25,6 +25,7 @@ type Compiled[S ~string, E ~string, D any] struct {
 
 	spareMu sync.Mutex
 	spares  []*engine[S, E, D] // engines of machines that rested, for the next build
+	keep    int                // how many spares to keep: maxSpares, or 0 for the one machine of New
 }
 
 // maxSpares bounds the engines a Compiled keeps for its machines' builds:
@@ -50,7 +51,7 @@ func (c *Compiled[S, E, D]) takeSpare() *engine[S, E, D] {
 func (c *Compiled[S, E, D]) putSpare(e *engine[S, E, D]) {
 	c.spareMu.Lock()
 	defer c.spareMu.Unlock()
-	if len(c.spares) < maxSpares {
+	if len(c.spares) < c.keep {
 		c.spares = append(c.spares, e)
 	}
 }
@@ -62,6 +63,7 @@ func Compile[S ~string, E ~string, D any](spec Spec[S, E, D]) (*Compiled[S, E, D
 		return nil, err
 	}
 	c := &Compiled[S, E, D]{
+		keep:   maxSpares,
 		spec:   spec.clone(),
 		exits:  make(map[S]map[E][]arc[S, D], len(spec.States)),
 		events: make(map[S][]E, len(spec.States)),
@@ -103,6 +105,7 @@ func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D])
 	if err != nil {
 		return nil, err
 	}
+	c.keep = 0 // its only machine: an engine kept for it would be an engine never dropped
 	return c.New(opts)
 }
 

@@ -171,6 +171,30 @@ func TestRest(t *testing.T) {
 	if resting*2 > awake {
 		t.Errorf("a machine at rest holds %d B, one with its engine %d B: want under half", resting, awake)
 	}
+
+	// A machine made by New has a Compiled of its own, which keeps no
+	// engine: at rest, it is dropped.
+	own := func(rest bool) uint64 {
+		ms := make([]*fsm.Machine[doorState, doorEvent, struct{}], n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range ms {
+			ms[i], _ = fsm.New(doorSpec(), fsm.Options[doorState, doorEvent, struct{}]{})
+			if rest {
+				ms[i].Rest()
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(ms)
+		return (after.HeapAlloc - before.HeapAlloc) / n
+	}
+	ownAwake, ownResting := own(false), own(true)
+	t.Logf("per machine of New: %d B at rest, %d B with its engine", ownResting, ownAwake)
+	if engine := int64(awake) - int64(resting); int64(ownAwake)-int64(ownResting) < engine/2 {
+		t.Errorf("a machine of New at rest holds %d B, with its engine %d B: want about %d B less (its engine)", ownResting, ownAwake, engine)
+	}
 }
 
 // TestRestConcurrent: Rest, State and Can from other goroutines while

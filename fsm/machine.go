@@ -363,7 +363,8 @@ func (m *Machine[S, E, D]) Can(ev E) bool {
 // engine, which holds a copy of the whole transition table (about 4 KiB
 // for a table of 30 transitions), and keeps only the current state. The
 // engine goes back to the machine's [Compiled], which keeps a few for the
-// builds of its machines. The next Fire takes one of those, or builds
+// builds of its machines (a machine made by [New] has a Compiled of its
+// own, which keeps none: its engine is dropped). The next Fire takes one of those, or builds
 // one, in that state, before it runs; State and Can answer from the
 // compiled tables meanwhile. For many machines of one Compiled that
 // mostly sit in one state (one per connection, say), call Rest when an
