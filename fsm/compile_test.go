@@ -150,13 +150,13 @@ func TestRest(t *testing.T) {
 
 	// Memory: many machines at rest against as many with their engines.
 	const n = 1000
-	held := func(rest bool) uint64 {
+	held := func(newMachine func() *fsm.Machine[doorState, doorEvent, struct{}], rest bool) uint64 {
 		ms := make([]*fsm.Machine[doorState, doorEvent, struct{}], n)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for i := range ms {
-			ms[i], _ = c.New(fsm.Options[doorState, doorEvent, struct{}]{})
+			ms[i] = newMachine()
 			if rest {
 				ms[i].Rest()
 			}
@@ -166,7 +166,11 @@ func TestRest(t *testing.T) {
 		runtime.KeepAlive(ms)
 		return (after.HeapAlloc - before.HeapAlloc) / n
 	}
-	awake, resting := held(false), held(true)
+	shared := func() *fsm.Machine[doorState, doorEvent, struct{}] {
+		m, _ := c.New(fsm.Options[doorState, doorEvent, struct{}]{})
+		return m
+	}
+	awake, resting := held(shared, false), held(shared, true)
 	t.Logf("per machine: %d B at rest, %d B with its engine", resting, awake)
 	if resting*2 > awake {
 		t.Errorf("a machine at rest holds %d B, one with its engine %d B: want under half", resting, awake)
@@ -174,23 +178,11 @@ func TestRest(t *testing.T) {
 
 	// A machine made by New has a Compiled of its own, which keeps no
 	// engine: at rest, it is dropped.
-	own := func(rest bool) uint64 {
-		ms := make([]*fsm.Machine[doorState, doorEvent, struct{}], n)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for i := range ms {
-			ms[i], _ = fsm.New(doorSpec(), fsm.Options[doorState, doorEvent, struct{}]{})
-			if rest {
-				ms[i].Rest()
-			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(ms)
-		return (after.HeapAlloc - before.HeapAlloc) / n
+	own := func() *fsm.Machine[doorState, doorEvent, struct{}] {
+		m, _ := fsm.New(doorSpec(), fsm.Options[doorState, doorEvent, struct{}]{})
+		return m
 	}
-	ownAwake, ownResting := own(false), own(true)
+	ownAwake, ownResting := held(own, false), held(own, true)
 	t.Logf("per machine of New: %d B at rest, %d B with its engine", ownResting, ownAwake)
 	if engine := int64(awake) - int64(resting); int64(ownAwake)-int64(ownResting) < engine/2 {
 		t.Errorf("a machine of New at rest holds %d B, with its engine %d B: want about %d B less (its engine)", ownResting, ownAwake, engine)

@@ -99,8 +99,8 @@ type engine[S ~string, E ~string, D any] struct {
 	m *Machine[S, E, D]
 }
 
-// leaseRead, when set (by a test), runs in State and Can between loading
-// the lease and reading its engine.
+// leaseRead, when set (by a test), runs in withEngine between loading the
+// lease and reading its engine.
 var leaseRead func()
 
 // lease is one machine's hold on an engine, from the build to the rest.
@@ -318,20 +318,30 @@ func (m *Machine[S, E, D]) report(ev E, err error) {
 // still reports the state being left, during OnEnter and Observer already
 // the new state.
 func (m *Machine[S, E, D]) State() S {
+	var st S
+	if m.withEngine(func(e *looplab.FSM) { st = S(e.Current()) }) {
+		return st
+	}
+	return *m.rest.Load()
+}
+
+// withEngine runs f on the machine's engine and reports true, running it
+// again if the machine rested meanwhile (its engine may serve another
+// machine by then), until the machine held the engine throughout; it
+// reports false, without running f, for a machine at rest.
+func (m *Machine[S, E, D]) withEngine(f func(*looplab.FSM)) bool {
 	for {
 		l := m.engine.Load()
 		if l == nil {
-			return *m.rest.Load()
+			return false
 		}
 		if leaseRead != nil {
 			leaseRead()
 		}
-		st := S(l.e.fsm.Current())
+		f(l.e.fsm)
 		if m.engine.Load() == l {
-			return st
+			return true
 		}
-		// The machine rested meanwhile, and its engine may serve another
-		// machine by now: read again.
 	}
 }
 
@@ -341,22 +351,13 @@ func (m *Machine[S, E, D]) State() S {
 // another goroutine the answer may be stale by the time it is used: Fire
 // decides.
 func (m *Machine[S, E, D]) Can(ev E) bool {
-	for {
-		l := m.engine.Load()
-		if l == nil {
-			// At rest nothing is in transition: the table answers.
-			_, ok := m.c.exits[*m.rest.Load()][ev]
-			return ok
-		}
-		if leaseRead != nil {
-			leaseRead()
-		}
-		can := slices.ContainsFunc(m.c.names[ev], l.e.fsm.Can)
-		if m.engine.Load() == l {
-			return can
-		}
-		// The machine rested meanwhile (see State): ask again.
+	var can bool
+	if m.withEngine(func(e *looplab.FSM) { can = slices.ContainsFunc(m.c.names[ev], e.Can) }) {
+		return can
 	}
+	// At rest nothing is in transition: the table answers.
+	_, ok := m.c.exits[*m.rest.Load()][ev]
+	return ok
 }
 
 // Rest puts the machine at rest until its next event: it gives up the
@@ -364,9 +365,9 @@ func (m *Machine[S, E, D]) Can(ev E) bool {
 // for a table of 30 transitions), and keeps only the current state. The
 // engine goes back to the machine's [Compiled], which keeps a few for the
 // builds of its machines (a machine made by [New] has a Compiled of its
-// own, which keeps none: its engine is dropped). The next Fire takes one of those, or builds
-// one, in that state, before it runs; State and Can answer from the
-// compiled tables meanwhile. For many machines of one Compiled that
+// own, which keeps none: its engine is dropped). The next Fire takes one
+// of those, or builds one, in that state, before it runs; State and Can
+// answer from the compiled tables meanwhile. For many machines of one Compiled that
 // mostly sit in one state (one per connection, say), call Rest when an
 // owner's burst of events is over: the machines at rest then hold a few
 // engines in all instead of one each, and a burst seldom has to build one.
