@@ -45,14 +45,21 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 	<-sessions
 
 	// relisted waits until the server has answered n listings and the
-	// supervisor's tool-sync machine is back in sync.
+	// supervisor's tool-sync machine is back in sync after the last one.
+	//
+	// The count is read before the state: a listing reaches the server
+	// only while the machine is listing, so "in sync" read after the n-th
+	// listing arrived means that listing's result was handled. Read the
+	// other way round, "in sync" may predate the change that started the
+	// n-th listing, and the registry is read before the swap.
 	relisted := func(n int32) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
+			got := lists.Load()
 			var st SyncState
 			onLoop(sup, func() { st = sup.current.syncState() })
-			if lists.Load() >= n && st == SyncIdle {
+			if got >= n && st == SyncIdle {
 				return
 			}
 			if time.Now().After(deadline) {
