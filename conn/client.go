@@ -106,6 +106,7 @@ func (g *generation) newClient() *mcp.Client {
 		impl = *s.cfg.Implementation
 	}
 	client := mcp.NewClient(&impl, &opts)
+	client.AddReceivingMiddleware(s.cfg.ClientMiddleware...)
 	s.ext.roots.attach(client)
 	return client
 }

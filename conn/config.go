@@ -116,6 +116,12 @@ type Config struct {
 	// rejected: use Config.KeepAlive. Client.Logger, if set, replaces
 	// Config.Logger for the SDK's own logs. Nil means no handlers.
 	Client *mcp.ClientOptions
+	// ClientMiddleware is added to every generation's client as receiving
+	// middleware ([mcp.Client.AddReceivingMiddleware]): it sees the
+	// server's requests and notifications before the client's handlers,
+	// and may answer them itself (a proxy answers roots/list for the
+	// client the request belongs to, for example).
+	ClientMiddleware []mcp.Middleware
 	// Implementation is the client identity sent in initialize. Nil means
 	// "mcpfsm" at this module's version from the build information
 	// ("(devel)" when there is none).

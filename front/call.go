@@ -25,7 +25,9 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 		if req.Params.Arguments != nil {
 			args = req.Params.Arguments
 		}
+		end := f.begin(req.Session, t.Server)
 		res, err := t.Call(ctx, args)
+		end()
 		var wire *jsonrpc.Error
 		switch {
 		case err == nil:

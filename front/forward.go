@@ -9,21 +9,26 @@ import (
 )
 
 // ErrNoPeer: a supervised server sent a request (elicitation, sampling)
-// that no front client can answer: none is connected, several are (over
-// HTTP the front cannot tell which one made the call), or the one
-// connected did not declare the capability.
+// that no front client can answer: none is connected, several are and
+// none or several of them have requests in flight on that server (so the
+// front cannot tell which one the request is for), or the one it belongs
+// to did not declare the capability.
 var ErrNoPeer = errors.New("no front client can answer this request")
 
-// ClientOptions returns client options that forward the supervised
-// servers' requests to the front's client: elicitation/create and
-// sampling/createMessage go to the one connected client, if it declared
-// the capability. Pass them as conn.Config.Client of every supervisor.
-// Otherwise the request fails with an error matching [ErrNoPeer], which
-// the server sees as a JSON-RPC error.
-func (f *Front) ClientOptions() *mcp.ClientOptions {
+// ClientOptionsFor returns the client options of the supervisor of
+// server: they forward the server's elicitation/create and
+// sampling/createMessage requests to the front session the request
+// belongs to (the one with requests in flight on server, or the only one
+// connected; see [Front.route]), if it declared the capability, and relay
+// the server's log messages and notifications/resources/updated to the
+// sessions they belong to. Pass them as conn.Config.Client of that
+// supervisor, with [Front.ClientMiddlewareFor] as its ClientMiddleware.
+// A request no session can answer fails with an error matching
+// [ErrNoPeer], which the server sees as a JSON-RPC error.
+func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, err := f.peer("elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+			ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 			if err != nil {
 				return nil, err
 			}
@@ -31,53 +36,60 @@ func (f *Front) ClientOptions() *mcp.ClientOptions {
 		},
 		//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			ss, err := f.peer("sampling", hasSampling)
+			ss, err := f.peer(server, "sampling", hasSampling)
 			if err != nil {
 				return nil, err
 			}
 			//lint:ignore SA1019 see above.
 			return ss.CreateMessage(ctx, req.Params)
 		},
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params != nil {
+				f.relayUpdate(ctx, server, req.Params.URI)
+			}
+		},
+		//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			f.relayLog(ctx, server, req.Params)
+		},
 	}
 }
 
-// ClientOptionsFor is [Front.ClientOptions] for the supervisor of
-// server, which also relays the server's notifications/resources/updated
-// to the front clients subscribed to the resource. Pass it as
-// conn.Config.Client of that supervisor when the front serves a catalog.
-func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
-	o := f.ClientOptions()
-	o.ResourceUpdatedHandler = func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-		if req.Params != nil {
-			f.relayUpdate(ctx, server, req.Params.URI)
+// ClientMiddlewareFor returns the receiving middleware of the supervisor
+// of server's clients: it answers the server's roots/list with the roots
+// of the front session the request belongs to ([Front.route]), and with
+// no roots when none can be named, so that no session's roots reach a
+// server on another's behalf. Pass it as conn.Config.ClientMiddleware.
+func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
+	return []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "roots/list" {
+				return next(ctx, method, req)
+			}
+			//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+			res := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+			if ss, err := f.route(server); err == nil {
+				if roots, ok := f.rootsOf(ss); ok {
+					res.Roots = roots
+				}
+			}
+			return res, nil
 		}
-	}
-	//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
-	o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-		f.relayLog(ctx, server, req.Params)
-	}
-	return o
+	}}
 }
 
-// peer is the one connected front client, if it declared capability.
-func (f *Front) peer(capability string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
-	var only *mcp.ServerSession
-	n := 0
-	for ss := range f.server.Sessions() {
-		only = ss
-		n++
+// peer is the front session a request of server belongs to, if it
+// declared capability.
+func (f *Front) peer(server, capability string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
+	ss, err := f.route(server)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case n == 0:
-		return nil, fmt.Errorf("%w: no client is connected to mcpfsm", ErrNoPeer)
-	case n > 1:
-		return nil, fmt.Errorf("%w: %d clients are connected to mcpfsm and it cannot tell which one made the call", ErrNoPeer, n)
-	}
-	p := only.InitializeParams()
+	p := ss.InitializeParams()
 	if p == nil || p.Capabilities == nil || !has(p.Capabilities) {
-		return nil, fmt.Errorf("%w: the client connected to mcpfsm does not support %s", ErrNoPeer, capability)
+		return nil, fmt.Errorf("%w: the client of mcpfsm that made the request does not support %s", ErrNoPeer, capability)
 	}
-	return only, nil
+	return ss, nil
 }
 
 //lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.

@@ -93,6 +93,7 @@ type Front struct {
 	warned map[string]bool // catalog entries already reported as not served
 
 	subs  subscriptions
+	peers peers
 	roots rootsRelay
 	logs  logRelay
 

@@ -85,7 +85,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		sup, err := conn.Start(context.Background(), conn.Config{
 			Name: name, Transport: b.srv.Transport(), Registry: r.reg, Reconnect: &p, Clock: r.clk,
 			Logger: b.rec.Logger(), OnTransition: func(t conn.Transition) { b.rec.OnTransition(t); f.Observe(t) }, Catalog: o.catalog,
-			Client: f.ClientOptionsFor(name),
+			Client: f.ClientOptionsFor(name), ClientMiddleware: f.ClientMiddlewareFor(name),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -10,32 +10,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// logRelay carries the front client's logging level to the servers, and
+// logRelay carries the front sessions' logging level to the servers, and
 // their log messages back.
 type logRelay struct {
 	wg sync.WaitGroup // level sends in flight
 
 	mu    sync.Mutex
-	level mcp.LoggingLevel // "" until the client sets one
+	level mcp.LoggingLevel // the servers' level: the most verbose any session asked for
 }
 
-// levelMiddleware forwards a logging/setLevel that the front accepted to
-// every supervised server.
+// levelMiddleware records a logging/setLevel that the front accepted as
+// the session's own, and sends every supervised server the most verbose
+// level any session asked for: each session still receives only what its
+// own level admits (the SDK filters per session), so no client changes
+// what another sees.
 func (f *Front) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method != "logging/setLevel" || err != nil || f.opts.Supervisors == nil {
+		if method != "logging/setLevel" || err != nil {
 			return res, err
 		}
 		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
-		if !ok || p == nil {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if !ok || p == nil || ss == nil {
 			return res, err
 		}
+		level := f.setLevel(ss, p.Level)
 		f.logs.mu.Lock()
-		f.logs.level = p.Level
+		changed := f.logs.level != level
+		f.logs.level = level
 		f.logs.mu.Unlock()
-		for _, sup := range f.opts.Supervisors() {
-			f.sendLevel(sup)
+		if changed && f.opts.Supervisors != nil {
+			for _, sup := range f.opts.Supervisors() {
+				f.sendLevel(sup)
+			}
 		}
 		return res, err
 	}
@@ -82,11 +90,19 @@ func (f *Front) sendLevel(sup *conn.Supervisor) {
 	}()
 }
 
-// relayLog sends a server's log message to every front client, with the
-// server's name in front of its logger name. The SDK drops it for a
-// client that set no level or a higher one.
+// relayLog sends a server's log message, with the server's name in front
+// of its logger name, to the front session it belongs to ([Front.route]):
+// the one with requests in flight on the server, or the only one
+// connected. A message no session can be named for is dropped, not sent
+// to every session. The SDK drops it for a session that set no level or
+// a higher one.
 func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
 	if p == nil {
+		return
+	}
+	ss, err := f.route(server)
+	if err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
 		return
 	}
 	m := *p
@@ -96,9 +112,7 @@ func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessa
 	} else {
 		m.Logger = server + "/" + m.Logger
 	}
-	for ss := range f.server.Sessions() {
-		if err := ss.Log(ctx, &m); err != nil {
-			f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
-		}
+	if err := ss.Log(ctx, &m); err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
 	}
 }

@@ -20,7 +20,7 @@ func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "resources/read" || !ok || rr.Params == nil {
 			return next(ctx, method, req)
 		}
-		res, err := f.read(ctx, rr.Params.URI)
+		res, err := f.read(ctx, rr.Session, rr.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -31,16 +31,18 @@ func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // readHandler is the handler of every served resource and template; the
 // middleware answers reads before the SDK would call it.
 func (f *Front) readHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return f.read(ctx, req.Params.URI)
+	return f.read(ctx, req.Session, req.Params.URI)
 }
 
 // read routes a read of the front URI uri to its server.
-func (f *Front) read(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+func (f *Front) read(ctx context.Context, ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
 	t, ok := f.view.Load().route(uri)
 	if !ok {
 		return nil, notFound(uri)
 	}
+	end := f.begin(ss, t.server)
 	res, err := f.opts.Catalog.ReadResource(ctx, t.server, t.uri)
+	end()
 	if err != nil {
 		return nil, f.requestError(ctx, t.server, resourceOp(uri), err)
 	}
@@ -69,7 +71,9 @@ func (f *Front) promptHandler(name string) mcp.PromptHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: f.describeOp(serverOf(name), promptOp(name), nil, "the prompt is no longer available")}
 		}
+		end := f.begin(req.Session, p.Server)
 		res, err := p.Get(ctx, req.Params.Arguments)
+		end()
 		if err != nil {
 			return nil, f.requestError(ctx, p.Server, promptOp(name), err)
 		}
@@ -245,6 +249,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 		return nil, err
 	}
 	var res *mcp.CompleteResult
+	defer f.begin(req.Session, t.server)()
 	err = sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)
 		return err

@@ -10,13 +10,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rootsRelay carries the front client's roots to the supervisors.
+// rootsRelay reads the front sessions' roots.
 type rootsRelay struct {
 	wg sync.WaitGroup // fetches in flight
-
-	mu    sync.Mutex // serialises fetches, so the newest roots are applied last
-	cur   []*mcp.Root
-	known bool
+	mu sync.Mutex     // serialises fetches, so the newest roots are applied last
 }
 
 // rootsTimeout bounds one roots/list to the front client.
@@ -30,45 +27,63 @@ func (f *Front) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest
 	f.fetchRoots(req.Session)
 }
 
-// fetchRoots asks the front client ss for its roots, if it has any, and
-// sets them on every supervisor, off the SDK's goroutine (a request made
-// from a notification handler would wait for itself).
+// fetchRoots asks the front client ss for its roots, if it has any, off
+// the SDK's goroutine (a request made from a notification handler would
+// wait for itself), and keeps them as ss's: a server's roots/list is
+// answered with the roots of the session it belongs to
+// ([Front.ClientMiddlewareFor]). When ss is the only session, they are
+// also set on every supervisor, so that the servers hear of a change
+// (notifications/roots/list_changed); once a second session connects, the
+// supervisors hold none, where a request outside any call would read
+// another session's.
 func (f *Front) fetchRoots(ss *mcp.ServerSession) {
-	if ss == nil || f.opts.Supervisors == nil {
+	if ss == nil {
 		return
 	}
 	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
-		return
-	}
+	offers := p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
 	f.roots.wg.Add(1)
 	go func() {
 		defer f.roots.wg.Done()
 		f.roots.mu.Lock()
 		defer f.roots.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
-		defer cancel()
-		res, err := ss.ListRoots(ctx, nil)
-		if err != nil {
-			f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
+		var roots []*mcp.Root
+		only := len(f.connected()) == 1
+		if offers {
+			ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
+			defer cancel()
+			res, err := ss.ListRoots(ctx, nil)
+			if err != nil {
+				f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
+				return
+			}
+			roots = res.Roots
+			only = f.setRoots(ss, roots)
+		}
+		if f.opts.Supervisors == nil || !offers && only {
 			return
 		}
-		f.roots.cur, f.roots.known = cloneRoots(res.Roots), true
+		if !only {
+			roots = nil
+		}
 		for _, sup := range f.opts.Supervisors() {
-			if err := sup.SetRoots(res.Roots...); err != nil {
+			if err := sup.SetRoots(roots...); err != nil {
 				f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "err", err)
 			}
 		}
 	}()
 }
 
-// Roots returns the front client's roots as last read, and whether any
-// were read. A host that starts a supervisor after the front client
+// Roots returns the roots of the only front session connected, and
+// whether any were read; with several sessions connected (or none) it
+// returns none. A host that starts a supervisor after the front client
 // connected passes them as its conn.Config.Roots.
 func (f *Front) Roots() ([]*mcp.Root, bool) {
-	f.roots.mu.Lock()
-	defer f.roots.mu.Unlock()
-	return cloneRoots(f.roots.cur), f.roots.known
+	live := f.connected()
+	if len(live) != 1 {
+		return nil, false
+	}
+	return f.rootsOf(live[0])
 }
 
 // wait waits for the roots fetches in flight.

@@ -36,9 +36,12 @@ type startOptions struct {
 	// of client; catalog and roots, if set, give every server the catalog
 	// and its first roots.
 	clientFor func(server string) *mcp.ClientOptions
-	catalog   *conn.Catalog
-	roots     func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
-	metrics   *metrics.Metrics   // measures every supervisor, when set
+	// middlewareFor, if set, gives each server's clients receiving
+	// middleware (conn.Config.ClientMiddleware).
+	middlewareFor func(server string) []mcp.Middleware
+	catalog       *conn.Catalog
+	roots         func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+	metrics       *metrics.Metrics   // measures every supervisor, when set
 }
 
 // startAll starts every server concurrently on reg. With
@@ -55,6 +58,9 @@ func startAll(ctx context.Context, servers []config.Server, reg conn.Registry, o
 			c.Registry, c.Logger, c.OnTransition, c.Client = reg, o.logger, o.onTransition, o.client
 			if o.clientFor != nil {
 				c.Client = o.clientFor(srv.Name)
+			}
+			if o.middlewareFor != nil {
+				c.ClientMiddleware = o.middlewareFor(srv.Name)
 			}
 			c.Catalog = o.catalog
 			if o.roots != nil {

@@ -106,7 +106,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, metrics: hc.metrics, clientFor: f.ClientOptionsFor, catalog: cat,
+	fl.opts = startOptions{logger: logger, metrics: hc.metrics, clientFor: f.ClientOptionsFor, middlewareFor: f.ClientMiddlewareFor, catalog: cat,
 		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 		roots:        func() []*mcp.Root { r, _ := f.Roots(); return r },
 		onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }}

@@ -1,0 +1,221 @@
+//lint:file-ignore SA1019 roots and logging are deprecated upstream (SEP-2577) but still relayed, and tested.
+
+package front
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpPeer is one client of a front served over Streamable HTTP.
+type httpPeer struct {
+	sess *mcp.ClientSession
+	logs chan string
+}
+
+// isolationRig is a front over one backend "a" served over Streamable
+// HTTP. The backend's tool "roots" answers with the roots the calling
+// client offers it; "say" logs its argument on the session of the call.
+type isolationRig struct {
+	url string
+	sup *conn.Supervisor
+}
+
+func newIsolationRig(t *testing.T) *isolationRig {
+	t.Helper()
+	reg := conn.NewRegistry()
+	var sup *conn.Supervisor
+	f := New(Options{Registry: reg, Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
+		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	srv := conntest.NewServer(conntest.Accept)
+	srv.MCP.AddTool(&mcp.Tool{Name: "roots", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil
+		})
+	srv.MCP.AddTool(&mcp.Tool{Name: "say", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: string(req.Params.Arguments)}); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "said"}}}, nil
+		})
+	rec := conntest.NewRecorder()
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
+	var err error
+	sup, err = conn.Start(context.Background(), conn.Config{
+		Name: "a", Transport: srv.Transport(), Registry: reg, Reconnect: &p, Clock: clock.NewMock(),
+		Logger: rec.Logger(), OnTransition: func(t conn.Transition) { rec.OnTransition(t); f.Observe(t) },
+		Client: f.ClientOptionsFor("a"), ClientMiddleware: f.ClientMiddlewareFor("a"),
+		// Server-to-client requests during a call: protocol 2025-11-25.
+		ProtocolVersion: conn.ClassicProtocolVersion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Expect(t, limit, conn.Established)
+	ctx, cancel := context.WithCancel(context.Background())
+	synced := make(chan struct{})
+	go func() { defer close(synced); f.Sync(ctx) }()
+	hs := httptest.NewServer(f.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		<-synced
+		_ = sup.Close(context.Background())
+		srv.Close()
+		f.roots.wait()
+		f.logs.wg.Wait()
+	})
+	return &isolationRig{url: hs.URL, sup: sup}
+}
+
+// connect connects a client offering roots, which records the log
+// messages it receives.
+func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *httpPeer {
+	t.Helper()
+	p := &httpPeer{logs: make(chan string, 16)}
+	c := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			p.logs <- fmt.Sprint(req.Params.Data)
+		},
+	})
+	for _, uri := range roots {
+		c.AddRoots(&mcp.Root{URI: uri})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url}, nil)
+	if err != nil {
+		t.Fatalf("%s: connect: %v", name, err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	p.sess = sess
+	return p
+}
+
+func (p *httpPeer) call(t *testing.T, tool string, args any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := p.sess.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__" + tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("call %s: tool error %q", tool, texts)
+	}
+	return strings.Join(texts, "")
+}
+
+// A backend's roots/list during a client's call is answered with that
+// client's roots: alice's server never sees mallory's, whoever connected
+// (or changed roots) last.
+func TestRootsAreTheCallingClients(t *testing.T) {
+	r := newIsolationRig(t)
+	alice := r.connect(t, "alice", "file:///home/alice")
+	mallory := r.connect(t, "mallory", "file:///")
+	// Each client's roots are read once it is initialized, off the SDK's
+	// goroutine: until then a call finds none. Each round trip waits.
+	deadline := time.Now().Add(limit)
+	for _, want := range []struct {
+		p    *httpPeer
+		uris string
+	}{{alice, "file:///home/alice"}, {mallory, "file:///"}} {
+		for {
+			got := want.p.call(t, "roots", nil)
+			if got == want.uris {
+				break
+			}
+			if got != "" || time.Now().After(deadline) {
+				t.Fatalf("the server saw roots %q during a call of the client offering %q", got, want.uris)
+			}
+		}
+	}
+	if got := alice.call(t, "roots", nil); got != "file:///home/alice" {
+		t.Fatalf("after mallory connected, alice's server saw roots %q", got)
+	}
+	// With two clients, no client's roots are the supervisor's own, where a
+	// request outside any call would read them.
+	if roots := r.sup.Roots(); len(roots) != 0 {
+		t.Fatalf("the supervisor holds roots %v of one of two clients", roots)
+	}
+}
+
+// A log message sent during one client's call reaches that client only,
+// and one client's logging level never changes what another receives.
+func TestLogsAreTheCallingClients(t *testing.T) {
+	r := newIsolationRig(t)
+	alice := r.connect(t, "alice")
+	mallory := r.connect(t, "mallory")
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := alice.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	// Mallory then silences everything but emergencies, for herself only.
+	if err := mallory.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "emergency"}); err != nil {
+		t.Fatal(err)
+	}
+	// The front sends the level to the server off its goroutine: until the
+	// server has debug, a warning may still be dropped there. Each round
+	// says a new word; the first that reaches alice ends the wait.
+	var got string
+	for i := 0; got == ""; i++ {
+		word := fmt.Sprintf(`{"secret":"alice-%d"}`, i)
+		alice.call(t, "say", map[string]any{"secret": fmt.Sprintf("alice-%d", i)})
+		select {
+		case got = <-alice.logs:
+			if got != word {
+				t.Fatalf("alice received %q, want %q", got, word)
+			}
+		case <-time.After(100 * time.Millisecond):
+			if i > 50 {
+				t.Fatal("alice never received the log message of her own call at level debug")
+			}
+		}
+	}
+	// Mallory's own call's log goes to nobody else either: her level drops
+	// it, and alice must not receive it.
+	mallory.call(t, "say", map[string]any{"secret": "mallory"})
+	mallory.call(t, "roots", nil) // a round trip after the log message
+	select {
+	case m := <-alice.logs:
+		t.Fatalf("alice received %q, a log message of mallory's call", m)
+	default:
+	}
+	select {
+	case m := <-mallory.logs:
+		if strings.Contains(m, "alice") {
+			t.Fatalf("mallory received alice's log message %q", m)
+		}
+		t.Fatalf("mallory received %q below her own level", m)
+	default:
+	}
+}
