@@ -62,14 +62,16 @@ func (f *Front) begin(ss *mcp.ServerSession, server string) (end func()) {
 	}
 }
 
-// connected returns the sessions connected now, and forgets the shares
-// of sessions that have ended.
+// connected returns the sessions connected (and initialized) now, and
+// forgets the shares of sessions that have ended.
 func (f *Front) connected() []*mcp.ServerSession {
 	var live []*mcp.ServerSession
 	seen := map[*mcp.ServerSession]bool{}
 	for ss := range f.server.Sessions() {
-		live = append(live, ss)
 		seen[ss] = true
+		if ss.InitializeParams() != nil { // a probe that never initialized is nobody's
+			live = append(live, ss)
+		}
 	}
 	f.peers.mu.Lock()
 	for ss := range f.peers.by {

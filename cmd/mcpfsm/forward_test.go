@@ -39,7 +39,7 @@ func TestServeForwardsElicitation(t *testing.T) {
 	}
 
 	cmd, stderr, fc = start(nil)
-	if text, isErr := fc.call(t, "mcp__fix__ask", ""); !isErr || !strings.Contains(text, "the client connected to mcpfsm does not support elicitation") {
+	if text, isErr := fc.call(t, "mcp__fix__ask", ""); !isErr || !strings.Contains(text, "the client of mcpfsm that made the request does not support elicitation") {
 		t.Errorf("ask with a client without elicitation = %q (isError %v)", text, isErr)
 	}
 	_ = fc.sess.Close()
