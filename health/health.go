@@ -1,0 +1,114 @@
+// Package health answers the probes of a load balancer or an
+// orchestrator for a host of supervised MCP servers: /healthz (the
+// process serves) and /readyz (every server is established).
+//
+// A Kubernetes Deployment points its liveness probe at /healthz and its
+// readiness probe at /readyz; [Checker.Drain] turns /readyz to 503 at the
+// start of a shutdown, so that traffic moves away before the listener
+// closes.
+package health
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// Paths of the probes.
+const (
+	LivePath  = "/healthz"
+	ReadyPath = "/readyz"
+)
+
+// Server is one server as a probe reports it.
+type Server struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Error is why the server is not established, when known. It comes
+	// from the supervisor's status, whose errors carry no credentials.
+	Error string `json:"error,omitempty"`
+}
+
+// Report is the body of a /readyz answer.
+type Report struct {
+	Ready    bool     `json:"ready"`
+	Draining bool     `json:"draining,omitempty"`
+	Servers  int      `json:"servers"`
+	NotReady []Server `json:"notReady,omitempty"`
+}
+
+// Checker answers the probes for the servers Status returns. Create it
+// with [New].
+type Checker struct {
+	status   func() []Status
+	draining atomic.Bool
+}
+
+// Status is what the checker needs of one configured server: its name
+// and its supervisor's status, or why it has none (it failed to start).
+type Status struct {
+	Name   string
+	Status conn.Status
+	// Err, when set, is why the server has no supervisor; Status is then
+	// ignored.
+	Err error
+}
+
+// New returns a checker of the servers status returns, read at every
+// probe.
+func New(status func() []Status) *Checker { return &Checker{status: status} }
+
+// Drain makes /readyz answer 503 from now on, whatever the servers'
+// states: the host is shutting down.
+func (c *Checker) Drain() { c.draining.Store(true) }
+
+// Report returns what /readyz answers now.
+func (c *Checker) Report() Report {
+	r := Report{Draining: c.draining.Load()}
+	for _, s := range c.status() {
+		r.Servers++
+		switch {
+		case s.Err != nil:
+			r.NotReady = append(r.NotReady, Server{Name: s.Name, State: "not started", Error: s.Err.Error()})
+		case s.Status.State != conn.Established:
+			srv := Server{Name: s.Name, State: string(s.Status.State)}
+			if s.Status.LastErr != nil {
+				srv.Error = s.Status.LastErr.Error()
+			}
+			r.NotReady = append(r.NotReady, srv)
+		}
+	}
+	slices.SortFunc(r.NotReady, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	r.Ready = !r.Draining && len(r.NotReady) == 0
+	return r
+}
+
+// Live answers /healthz: 200 while the process serves. It needs no
+// credentials and says nothing about the servers.
+func (c *Checker) Live() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+}
+
+// Ready answers /readyz: 200 when every server is established, else 503;
+// the JSON body ([Report]) names each server that is not, with its state
+// and last error. It names the servers, so serve it behind the host's
+// access rule.
+func (c *Checker) Ready() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rep := c.Report()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if !rep.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(rep)
+	})
+}
