@@ -123,28 +123,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
+	ctx, interrupt := context.WithCancelCause(context.Background())
+	defer interrupt(nil)
 	hurry, hurried := context.WithCancel(context.Background())
 	defer hurried()
 	go func() {
-		for _, stop := range []context.CancelFunc{interrupt, hurried} {
-			for {
-				select {
-				case sig := <-sigs:
-					if sig == syscall.SIGHUP && hangupsReload.Load() {
-						continue // run's console reloads on it
-					}
-					stop()
-				case <-hurry.Done():
-					return // run returned
+		for n := 0; n < 2; {
+			select {
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP && hangupsReload.Load() {
+					continue // run's console reloads on it
 				}
-				break
+				if n++; n == 1 {
+					interrupt(&signalError{sig})
+				} else {
+					hurried()
+				}
+			case <-hurry.Done():
+				return // run returned
 			}
 		}
 	}()
 	return runContext(withHurry(ctx, hurry), args, stdout, stderr)
 }
+
+// signalError is the cause of run's context when a signal ended it.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "received " + e.sig.String() }
 
 // hangupsReload is set once SIGHUP means "reload the config" (run's host
 // console) rather than "stop".
@@ -239,6 +245,14 @@ func loadConfig(cmd, path string, stderr io.Writer) (*config.Config, int) {
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "mcpfsm %s: %s: warning: %s\n", cmd, path, w)
+	}
+	if cmd == "serve" || cmd == "check" {
+		if errs := cfg.CheckNotServing(path); len(errs) > 0 {
+			for _, err := range errs {
+				fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
+			}
+			return nil, exitFail
+		}
 	}
 	return cfg, exitOK
 }
