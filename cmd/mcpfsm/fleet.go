@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
+	"github.com/mcpfsm/mcpfsm/health"
 )
 
 // fleet is the running set of servers of run and serve: what the console
@@ -56,6 +57,20 @@ func (f *fleet) status(server string) (conn.Status, bool) {
 		}
 	}
 	return conn.Status{}, false
+}
+
+// health returns every configured server for the probes of package
+// health.
+func (f *fleet) health() []health.Status {
+	var out []health.Status
+	for _, st := range f.running() {
+		hs := health.Status{Name: st.srv.Name, Err: st.err}
+		if st.sup != nil {
+			hs.Status, hs.Err = st.sup.Status(), nil
+		}
+		out = append(out, hs)
+	}
+	return out
 }
 
 // supervisor returns the supervisor of server.

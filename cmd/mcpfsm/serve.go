@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -140,7 +141,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			<-hcDone
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, f, ln, logger)
+			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health)})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
 			// default that write kills a Go program with SIGPIPE, which
@@ -172,10 +173,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// serveHTTP serves f on ln until ctx is done.
-func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slog.Logger) error {
+// httpServing is what serveHTTP serves besides the front: the probes.
+type httpServing struct {
+	health *health.Checker
+}
+
+// serveHTTP serves f on ln until ctx is done, with /healthz and /readyz
+// beside the MCP endpoint. At shutdown it turns /readyz to 503, ends every
+// open stream (a client's GET stream would otherwise hold the shutdown
+// until its timeout) and closes what is left after shutdownWait.
+func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slog.Logger, o httpServing) error {
 	f.Update() // the first client's tools/list is complete
-	srv := &http.Server{Handler: f.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle(health.LivePath, o.health.Live())
+	mux.Handle(health.ReadyPath, o.health.Ready())
+	mux.Handle("/", f.Handler())
+	// Every request's context ends when streams must: at shutdown.
+	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return streams }}
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
 	go func() {
@@ -188,12 +205,15 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	var err error
 	select {
 	case <-ctx.Done():
+		logger.Info(fmt.Sprintf("%v: draining (readyz answers 503), ending open streams and stopping every server", context.Cause(ctx)))
 	case err = <-served:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	o.health.Drain()
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil {
-		srv.Close() // streams that did not end in time
+		srv.Close() // requests that did not end in time
 	}
 	if err == nil {
 		if err = <-served; errors.Is(err, http.ErrServerClosed) {
@@ -204,6 +224,10 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	<-synced
 	return err
 }
+
+// shutdownWait bounds how long requests in flight may take to end at
+// shutdown, once their streams are told to.
+const shutdownWait = 500 * time.Millisecond
 
 // nopCloser lets the command's stdout be an mcp.IOTransport writer
 // without closing it.
