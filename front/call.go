@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,9 +26,11 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 		if req.Params.Arguments != nil {
 			args = req.Params.Arguments
 		}
+		start := f.opts.Clock.Now()
 		end := f.begin(req.Session, t.Server)
 		res, err := t.Call(ctx, args)
 		end()
+		f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
 		var wire *jsonrpc.Error
 		switch {
 		case err == nil:

@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,6 +74,9 @@ type Options struct {
 	// roots are set on each of them ([conn.Supervisor.SetRoots]). Nil
 	// forwards no roots.
 	Supervisors func() []*conn.Supervisor
+	// Audit, if set, receives one record per tool call, resource read and
+	// prompt get of the front's clients.
+	Audit *audit.Log
 }
 
 // Front is one MCP server that fronts the tools of a registry. Create it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
@@ -51,13 +52,14 @@ type rigOptions struct {
 	client     *mcp.ClientOptions
 	sessOpts   *mcp.ClientSessionOptions
 	roots      []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+	audit      *audit.Log
 }
 
 func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*backend{}, changes: make(chan struct{}, 100)}
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
-	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Status: func(server string) (conn.Status, bool) {
+	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Audit: o.audit, Status: func(server string) (conn.Status, bool) {
 		b, ok := r.backends[server]
 		if !ok {
 			return conn.Status{}, false

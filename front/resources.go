@@ -2,10 +2,12 @@ package front
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,7 +22,7 @@ func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "resources/read" || !ok || rr.Params == nil {
 			return next(ctx, method, req)
 		}
-		res, err := f.read(ctx, rr.Session, rr.Params.URI)
+		res, err := f.read(ctx, rr.Session, rr.Extra, rr.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -31,18 +33,20 @@ func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // readHandler is the handler of every served resource and template; the
 // middleware answers reads before the SDK would call it.
 func (f *Front) readHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return f.read(ctx, req.Session, req.Params.URI)
+	return f.read(ctx, req.Session, req.Extra, req.Params.URI)
 }
 
 // read routes a read of the front URI uri to its server.
-func (f *Front) read(ctx context.Context, ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
+func (f *Front) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, uri string) (*mcp.ReadResourceResult, error) {
 	t, ok := f.view.Load().route(uri)
 	if !ok {
 		return nil, notFound(uri)
 	}
+	start := f.opts.Clock.Now()
 	end := f.begin(ss, t.server)
 	res, err := f.opts.Catalog.ReadResource(ctx, t.server, t.uri)
 	end()
+	f.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
 	if err != nil {
 		return nil, f.requestError(ctx, t.server, resourceOp(uri), err)
 	}
@@ -71,9 +75,15 @@ func (f *Front) promptHandler(name string) mcp.PromptHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: f.describeOp(serverOf(name), promptOp(name), nil, "the prompt is no longer available")}
 		}
+		start := f.opts.Clock.Now()
 		end := f.begin(req.Session, p.Server)
 		res, err := p.Get(ctx, req.Params.Arguments)
 		end()
+		var args json.RawMessage
+		if f.opts.Audit != nil && len(req.Params.Arguments) > 0 {
+			args, _ = json.Marshal(req.Params.Arguments)
+		}
+		f.audited(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err)
 		if err != nil {
 			return nil, f.requestError(ctx, p.Server, promptOp(name), err)
 		}

@@ -1,0 +1,127 @@
+package audit_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/audit"
+)
+
+func readLines(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestRecordsWithoutValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	args := json.RawMessage(`{"password":"hunter2"}`)
+	l.Record(audit.Record{Time: at, Session: "s1", Subject: "alice", Server: "fs", Kind: audit.KindTool,
+		Name: "mcp__fs__write", Outcome: "ok", Duration: 1.5, ArgBytes: len(args), Args: args})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), "hunter2") {
+		t.Fatalf("the trail holds an argument value:\n%s", raw)
+	}
+	want := []audit.Record{{Time: at, Session: "s1", Subject: "alice", Server: "fs", Kind: audit.KindTool,
+		Name: "mcp__fs__write", Outcome: "ok", Duration: 1.5, ArgBytes: 22}}
+	if d := cmp.Diff(want, readLines(t, path)); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", info.Mode().Perm())
+	}
+}
+
+func TestArgsOptIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{Args: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(audit.Record{Server: "fs", Kind: audit.KindTool, Args: json.RawMessage(`{"path":"/tmp"}`)})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, path); len(got) != 1 || string(got[0].Args) != `{"path":"/tmp"}` {
+		t.Fatalf("records %+v, want the arguments kept", got)
+	}
+}
+
+// blockedWriter blocks every Write until released.
+type blockedWriter struct{ release chan struct{} }
+
+func (w blockedWriter) Write(p []byte) (int, error) { <-w.release; return len(p), nil }
+
+// With the writer stuck, Record still returns at once: the queue fills,
+// then records are dropped and counted.
+func TestFullQueueDropsInsteadOfBlocking(t *testing.T) {
+	w := blockedWriter{release: make(chan struct{})}
+	l := audit.New(w, audit.Options{Queue: 4})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			l.Record(audit.Record{Server: "fs", Kind: audit.KindTool})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Record blocked behind a stuck writer")
+	}
+	// At most the queue and the one record the writer holds are kept.
+	if d := l.Dropped(); d < 100-5 {
+		t.Errorf("dropped %d of 100 with a queue of 4, want at least 95", d)
+	}
+	close(w.release)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Record racing Close neither panics nor blocks.
+func TestRecordDuringClose(t *testing.T) {
+	l := audit.New(blockedWriter{release: closedChan()}, audit.Options{Queue: 8})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				l.Record(audit.Record{Server: "fs"})
+			}
+		})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
+
+func closedChan() chan struct{} { c := make(chan struct{}); close(c); return c }

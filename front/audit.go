@@ -1,0 +1,30 @@
+package front
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// audited records a finished request of ss in the audit trail, if there
+// is one.
+func (f *Front) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
+	args json.RawMessage, res *mcp.CallToolResult, err error) {
+	if f.opts.Audit == nil {
+		return
+	}
+	r := audit.Record{Time: start, Server: server, Kind: kind, Name: name,
+		Outcome:  string(conn.ClassifyCall(res, err)),
+		Duration: float64(f.opts.Clock.Since(start)) / float64(time.Millisecond),
+		ArgBytes: len(args), Args: args}
+	if ss != nil {
+		r.Session = ss.ID()
+	}
+	if extra != nil && extra.TokenInfo != nil {
+		r.Subject = extra.TokenInfo.UserID
+	}
+	f.opts.Audit.Record(r)
+}
