@@ -74,7 +74,7 @@ type Log struct {
 
 	mu     sync.RWMutex // held to send, so Close never closes the queue under a send
 	closed bool
-	err     error // the writer's first error, after done
+	err    error // the writer's first error, after done
 }
 
 // New returns a Log writing JSON lines to w from its own goroutine.
