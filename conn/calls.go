@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -192,5 +193,5 @@ func connectionGone(err error) bool {
 }
 
 func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: cause}
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: redact.Error(cause)}
 }
