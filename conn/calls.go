@@ -180,7 +180,9 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 	if err != nil && (g.down.Load() || connectionGone(err)) {
 		return nil, g.unavailable(public, g.requestFailed(err))
 	}
-	return res, err
+	// The caller may be a remote MCP client: the SDK's errors quote the
+	// endpoint's URL.
+	return res, redact.Error(err)
 }
 
 // connectionGone reports errors that mean the server went away under the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // syncBuffer is a bytes.Buffer that log handlers on several goroutines
@@ -132,5 +135,34 @@ func TestInvalidEndpointErrorHidesTheQuery(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("err = %v: the secret is in it", err)
+	}
+}
+
+// A tool call's error is redacted too (the caller may be a remote MCP
+// client), and keeps its chain: the server's JSON-RPC error is still found.
+func TestCallErrorIsRedacted(t *testing.T) {
+	srv, rec := conntest.NewServer(), conntest.NewRecorder()
+	srv.AddEchoTool("echo")
+	srv.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				return nil, &jsonrpc.Error{Code: -32001, Message: "refused: token=s3cret is revoked"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	reg := conn.NewRegistry()
+	startEstablished(t, srv, rec, conn.Config{Registry: reg})
+	tools := reg.Tools()
+	if len(tools) != 1 {
+		t.Fatalf("tools %v, want echo alone", tools)
+	}
+	_, err := tools[0].Call(context.Background(), map[string]any{})
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != -32001 {
+		t.Fatalf("err = %v, want the server's JSON-RPC error inside", err)
+	}
+	if !strings.Contains(err.Error(), "token=REDACTED is revoked") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("err = %q, want the token masked", err)
 	}
 }

@@ -88,10 +88,10 @@ var (
 		`xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)
 	// schemeRE finds an Authorization scheme and its credentials.
 	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)([ \t]+)([A-Za-z0-9._~+/-]+=*)`)
-	// pairRE finds NAME=value and NAME: value, JSON's "NAME": "value"
-	// included; a quoted value may hold spaces.
 	// schemeArgRE is the word after an Authorization scheme.
 	schemeArgRE = regexp.MustCompile(`^[ \t]+[^\s"'&,;]+`)
+	// pairRE finds NAME=value and NAME: value, JSON's "NAME": "value"
+	// included; a quoted value may hold spaces.
 	pairRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.-]*)(["']?[ \t]*[:=][ \t]*)("[^"]*"|'[^']*'|[^\s"'&,;]+)`)
 )
 
