@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/httpheader"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,9 +30,9 @@ func (s Server) Conn(stderr io.Writer) conn.Config {
 
 // Transport returns the [conn.Transport] of s: [conn.Command] for stdio,
 // a [conn.HTTP] for http, and the SDK's SSE client for sse. Headers are
-// added to every HTTP request (conn.HTTP.Header for http, a wrapped
-// http.Client for sse). A stdio server's stderr goes to stderr
-// (nil discards it).
+// added to every HTTP request to the origin of s.URL (conn.HTTP.Header for
+// http, a wrapped http.Client for sse), and to no request a redirect sends
+// elsewhere. A stdio server's stderr goes to stderr (nil discards it).
 func (s Server) Transport(stderr io.Writer) conn.Transport {
 	switch s.Type {
 	case TypeHTTP:
@@ -55,19 +56,5 @@ func (s Server) httpClient() *http.Client {
 	if len(s.Headers) == 0 {
 		return nil
 	}
-	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, header: s.Headers.Clone()}}
-}
-
-// headerTransport sets fixed headers on every request.
-type headerTransport struct {
-	base   http.RoundTripper
-	header http.Header
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context()) // a RoundTripper must not modify its request
-	for k, v := range t.header {
-		r.Header[k] = v
-	}
-	return t.base.RoundTrip(r)
+	return &http.Client{Transport: httpheader.New(s.URL, s.Headers, http.DefaultTransport)}
 }

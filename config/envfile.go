@@ -3,10 +3,14 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // envFileEntries reads the env file at file (relative to Options.Dir),
@@ -43,7 +47,7 @@ func (p *parser) envFileEntries(file, path string, env *[]string) string {
 		key, val, ok := strings.Cut(line, "=")
 		key = strings.TrimSpace(key)
 		if !ok || !envName(key) {
-			p.addf("%s: %s, line %d: want KEY=VALUE with KEY of letters, digits and '_', not %q", path, file, n, line)
+			p.addf("%s: %s, line %d: %s", path, file, n, badEnvLine(key, ok))
 			continue
 		}
 		v, ok := envValue(strings.TrimSpace(val))
@@ -57,6 +61,25 @@ func (p *parser) envFileEntries(file, path string, env *[]string) string {
 		p.addf("%s: cannot read the env file %s: %v", path, file, err)
 	}
 	return file
+}
+
+// badEnvLine says what is wrong with a line that is not KEY=VALUE, given
+// what precedes its '=' (the whole line when it has none). It never quotes
+// a value: a line without '=' is named by its key only when it starts
+// with one ("OPENAI_API_KEY: sk-..." is a key and a value), and not at all
+// otherwise (it may be a bare token).
+func badEnvLine(key string, hasEq bool) string {
+	if hasEq {
+		if key == "" {
+			return "want KEY=VALUE, not a line that starts with '='"
+		}
+		return fmt.Sprintf("want KEY=VALUE with KEY of letters, digits and '_', not the key %q", redact.Line(key))
+	}
+	end := strings.IndexFunc(key, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if end > 0 && (key[end] == ':' || key[end] == ' ' || key[end] == '\t') && envName(key[:end]) && redact.Line(key[:end]) == key[:end] {
+		return fmt.Sprintf("want KEY=VALUE, but the line of %s has no '=' (its value is not shown)", key[:end])
+	}
+	return "want KEY=VALUE, but the line has no '=' (it is not shown: it may hold a secret)"
 }
 
 // maxEnvFile bounds the size of an env file.

@@ -114,7 +114,7 @@ func TestParseFeatures(t *testing.T) {
 				"servers.f.headers.Y must be a string, not a number",
 				"servers.g.envFile: cannot read the env file: open " + filepath.Join(dir, "missing.env") + ": no such file or directory",
 				`servers.g.headers only applies to "url" servers`,
-				`servers.h.envFile: ` + bad + `, line 1: want KEY=VALUE with KEY of letters, digits and '_', not "=x"`,
+				`servers.h.envFile: ` + bad + `, line 1: want KEY=VALUE, not a line that starts with '='`,
 				`servers.h.envFile: ` + bad + `, line 2: the value of OK has an unterminated or malformed quote`,
 				`servers.i: "type": "stdio" needs a "command"`,
 				"servers.j.disabled must be true or false, not a string",

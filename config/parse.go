@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
@@ -124,7 +125,7 @@ func (p *parser) url(raw json.RawMessage, path string) string {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.addf("%s must be an http:// or https:// URL such as https://host/mcp, not %q", path, s)
+		p.addf("%s must be an http:// or https:// URL such as https://host/mcp, not %q", path, redact.URL(s))
 	}
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // expand substitutes the variables of s, the value at path, the way the
@@ -35,7 +37,7 @@ func (p *parser) expand(s, path string) (string, bool) {
 		b.WriteString(s[:i])
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
-			p.addf("%s: %q is not closed with '}'", path, s[i:])
+			p.addf("%s: %q is not closed with '}'", path, redact.Line(s[i:]))
 			return "", false
 		}
 		v, vok := p.variable(s[i+2:i+j], path)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -179,7 +180,9 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 	if err != nil && (g.down.Load() || connectionGone(err)) {
 		return nil, g.unavailable(public, g.requestFailed(err))
 	}
-	return res, err
+	// The caller may be a remote MCP client: the SDK's errors quote the
+	// endpoint's URL.
+	return res, redact.Error(err)
 }
 
 // connectionGone reports errors that mean the server went away under the
@@ -192,5 +195,5 @@ func connectionGone(err error) bool {
 }
 
 func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: cause}
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: redact.Error(cause)}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -311,6 +312,7 @@ func (g *generation) resyncCatalog() {
 		cat, err := g.listCatalog(ctx)
 		cancel()
 		if err != nil {
+			err = redact.Error(err)
 			if !g.down.Load() {
 				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
 					"server", s.cfg.Name, "generation", g.id, "err", err)

@@ -57,6 +57,17 @@
 //     tools. Use it to show a model what it can read, and read through it.
 //   - [Supervisor.SetRoots] (and Config.Roots) and [Supervisor.Subscribe]
 //     are re-sent to every new generation.
-//   - [HTTP] takes a Header sent with every request and an OAuthHandler
-//     whose tokens survive reconnects.
+//   - [HTTP] takes a Header sent with every request to the endpoint's
+//     origin (never to another origin a redirect leads to) and an
+//     OAuthHandler whose tokens survive reconnects.
+//
+// # Secrets
+//
+// The errors a supervisor records and logs (Status.LastErr,
+// Transition.Err, a tool call's error) have their messages redacted: an
+// endpoint URL's userinfo and query values, credential-shaped NAME=value
+// pairs ([IsCredentialName]), bearer tokens and tokens of a well-known
+// shape read REDACTED. So do [HTTPError.Body] and [ServerExit.Stderr].
+// errors.Is and errors.As still reach every error of the chain, whose own
+// fields (a *url.Error's URL) are as the SDK made them.
 package conn

@@ -1,10 +1,11 @@
 package conn
 
 import (
-	"net/url"
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // DefaultEnvNames are the host environment variables a stdio server gets
@@ -40,57 +41,20 @@ func IsDefaultEnvName(name string) bool {
 	return slices.Contains(unixEnvNames, name) || strings.HasPrefix(name, "LC_")
 }
 
-// credentialMarkers are the substrings that make an environment variable
-// name credential-shaped (compared in upper case).
-var credentialMarkers = []string{
-	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "API_KEY", "APIKEY", "ACCESS_KEY",
-	"PRIVATE_KEY", "CREDENTIAL", "SESSION_KEY", "COOKIE",
-}
-
-// credentialWords are the '_'-separated words that make a name
-// credential-shaped; as substrings they would catch innocent names
-// (GIT_AUTHOR_NAME, COMPASS_HOME, KEYBOARD).
-var credentialWords = []string{"AUTH", "PAT", "JWT", "BEARER", "PASS", "PWD", "KEY", "DSN"}
-
 // IsCredentialName reports whether an environment variable name looks like it
 // holds a credential: its upper-cased name contains one of TOKEN, SECRET,
 // PASSWORD, PASSWD, PASSPHRASE, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY,
 // CREDENTIAL, SESSION_KEY or COOKIE, or has AUTH, PAT, JWT, BEARER, PASS,
 // PWD, KEY or DSN as one of its '_'-separated words (NPM_AUTH, MYSQL_PWD,
 // SENTRY_DSN, OPENAI_KEY; but not GIT_AUTHOR_NAME, nor PWD, the working
-// directory). [Stdio.InheritEnv] drops such host variables.
-func IsCredentialName(name string) bool {
-	up := strings.ToUpper(name)
-	if up == "PWD" || up == "OLDPWD" {
-		return false // the shell's working directories
-	}
-	for _, m := range credentialMarkers {
-		if strings.Contains(up, m) {
-			return true
-		}
-	}
-	for w := range strings.SplitSeq(up, "_") {
-		if slices.Contains(credentialWords, w) {
-			return true
-		}
-	}
-	return false
-}
+// directory). [Stdio.InheritEnv] drops such host variables, and the
+// supervisor's errors and logs hide the values of such NAME=value pairs.
+func IsCredentialName(name string) bool { return redact.IsCredentialName(name) }
 
 // HasURLPassword reports whether an environment value is a URL with a
 // password in it, such as postgres://app:s3cret@db/app: innocent names
 // (DATABASE_URL, REDIS_URL) often hold one.
-func HasURLPassword(value string) bool {
-	if !strings.Contains(value, "://") {
-		return false
-	}
-	u, err := url.Parse(strings.TrimSpace(value))
-	if err != nil || u.User == nil {
-		return false
-	}
-	_, ok := u.User.Password()
-	return ok
-}
+func HasURLPassword(value string) bool { return redact.HasURLPassword(value) }
 
 // ChildEnv returns the default environment of a stdio server: the
 // variables of parent (in os.Environ form) that [IsDefaultEnvName]

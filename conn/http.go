@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/internal/httpheader"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -36,10 +38,13 @@ type HTTP struct {
 	Endpoint string
 	// Client is the HTTP client to use. Nil means http.DefaultClient.
 	Client *http.Client
-	// Header is added to every request, such as a static
-	// "Authorization: Bearer ..." or an API key. The headers the SDK sets
-	// itself (content type, session and protocol version, and
-	// Authorization when OAuthHandler has a token) take precedence.
+	// Header is added to every request to the Endpoint's origin (its
+	// scheme, host and port), such as a static "Authorization: Bearer ..."
+	// or an API key. The headers the SDK sets itself (content type,
+	// session and protocol version, and Authorization when OAuthHandler
+	// has a token) take precedence. A request that a redirect sends to any
+	// other origin, an https Endpoint redirected to http included, goes
+	// without these headers and without Authorization.
 	Header http.Header
 	// OAuthHandler, if set, authorizes the requests (package
 	// github.com/modelcontextprotocol/go-sdk/auth has handlers for the
@@ -70,7 +75,7 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 		next = http.DefaultTransport
 	}
 	rec := &responseRecorder{base: next, now: time.Now}
-	hc.Transport = &headerTransport{next: rec, header: h.Header, watch: watch}
+	hc.Transport = &watchTransport{next: httpheader.New(h.Endpoint, h.Header, rec), watch: watch}
 	return &httpTransport{
 		StreamableClientTransport: &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: &hc, OAuthHandler: h.OAuthHandler},
 		watch:                     watch,
@@ -85,7 +90,7 @@ func (h *HTTP) defaultKeepAlive() time.Duration { return DefaultHTTPKeepAlive }
 func (h *HTTP) validate() error {
 	u, err := url.Parse(h.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("HTTP.Endpoint %q is not an http(s) URL with a host: use the server's full MCP URL, such as https://host/mcp", h.Endpoint)
+		return fmt.Errorf("HTTP.Endpoint %q is not an http(s) URL with a host: use the server's full MCP URL, such as https://host/mcp", redact.URL(h.Endpoint))
 	}
 	for k, vs := range h.Header {
 		if k == "" || strings.ContainsAny(k, " :\t\r\n") {

@@ -28,29 +28,14 @@ func (w *authWatch) refused() int {
 	return 0
 }
 
-// headerTransport adds the configured headers to every request and
-// records every answer's status.
-type headerTransport struct {
-	next   http.RoundTripper
-	header http.Header
-	watch  *authWatch
+// watchTransport records every answer's status.
+type watchTransport struct {
+	next  http.RoundTripper
+	watch *authWatch
 }
 
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.header) > 0 {
-		// A RoundTripper must not change the caller's request.
-		req = req.Clone(req.Context())
-		for k, vs := range t.header {
-			if _, set := req.Header[http.CanonicalHeaderKey(k)]; !set {
-				req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
-			}
-		}
-	}
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	resp, err := next.RoundTrip(req)
+func (t *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
 	if err == nil {
 		t.watch.status.Store(int32(resp.StatusCode))
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // MaxCauseBytes bounds the server's own words an error quotes: the start
@@ -28,7 +30,9 @@ type HTTPError struct {
 	StatusCode int    // such as 503
 	Status     string // such as "503 Service Unavailable"
 	// Body is the start of the body as the server sent it, at most
-	// MaxCauseBytes, with control characters replaced by spaces.
+	// MaxCauseBytes, with control characters replaced by spaces and what
+	// looks like a secret (a URL's query values, an api_key=value) by
+	// REDACTED.
 	Body string
 	// RetryAfter is the wait the server asked for with a Retry-After
 	// header (delay-seconds or an HTTP date) on a 429 or 503; zero when
@@ -76,7 +80,7 @@ func (r *responseRecorder) RoundTrip(req *http.Request) (*http.Response, error) 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	he := &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: quote(body, false)}
+	he := &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: redact.Line(quote(body, false))}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.now())
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,7 +70,7 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 	s.classic.Store(true)
 	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s; using the classic initialize handshake (%s) from now on",
 		methodDiscover, version, ClassicProtocolVersion),
-		"server", s.cfg.Name, "generation", g.id, "err", err)
+		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
 	if term, ok := t.(Terminator); ok {
 		select {
 		case <-term.Terminate():

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // SyncState is a state of a generation's tool-sync machine ([SyncTable]).
@@ -172,6 +173,7 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 		err = s.swap(g, tools)
 	}
 	if err != nil {
+		err = redact.Error(err)
 		s.cfg.Logger.Error("tool re-sync failed: "+err.Error()+"; the previous tools stay registered",
 			"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,7 +63,7 @@ func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *m
 			s.cfg.Name, s.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}
 	if err != nil && (g.down.Load() || connectionGone(err)) {
-		return &sessionError{server: s.cfg.Name, state: s.State(), cause: err}
+		return &sessionError{server: s.cfg.Name, state: s.State(), cause: redact.Error(err)}
 	}
 	return err
 }
@@ -144,6 +145,7 @@ func (g *generation) prepare(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return fmt.Errorf("re-subscribe %q: %w", uri, causeOf(ctx, err))
 				}
+				err = redact.Error(err)
 				s.cfg.Logger.Warn("resource subscription refused by the new session: "+err.Error(),
 					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", err)
 			}

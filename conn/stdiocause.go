@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // StderrTailLines bounds how many of a stdio server's last standard error
@@ -33,7 +35,9 @@ type ServerExit struct {
 	BySupervisor bool
 	// Stderr holds the last lines the server wrote to standard error (at
 	// most StderrTailLines lines and MaxCauseBytes bytes, as written, with
-	// control characters replaced by spaces), oldest first.
+	// control characters replaced by spaces and what looks like a secret,
+	// such as a URL's password or a TOKEN=value, by REDACTED), oldest
+	// first. The Stdio.Stderr writer gets the lines as written.
 	Stderr []string
 }
 
@@ -86,7 +90,7 @@ func (t *stderrTail) lines() []string {
 	size := 0
 	raw := bytes.Split(b, []byte("\n"))
 	for i := len(raw) - 1; i >= 0 && len(out) < StderrTailLines; i-- {
-		line := quote(raw[i], true)
+		line := redact.Line(quote(raw[i], true))
 		if line == "" {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/fsm"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
@@ -287,10 +288,13 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	s.pending = nil
 	// A refused authorization is not an outage: it charges no budget and
 	// its own guard stops reconnecting (see AuthError).
-	var ferr error = &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: err}
+	// The cause is redacted once here: it goes to Status, transitions,
+	// logs and Reconnect's callers, and the SDK's errors quote the
+	// endpoint's URL, query values and all.
+	var ferr error = &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: redact.Error(err)}
 	status := g.authRefused()
 	if status != 0 {
-		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: err}
+		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: redact.Error(err)}
 	}
 	s.resolveReady(ferr)
 	// Reconnect's callers hear the outcome once the machine has moved on
@@ -327,7 +331,7 @@ func (s *Supervisor) lost(g *generation, err error, at time.Time, released bool)
 	if g != s.current || !s.machine.Can(EventConnectionLost) {
 		return // fenced: a retired generation, or disposal closed it
 	}
-	lerr := &LostError{Server: s.cfg.Name, Generation: g.id, Err: err}
+	lerr := &LostError{Server: s.cfg.Name, Generation: g.id, Err: redact.Error(err)}
 	s.fire(EventConnectionLost, s.outcomeAt(g, 0, lerr, released, at))
 }
 

@@ -1,0 +1,108 @@
+package config
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The configured headers of an sse or http server go to its URL's origin
+// only: the endpoint answers 307 to another origin (the same host on
+// another port, where net/http itself keeps Authorization), which gets
+// the redirected requests without them.
+func TestHeadersStayWithTheURLsOrigin(t *testing.T) {
+	for _, typ := range []string{TypeSSE, TypeHTTP} {
+		t.Run(typ, func(t *testing.T) {
+			var mu sync.Mutex
+			var atEndpoint, atOther []http.Header
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				atOther = append(atOther, r.Header.Clone())
+				mu.Unlock()
+				http.Error(w, "not here", http.StatusInternalServerError)
+			}))
+			defer other.Close()
+			endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				atEndpoint = append(atEndpoint, r.Header.Clone())
+				mu.Unlock()
+				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			defer endpoint.Close()
+			defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+			headers := http.Header{"Authorization": {"Bearer static-token"}, "X-Api-Key": {"k1"}}
+			s := Server{Name: "a", Type: typ, URL: endpoint.URL + "/mcp", Headers: headers}
+			tr, err := s.Transport(nil).Open(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+			if cs, err := client.Connect(context.Background(), tr, nil); err == nil {
+				cs.Close()
+				t.Fatal("Connect succeeded against a server that only redirects to an error")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(atEndpoint) == 0 || len(atOther) == 0 {
+				t.Fatalf("%d requests at the endpoint, %d redirected: want both", len(atEndpoint), len(atOther))
+			}
+			for k := range headers {
+				if got := atEndpoint[0].Get(k); got != headers.Get(k) {
+					t.Errorf("endpoint: %s %q, want %q", k, got, headers.Get(k))
+				}
+				for i, h := range atOther {
+					if v := h.Get(k); v != "" {
+						t.Errorf("redirected request %d carries %s: %q", i, k, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A malformed envFile line is reported by file, line and key, never with
+// its value.
+func TestEnvFileErrorsHideValues(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "secrets.env")
+	const secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+	content := "# keys\nOPENAI_API_KEY: " + secret + "\nMY KEY=" + secret + "\n" + secret + "\n"
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Parse([]byte(`{"servers": {"a": {"command": "x", "envFile": "secrets.env"}}}`), &Options{Dir: dir})
+	if err == nil {
+		t.Fatal("Parse accepted malformed env file lines")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{
+		"servers.a.envFile: " + file + ", line 2: want KEY=VALUE, but the line of OPENAI_API_KEY has no '=' (its value is not shown)",
+		"servers.a.envFile: " + file + `, line 3: want KEY=VALUE with KEY of letters, digits and '_', not the key "MY KEY"`,
+		"servers.a.envFile: " + file + ", line 4: want KEY=VALUE, but the line has no '=' (it is not shown: it may hold a secret)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(err.Error(), "4f9a8b7c") {
+		t.Errorf("the error quotes the secret: %v", err)
+	}
+}
+
+// An invalid url is quoted with its query values and userinfo masked.
+func TestInvalidURLErrorHidesSecrets(t *testing.T) {
+	_, err := Parse([]byte(`{"servers": {"a": {"url": "ftp://u:pw@h/mcp?api_key=s3cret"}}}`), nil)
+	want := `servers.a.url must be an http:// or https:// URL such as https://host/mcp, not "ftp://***@h/mcp?api_key=REDACTED"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to contain %s", err, want)
+	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "pw@") {
+		t.Errorf("err = %v: it quotes a secret", err)
+	}
+}
