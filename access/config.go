@@ -84,9 +84,6 @@ func New(cfg Config) (*Rule, error) {
 			return nil, fmt.Errorf("access: -allow-origin %q: %w; use scheme://host[:port], e.g. https://app.example.com", o, err)
 		}
 		r.origins[n] = true
-		if err := r.cop.AddTrustedOrigin(n); err != nil {
-			return nil, fmt.Errorf("access: -allow-origin %q: %w", o, err)
-		}
 	}
 	for _, h := range cfg.AllowHosts {
 		ah, err := parseAllowedHost(h)

@@ -168,7 +168,10 @@ func (r *Rule) checkOrigin(req *http.Request) string {
 		if err != nil || (n != originOf(scheme, req.Host) && !r.origins[n]) {
 			return fmt.Sprintf("cross-origin %s from %q refused; add -allow-origin ORIGIN to serve a web client at that origin", req.Method, o)
 		}
+		return ""
 	}
+	// Without Origin, a browser's Sec-Fetch-Site still tells a cross-site
+	// request that changes something (http.CrossOriginProtection's rule).
 	if err := r.cop.Check(req); err != nil {
 		return fmt.Sprintf("cross-origin %s refused (%v); add -allow-origin ORIGIN to serve a web client at that origin", req.Method, err)
 	}
