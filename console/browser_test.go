@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,15 @@ func TestBrowser(t *testing.T) {
 	still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
 	if err != nil || !still {
 		t.Errorf("the page was reloaded (%v)", err)
+	}
+	// Under the console's Content-Security-Policy the page's stylesheet and
+	// the diagram's inline <style> (allowed by its hash) both apply.
+	styled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const box = document.querySelector('section.card[data-server="gamma"] .diagram .node.current rect.box');
+		return getComputedStyle(box).stroke + " " + getComputedStyle(document.querySelector("#reconnect-all")).cursor;
+	})()`))
+	if err != nil || !strings.HasPrefix(styled, "rgb(10, 88, 202) ") || strings.HasSuffix(styled, " auto") {
+		t.Errorf("styles under the CSP: %q (%v), want the diagram's highlight stroke rgb(10, 88, 202) and style.css's button cursor", styled, err)
 	}
 	screenshot(t, ctx, "console-after.png")
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func TestClient(t *testing.T) {
-	h := newTestHost(t, Options{Token: "s3cret"})
+	h := newTestHost(t, Options{Token: testToken})
 	a := h.add("alpha", 2)
 	b := h.add("beta", 2, conntest.Refuse)
 	a.rec.Expect(t, wait, conn.Established)
@@ -27,7 +27,7 @@ func TestClient(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	c := &Client{Addr: strings.TrimPrefix(srv.URL, "http://"), Token: "s3cret"}
+	c := &Client{Addr: strings.TrimPrefix(srv.URL, "http://"), Token: testToken}
 	r, err := c.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +56,14 @@ beta    failed-retrying  1/2       1s     mcp server "beta": connection failed: 
 		t.Errorf("failing reconnect: %v %+v", err, res)
 	}
 	b.srv.Plan(conntest.Accept)
+	// At once again: held back (ReconnectInterval); after it, beta's own
+	// retry connects first.
+	if _, err := c.Reconnect(ctx, "beta"); !errors.As(err, &ae) || ae.StatusCode != 429 {
+		t.Errorf("reconnect again at once: %v, want a 429 APIError", err)
+	}
+	b.rec.Expect(t, wait, conn.Connecting, conn.FailedRetrying) // the failed reconnect
+	h.clk.Add(max(ReconnectInterval, b.Status().Delay))
+	b.rec.Expect(t, wait, conn.Connecting, conn.Established)
 	res, err = c.Reconnect(ctx, "beta")
 	if err != nil || res.Server.State != "established" {
 		t.Errorf("reconnect: %v %+v", err, res)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/conn"
 )
 
@@ -26,8 +27,14 @@ type Options struct {
 	// Token, when set, is the bearer token every request must carry
 	// (header "Authorization: Bearer TOKEN", or the cookie the page sets
 	// after one visit to /?token=TOKEN). Without it the console answers
-	// only requests addressed to a loopback host name.
+	// only requests addressed to a loopback host name. Ignored when Rule
+	// is set.
 	Token string
+	// Rule, when set, is the access rule of every request (the one rule of
+	// the host's HTTP surfaces); give it Config.Cookie = CookieName for the
+	// page's /?token=TOKEN login. Without it the console makes one from
+	// Token.
+	Rule *access.Rule
 	// Metrics, when set, is mounted at /metrics (for example a Prometheus
 	// handler); without it /metrics answers 404.
 	Metrics http.Handler
@@ -60,6 +67,8 @@ type Console struct {
 	log     *slog.Logger
 	hist    *history
 	diagram []byte
+	handler http.Handler // the router behind the access rule
+	limit   reconnectLimit
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -86,6 +95,7 @@ func New(host Host, opts Options) *Console {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.handler = c.guard(http.HandlerFunc(c.route))
 	if opts.ToolsChanged != nil {
 		c.wg.Go(c.followTools)
 	}
@@ -138,11 +148,14 @@ func (c *Console) followTools() {
 	}
 }
 
-// ServeHTTP routes a request; see the package doc for the endpoints.
+// ServeHTTP applies the access rule and routes a request; see the package
+// doc for the endpoints.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !c.authorize(w, r) {
-		return
-	}
+	setSecurityHeaders(w.Header())
+	c.handler.ServeHTTP(w, r)
+}
+
+func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/" || p == "/index.html":
@@ -244,11 +257,17 @@ func (c *Console) reconnect(w http.ResponseWriter, r *http.Request, name string)
 		c.writeError(w, http.StatusNotFound, fmt.Sprintf("unknown server %q; GET /api/status lists the servers", name))
 		return
 	}
+	if !c.allowReconnect(w, name) {
+		return
+	}
 	res, code := c.reconnectOne(r.Context(), s)
 	c.writeJSON(w, code, res)
 }
 
 func (c *Console) reconnectAll(w http.ResponseWriter, r *http.Request) {
+	if !c.allowReconnect(w, "") {
+		return
+	}
 	servers := c.host.Servers()
 	out := ReconnectAllResult{Results: make([]ReconnectResult, len(servers))}
 	codes := make([]int, len(servers))

@@ -31,7 +31,8 @@
 //
 // Every error is JSON, {"error": "..."}, with a fitting status: 404 for an
 // unknown path or server, 405 with an Allow header for a wrong method, 401
-// for a missing token, 403 for a refused host name or origin.
+// for a missing token, 403 for a refused host name or origin, 413 for a
+// body over MaxBodyBytes, 429 with Retry-After for a reconnect too soon.
 //
 // # The JSON of /api/status
 //
@@ -58,14 +59,24 @@
 //
 // # Access
 //
-// Without a token the console must listen on a loopback address ([Listen]
-// refuses others) and answers only requests whose Host is a loopback name,
-// so a web page elsewhere cannot reach it by rebinding its own name. With
-// a token (flag -http-token or MCPFSM_HTTP_TOKEN) every request needs
-// "Authorization: Bearer TOKEN"; a browser opens /?token=TOKEN once, which
-// sets an HttpOnly, SameSite=Strict cookie and redirects to the page
-// without the token in its address. A POST that carries an Origin header
-// must come from the console's own origin.
+// The console's access rule is package access's, the same as the MCP
+// endpoint's (Options.Rule, or one made from Options.Token). Without a
+// token the console must listen on a loopback address ([Listen] refuses
+// others) and answers only requests whose Host is a loopback name, so a
+// web page elsewhere cannot reach it by rebinding its own name; with one,
+// the Host must also be the connection's own address or a name the rule
+// allows (-allow-host). With a token (flag -http-token or
+// MCPFSM_HTTP_TOKEN) every request needs "Authorization: Bearer TOKEN"; a
+// browser opens /?token=TOKEN once, which sets an HttpOnly,
+// SameSite=Strict cookie and redirects to the page without the token in
+// its address. A request that carries an Origin header must come from the
+// console's own origin (or one the rule allows), whatever its method.
+//
+// Every answer carries a Content-Security-Policy (the page's own files
+// only, no framing), X-Frame-Options DENY, X-Content-Type-Options nosniff
+// and Referrer-Policy no-referrer. Bodies are bounded to MaxBodyBytes, and
+// a manual reconnect of one server (or of all) within ReconnectInterval of
+// the last is answered 429 with Retry-After.
 //
 // # The diagram
 //

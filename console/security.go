@@ -2,76 +2,80 @@ package console
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/access"
 )
 
 // Environment variables the command reads; flags take precedence.
 const (
-	// EnvToken holds the bearer token (flag -http-token).
-	EnvToken = "MCPFSM_HTTP_TOKEN"
+	// EnvToken holds the bearer token (flag -http-token); the same as
+	// access.EnvLegacyToken, which access.LoadToken also reads.
+	EnvToken = access.EnvLegacyToken
 	// EnvAddr holds the console's address (flag -http), for the commands
 	// that talk to a running host.
 	EnvAddr = "MCPFSM_HTTP"
 )
 
-// cookieName is the cookie the page sets after /?token=TOKEN.
-const cookieName = "mcpfsm_token"
+// CookieName is the cookie the page sets after /?token=TOKEN; a Rule
+// given in Options.Rule should have it as its Config.Cookie.
+const CookieName = "mcpfsm_token"
+
+const cookieName = CookieName
 
 // ErrNeedToken is returned by [Listen] for a non-loopback address without
-// a token.
-var ErrNeedToken = errors.New("a non-loopback address needs a bearer token")
+// a token. It is access.ErrNeedAuth.
+var ErrNeedToken = access.ErrNeedAuth
+
+// Limits of the console's own requests.
+const (
+	// MaxBodyBytes bounds a request body: the console's POSTs carry none.
+	MaxBodyBytes = 1 << 20
+	// ReconnectInterval is the least time between two manual reconnects of
+	// one server (or two "reconnect all"); one sooner is answered 429 with
+	// Retry-After.
+	ReconnectInterval = time.Second
+)
 
 // Listen opens a TCP listener for the console on addr. Without a token it
 // refuses any address that is not loopback (127.0.0.0/8, ::1, localhost):
 // ":7777" and "0.0.0.0:7777" listen on every interface and need a token
 // (flag -http-token or MCPFSM_HTTP_TOKEN). The check is made on the
 // address actually bound, so a host name resolving elsewhere is refused
-// too.
+// too. A token must pass access.CheckToken.
+//
+// It is access.Rule.Listen for a rule of token alone; a host serving the
+// console under a rule of its own calls that rule's Listen instead.
 func Listen(addr, token string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
+	rule, err := access.New(access.Config{Token: token})
 	if err != nil {
-		return nil, fmt.Errorf("console: -http %q: %w; use HOST:PORT, e.g. 127.0.0.1:7777", addr, err)
+		return nil, fmt.Errorf("console: -http-token: %w", err)
 	}
-	if token == "" && !loopbackName(host) {
-		return nil, needToken(addr)
+	ln, err := rule.Listen(addr)
+	if errors.Is(err, access.ErrNeedAuth) {
+		return nil, fmt.Errorf("console: -http %s: %w (for the console, -http-token or %s)", addr, err, EnvToken)
 	}
-	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
-	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && token == "" && !tcp.IP.IsLoopback() {
-		ln.Close()
-		return nil, needToken(addr)
+		return nil, fmt.Errorf("console: -http: %w", err)
 	}
 	return ln, nil
 }
 
-func needToken(addr string) error {
-	return fmt.Errorf("console: refusing to serve on %q: %w; listen on 127.0.0.1:PORT, or set a token with -http-token or %s",
-		addr, ErrNeedToken, EnvToken)
-}
-
-// loopbackName reports whether a host name or address is loopback.
-func loopbackName(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
 // Serve answers requests on ln until ctx ends, then closes the console's
 // event streams and shuts the server down, waiting at most 5 s for the
-// requests in flight. It returns nil after a shutdown caused by ctx.
+// requests in flight. It returns nil after a shutdown caused by ctx. The
+// server has the limits of access.NewServer.
 func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	srv := access.NewServer(c, access.ServerOptions{})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -90,69 +94,80 @@ func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// authorize applies the access rules and answers the request itself when
-// it is refused (or redirected), reporting whether to go on.
-//
-// Without a token, only requests addressed to a loopback host name are
-// served: a web page elsewhere cannot rebind its own name to 127.0.0.1 and
-// read the API. With one, a request needs "Authorization: Bearer TOKEN" or
-// the cookie that a GET with ?token=TOKEN sets (that GET is redirected to
-// the same URL without the token, so the token leaves the address bar).
-// In both cases a request that changes something (POST) from a browser
-// must come from the console's own origin.
-func (c *Console) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if c.opts.Token == "" {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(r.Host); err == nil {
-			host = h
-		}
-		if !loopbackName(host) {
-			c.writeError(w, http.StatusForbidden, fmt.Sprintf(
-				"host %q refused: without a token the console answers only to loopback names (127.0.0.1, localhost, [::1]); set -http-token or %s to serve others",
-				r.Host, EnvToken))
-			return false
-		}
-	} else if !c.authenticated(w, r) {
-		return false
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || u.Host != r.Host {
-				c.writeError(w, http.StatusForbidden, fmt.Sprintf("cross-origin %s from %q refused", r.Method, o))
-				return false
-			}
+// guard returns the console's router behind its access rule
+// (Options.Rule, or one made from Options.Token) and body limit. A rule
+// that cannot be made (a token too short) refuses every request, naming
+// why: the console fails closed.
+func (c *Console) guard(route http.Handler) http.Handler {
+	rule := c.opts.Rule
+	if rule == nil {
+		var err error
+		rule, err = access.New(access.Config{Token: c.opts.Token, Cookie: cookieIf(c.opts.Token), Logger: c.opts.Logger})
+		if err != nil {
+			c.log.Error("console: refusing every request", "err", err)
+			msg := "the console's access rule is broken: " + err.Error()
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				c.writeError(w, http.StatusInternalServerError, msg)
+			})
 		}
 	}
-	return true
+	return rule.Wrap(access.LimitBody(route, MaxBodyBytes))
 }
 
-// authenticated checks the bearer token, then the cookie, then ?token=.
-func (c *Console) authenticated(w http.ResponseWriter, r *http.Request) bool {
-	if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && c.tokenIs(auth) {
+func cookieIf(token string) string {
+	if token == "" {
+		return ""
+	}
+	return CookieName
+}
+
+// contentSecurityPolicy lets the page load only its own script, style and
+// data, and be framed by nobody. The diagram's <style> element (inline in
+// the SVG the page inserts) is allowed by its hash.
+var contentSecurityPolicy = "default-src 'self'; style-src 'self' 'sha256-" + styleHash(diagramCSS) +
+	"'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+func styleHash(css string) string {
+	sum := sha256.Sum256([]byte(css))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// setSecurityHeaders sets the headers every answer carries.
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// reconnectLimit remembers each server's last manual reconnect ("" for
+// "reconnect all").
+type reconnectLimit struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allowReconnect reports whether a manual reconnect of name may start now,
+// and answers 429 with Retry-After when it may not.
+func (c *Console) allowReconnect(w http.ResponseWriter, name string) bool {
+	now := c.clk.Now()
+	l := &c.limit
+	l.mu.Lock()
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	wait := ReconnectInterval - now.Sub(l.last[name])
+	if _, seen := l.last[name]; !seen || wait <= 0 {
+		l.last[name] = now
+		l.mu.Unlock()
 		return true
 	}
-	if ck, err := r.Cookie(cookieName); err == nil && c.tokenIs(ck.Value) {
-		return true
+	l.mu.Unlock()
+	what := fmt.Sprintf("server %q", name)
+	if name == "" {
+		what = "all servers"
 	}
-	q := r.URL.Query()
-	if tok := q.Get("token"); tok != "" && r.Method == http.MethodGet && c.tokenIs(tok) {
-		http.SetCookie(w, &http.Cookie{
-			Name: cookieName, Value: tok, Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		})
-		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-		return false
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfsm"`)
-	c.writeError(w, http.StatusUnauthorized,
-		"missing or wrong token: send \"Authorization: Bearer TOKEN\", or open /?token=TOKEN once in a browser")
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	c.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%s reconnected less than %v ago; retry after %v", what, ReconnectInterval, wait.Round(time.Millisecond)))
 	return false
-}
-
-func (c *Console) tokenIs(s string) bool {
-	return subtle.ConstantTimeCompare([]byte(s), []byte(c.opts.Token)) == 1
 }

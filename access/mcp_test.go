@@ -1,0 +1,128 @@
+package access
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpServer is a one-tool MCP server behind rule, over real HTTP; the
+// tool answers with the token's user as go-sdk sees it.
+func mcpServer(t *testing.T, rule *Rule) *httptest.Server {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		user := ""
+		if ti := req.Extra.TokenInfo; ti != nil {
+			user = ti.UserID
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text + " user=" + user}}}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(rule.Wrap(h))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// headerClient adds hdr to every request.
+type headerClient struct {
+	hdr  http.Header
+	next http.RoundTripper
+}
+
+func (c headerClient) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range c.hdr {
+		r.Header[k] = v
+	}
+	return c.next.RoundTrip(r)
+}
+
+// callEcho connects to ts with hdr, initializes, and calls the tool.
+func callEcho(t *testing.T, ts *httptest.Server, hdr http.Header) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	hc := &http.Client{Transport: headerClient{hdr: hdr, next: ts.Client().Transport}}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return "", err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil {
+		return "", err
+	}
+	return res.Content[0].(*mcp.TextContent).Text, nil
+}
+
+// rawPost sends an initialize request by hand and returns the answer.
+func rawPost(t *testing.T, ts *httptest.Server, hdr http.Header) *http.Response {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	r, err := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		r.Header[k] = v
+	}
+	resp, err := ts.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// TestMCPEndpointWithToken is the attack on an unprotected -listen: a
+// client without the token, or a web page at another origin, reaches no
+// tool; one with the token calls it.
+func TestMCPEndpointWithToken(t *testing.T) {
+	ts := mcpServer(t, mustRule(t, Config{Token: goodToken, AllowOrigins: []string{"https://app.example.com"}}))
+	if resp := rawPost(t, ts, nil); resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("initialize without a token: %d %q, want 401 with a Bearer challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if _, err := callEcho(t, ts, nil); err == nil {
+		t.Error("a client without the token called a tool")
+	}
+	auth := http.Header{"Authorization": {"Bearer " + goodToken}}
+	if got, err := callEcho(t, ts, auth); err != nil || got != "hi user=" {
+		t.Errorf("with the token: %q, %v", got, err)
+	}
+	evil := http.Header{"Authorization": auth["Authorization"], "Origin": {"https://evil.example"}}
+	if resp := rawPost(t, ts, evil); resp.StatusCode != 403 {
+		t.Errorf("initialize from https://evil.example: %d, want 403", resp.StatusCode)
+	}
+	if _, err := callEcho(t, ts, evil); err == nil {
+		t.Error("a page at https://evil.example called a tool")
+	}
+	listed := http.Header{"Authorization": auth["Authorization"], "Origin": {"https://app.example.com"}}
+	if got, err := callEcho(t, ts, listed); err != nil || got != "hi user=" {
+		t.Errorf("from a listed origin: %q, %v", got, err)
+	}
+}
+
+// TestMCPEndpointWithOAuth: the SDK sees the token's user, so its
+// sessions are bound to it.
+func TestMCPEndpointWithOAuth(t *testing.T) {
+	is := newIssuer(t, false)
+	rule, clk := oauthRule(t, is, "mcp:tools")
+	ts := mcpServer(t, rule)
+	if resp := rawPost(t, ts, nil); resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Errorf("initialize without a token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	tok := is.sign("k1", is.claims(resource, clk.Now()))
+	if got, err := callEcho(t, ts, http.Header{"Authorization": {"Bearer " + tok}}); err != nil || got != "hi user=alice" {
+		t.Errorf("with a valid access token: %q, %v", got, err)
+	}
+}

@@ -1,0 +1,198 @@
+package access
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+type subjectKey struct{}
+
+// SubjectToken is the [Subject] of a request authenticated by the static
+// token (header or cookie).
+const SubjectToken = "token"
+
+// Subject returns who was authenticated for the request whose context is
+// ctx: SubjectToken for the static token, the JWT's "sub" (or "client:"
+// and its client_id when it has no sub) for an OAuth token, and "" when
+// the rule asks for no credential (loopback) or ctx did not pass a Rule.
+func Subject(ctx context.Context) string {
+	s, _ := ctx.Value(subjectKey{}).(string)
+	return s
+}
+
+// Wrap returns h behind the rule: Host, then Origin, then authentication
+// (see the package doc). Refusals are answered with a JSON body
+// {"error": "..."} naming the fix; with OAuth, the Protected Resource
+// Metadata is answered at its well-known paths without authentication.
+func (r *Rule) Wrap(h http.Handler) http.Handler {
+	next := h
+	if r.oauth != nil {
+		next = r.oauth.withTokenInfo(h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if msg := r.checkHost(req); msg != "" {
+			r.refuse(w, req, http.StatusForbidden, msg)
+			return
+		}
+		if r.oauth != nil && r.oauth.isMetadataPath(req.URL.Path) {
+			r.oauth.metadata.ServeHTTP(w, req)
+			return
+		}
+		if msg := r.checkOrigin(req); msg != "" {
+			r.refuse(w, req, http.StatusForbidden, msg)
+			return
+		}
+		if !r.Authenticated() {
+			h.ServeHTTP(w, req)
+			return
+		}
+		if r.cfg.Token != "" {
+			if tok, ok := bearer(req); ok && r.tokenIs(tok) {
+				h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), subjectKey{}, SubjectToken)))
+				return
+			}
+			if r.cfg.Cookie != "" {
+				if ck, err := req.Cookie(r.cfg.Cookie); err == nil && r.tokenIs(ck.Value) {
+					h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), subjectKey{}, SubjectToken)))
+					return
+				}
+				if r.cookieLogin(w, req) {
+					return
+				}
+			}
+		}
+		if r.oauth != nil {
+			if tok, ok := bearer(req); ok {
+				r.oauth.serve(w, req, tok, next, r.refuse)
+				return
+			}
+			r.oauth.challenge(w, "")
+			r.refuse(w, req, http.StatusUnauthorized, "missing bearer token: send \"Authorization: Bearer TOKEN\" with an access token from "+r.oauth.cfg.Issuer)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfsm"`)
+		msg := "missing or wrong token: send \"Authorization: Bearer TOKEN\""
+		if r.cfg.Cookie != "" {
+			msg += ", or open /?token=TOKEN once in a browser"
+		}
+		r.refuse(w, req, http.StatusUnauthorized, msg)
+	})
+}
+
+// cookieLogin answers a GET carrying ?token=TOKEN: it sets the cookie and
+// redirects to the same URL without the token, so the token leaves the
+// address bar and the history. It reports whether it answered.
+func (r *Rule) cookieLogin(w http.ResponseWriter, req *http.Request) bool {
+	q := req.URL.Query()
+	tok := q.Get("token")
+	if tok == "" || req.Method != http.MethodGet || !r.tokenIs(tok) {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: r.cfg.Cookie, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil,
+	})
+	q.Del("token")
+	u := *req.URL
+	u.RawQuery = q.Encode()
+	http.Redirect(w, req, u.RequestURI(), http.StatusSeeOther)
+	return true
+}
+
+func (r *Rule) tokenIs(s string) bool {
+	return subtle.ConstantTimeCompare([]byte(s), []byte(r.cfg.Token)) == 1
+}
+
+// bearer returns the credential of an "Authorization: Bearer X" header
+// (the scheme is case-insensitive).
+func bearer(req *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(req.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// checkHost returns why req's Host is refused, or "".
+//
+// A request without a local address in its context (a handler called in
+// process, not by an http.Server) is judged as if on a loopback
+// connection.
+func (r *Rule) checkHost(req *http.Request) string {
+	name, port := req.Host, ""
+	if h, p, err := net.SplitHostPort(req.Host); err == nil {
+		name, port = h, p
+	}
+	name = strings.ToLower(strings.Trim(name, "[]"))
+	var local net.IP
+	if a, ok := req.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if tcp, ok := a.(*net.TCPAddr); ok {
+			local = tcp.IP
+		} else if h, _, err := net.SplitHostPort(a.String()); err == nil {
+			local = net.ParseIP(h)
+		}
+	}
+	onLoopback := local == nil || local.IsLoopback()
+	switch {
+	case onLoopback && loopbackName(name):
+		return ""
+	case local != nil && !local.IsUnspecified() && local.Equal(net.ParseIP(name)):
+		return ""
+	}
+	for _, a := range r.hosts {
+		if a.name == name && (a.port == "" || a.port == port) {
+			return ""
+		}
+	}
+	if onLoopback {
+		return fmt.Sprintf("host %q refused: on a loopback connection only loopback names (127.0.0.1, localhost, [::1]) are served; name it with -allow-host to serve it", req.Host)
+	}
+	return fmt.Sprintf("host %q refused: the server answers to its own address and the names given with -allow-host; add -allow-host %s if clients reach it by that name", req.Host, name)
+}
+
+// checkOrigin returns why req's Origin (or Sec-Fetch-Site) is refused, or
+// "".
+func (r *Rule) checkOrigin(req *http.Request) string {
+	if o := req.Header.Get("Origin"); o != "" {
+		scheme := "http"
+		if req.TLS != nil {
+			scheme = "https"
+		}
+		n, err := normalOrigin(o)
+		if err != nil || (n != originOf(scheme, req.Host) && !r.origins[n]) {
+			return fmt.Sprintf("cross-origin %s from %q refused; add -allow-origin ORIGIN to serve a web client at that origin", req.Method, o)
+		}
+		return ""
+	}
+	// Without Origin, a browser's Sec-Fetch-Site still tells a cross-site
+	// request that changes something (http.CrossOriginProtection's rule).
+	if err := r.cop.Check(req); err != nil {
+		return fmt.Sprintf("cross-origin %s refused (%v); add -allow-origin ORIGIN to serve a web client at that origin", req.Method, err)
+	}
+	return ""
+}
+
+// errorBody is the JSON body of every refusal.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (r *Rule) refuse(w http.ResponseWriter, req *http.Request, code int, msg string) {
+	r.log.Debug("access: refused", "code", code, "method", req.Method, "path", req.URL.Path, "remote", req.RemoteAddr, "why", msg)
+	writeError(w, code, msg)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	b, _ := json.Marshal(errorBody{Error: msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}

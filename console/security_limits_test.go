@@ -1,0 +1,124 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+func TestSecurityHeaders(t *testing.T) {
+	h := newTestHost(t, Options{Token: testToken})
+	auth := http.Header{"Authorization": {"Bearer " + testToken}}
+	for _, tc := range []struct {
+		target string
+		hdr    http.Header
+		code   int
+	}{
+		{"/", auth, 200},
+		{"/app.js", auth, 200},
+		{"/diagram.svg", auth, 200},
+		{"/api/status", auth, 200},
+		{"/api/status", nil, 401},
+		{"/nope", auth, 404},
+	} {
+		resp := do(t, h.cons, "GET", tc.target, tc.hdr, nil)
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.target, resp.StatusCode, tc.code)
+		}
+		for k, want := range map[string]string{
+			"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+		} {
+			if got := resp.Header.Get(k); got != want {
+				t.Errorf("GET %s: %s %q, want %q", tc.target, k, got, want)
+			}
+		}
+		csp := resp.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: Content-Security-Policy %q lacks %q", tc.target, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("GET %s: Content-Security-Policy %q allows inline code", tc.target, csp)
+		}
+	}
+	// The policy's style hash is that of the <style> the diagram carries
+	// (the page inlines the SVG), so the drawing keeps its style.
+	m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(Diagram(conn.Table()))
+	if m == nil {
+		t.Fatal("the diagram has no <style>")
+	}
+	if want := "'sha256-" + styleHash(m[1]) + "'"; !strings.Contains(contentSecurityPolicy, want) {
+		t.Errorf("Content-Security-Policy %q lacks the diagram style's hash %s", contentSecurityPolicy, want)
+	}
+	// The page has no inline script or style the policy would block.
+	page, err := web.ReadFile("web/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(`<script>|<script [^>]*>[^<]|<style|style="|\son[a-z]+=`).Match(page) {
+		t.Error("index.html has inline script, style or event handler attributes, which the policy blocks")
+	}
+}
+
+// TestReconnectRateLimit: a second manual reconnect of a server within
+// ReconnectInterval is answered 429 with Retry-After and never reaches the
+// server; other servers and later requests are not held back.
+func TestReconnectRateLimit(t *testing.T) {
+	h := newTestHost(t, Options{})
+	a := h.add("alpha", 2)
+	b := h.add("beta", 2)
+	a.rec.Expect(t, wait, conn.Established)
+	b.rec.Expect(t, wait, conn.Established)
+	post := func(target string, code int, retryAfter string) {
+		t.Helper()
+		var e apiError
+		var out any
+		if code == http.StatusTooManyRequests {
+			out = &e
+		}
+		resp := do(t, h.cons, "POST", target, nil, out)
+		if resp.StatusCode != code || resp.Header.Get("Retry-After") != retryAfter {
+			t.Fatalf("POST %s: %d Retry-After %q %q, want %d Retry-After %q", target, resp.StatusCode,
+				resp.Header.Get("Retry-After"), e.Error, code, retryAfter)
+		}
+	}
+	post("/api/servers/alpha/reconnect", 200, "")
+	post("/api/servers/alpha/reconnect", 429, "1")
+	post("/api/servers/beta/reconnect", 200, "")
+	h.clk.Add(ReconnectInterval - time.Millisecond)
+	post("/api/servers/alpha/reconnect", 429, "1")
+	h.clk.Add(time.Millisecond)
+	post("/api/servers/alpha/reconnect", 200, "")
+	if n := a.reconnects.Load(); n != 2 {
+		t.Errorf("alpha reconnected %d times, want 2 (the refused ones must not reach it)", n)
+	}
+	post("/api/reconnect", 200, "")
+	post("/api/reconnect", 429, "1")
+	h.clk.Add(ReconnectInterval)
+	post("/api/reconnect", 200, "")
+	if n := b.reconnects.Load(); n != 3 {
+		t.Errorf("beta reconnected %d times, want 3", n)
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	h := newTestHost(t, Options{})
+	req := httptest.NewRequest("POST", "/api/reload", strings.NewReader(strings.Repeat("x", MaxBodyBytes+1)))
+	req.Host = "127.0.0.1:7777"
+	rw := httptest.NewRecorder()
+	h.cons.ServeHTTP(rw, req)
+	if rw.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of %d bytes: %d, want 413", MaxBodyBytes+1, rw.Code)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reloads != 0 {
+		t.Errorf("the refused reload reached the host")
+	}
+}
