@@ -116,6 +116,9 @@ type arc[S ~string, D any] struct {
 	to    S
 	guard func(D) bool
 	when  string
+	// exit and enter are the states the transition leaves, innermost
+	// first, and enters, outermost first, as indices into spec.States.
+	exit, enter []int
 }
 
 // pending is a queued event. own marks the event of the goroutine that is
@@ -129,8 +132,9 @@ type pending[E ~string, D any] struct {
 
 // firing is a step being taken, with the caller's context.
 type firing[S ~string, E ~string, D any] struct {
-	ctx  context.Context
-	step Step[S, E, D]
+	ctx   context.Context
+	step  Step[S, E, D]
+	enter []int // the states whose OnEnter runs, outermost first
 }
 
 // Fire runs event ev, with the zero data, to completion, or queues it; see
@@ -253,14 +257,18 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 		return m.notPermitted(from, p.ev, arcs)
 	}
 	a := arcs[i]
-	m.inflight = firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}}
+	m.inflight = firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}, enter: a.enter}
 	f := &m.inflight
 	defer func() { m.inflight = firing[S, E, D]{} }() // do not pin the caller's ctx and data
 	// Exit callbacks run here, not in looplab's leave_state: looplab runs
 	// that under its event lock (Can would block) and a panic there leaves
 	// it "in transition" for ever.
-	if exit := m.callback(m.onExit, from); exit != nil {
-		exit(p.ctx, f.step)
+	if m.onExit != nil {
+		for _, i := range a.exit {
+			if exit := m.onExit[i]; exit != nil {
+				exit(p.ctx, f.step)
+			}
+		}
 	}
 	// Background: looplab jams for ever on a context cancelled during
 	// Event (issue #115); callbacks get the caller's ctx through inflight.
@@ -277,8 +285,12 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 
 // entered runs the callbacks of a completed state change.
 func (m *Machine[S, E, D]) entered(f *firing[S, E, D]) {
-	if enter := m.callback(m.onEnter, f.step.To); enter != nil {
-		enter(f.ctx, f.step)
+	if m.onEnter != nil {
+		for _, i := range f.enter {
+			if enter := m.onEnter[i]; enter != nil {
+				enter(f.ctx, f.step)
+			}
+		}
 	}
 	if m.observer != nil {
 		m.observer(f.step)
@@ -424,10 +436,9 @@ func (m *Machine[S, E, D]) Available() []E {
 // Spec returns a deep copy of the Spec the Machine was built from.
 func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.c.spec.clone() }
 
-// callback returns the callback of state in cbs, or nil.
-func (m *Machine[S, E, D]) callback(cbs []func(context.Context, Step[S, E, D]), state S) func(context.Context, Step[S, E, D]) {
-	if cbs == nil {
-		return nil
-	}
-	return cbs[m.c.index[state]]
+// In reports whether the current state is s or lies inside superstate s.
+// It is safe from any goroutine, with the caveats of [Machine.State].
+func (m *Machine[S, E, D]) In(s S) bool {
+	i, ok := m.c.index[s]
+	return ok && slices.Contains(m.c.chains[m.State()], i)
 }
