@@ -234,4 +234,3 @@ func dotEscape(s string) string { return dotEscaper.Replace(s) }
 var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
 
 func dotQuote(s string) string { return `"` + dotEscape(s) + `"` }
-

@@ -117,6 +117,7 @@ func (s Spec[S, E, D]) mermaidScope(b *strings.Builder, t tree[S], ids map[S]str
 		}
 	}
 }
+
 // mermaidIDs assigns every state a Mermaid identifier: its name when that
 // is already one, otherwise the name with other characters replaced by '_',
 // suffixed to stay unique. states must be sorted, so the choice is stable.
