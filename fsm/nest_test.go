@@ -75,7 +75,9 @@ func (l *callLog) options(states []fsm.State[nestState]) fsm.Options[nestState, 
 	o := fsm.Options[nestState, nestEvent, nestData]{OnEnter: map[nestState]cb{}, OnExit: map[nestState]cb{}}
 	for _, st := range states {
 		name := st.Name
-		o.OnEnter[name] = func(context.Context, fsm.Step[nestState, nestEvent, nestData]) { *l = append(*l, "enter:"+string(name)) }
+		o.OnEnter[name] = func(context.Context, fsm.Step[nestState, nestEvent, nestData]) {
+			*l = append(*l, "enter:"+string(name))
+		}
 		o.OnExit[name] = func(context.Context, fsm.Step[nestState, nestEvent, nestData]) { *l = append(*l, "exit:"+string(name)) }
 	}
 	o.Observer = func(st fsm.Step[nestState, nestEvent, nestData]) {
