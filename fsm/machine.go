@@ -33,11 +33,17 @@ type Step[S ~string, E ~string, D any] struct {
 type Options[S ~string, E ~string, D any] struct {
 	// OnExit callbacks run before the state changes: the guard has chosen
 	// the transition, and State still reports the state being left. Keys
-	// must be declared states (New rejects unknown keys). If one panics,
-	// the transition does not happen.
+	// must be declared states (New rejects unknown keys); a superstate's
+	// runs when a transition leaves it, after those of the states inside
+	// it. If one panics, the transition does not happen (the exits that
+	// ran before it have run).
 	OnExit map[S]func(ctx context.Context, st Step[S, E, D])
 	// OnEnter callbacks run after the state changed, before Observer.
-	// Keys must be declared states (New rejects unknown keys).
+	// Keys must be declared states (New rejects unknown keys); a
+	// superstate's runs when a transition enters it, before those of the
+	// states inside it. A transition leaves and enters only the states
+	// below the innermost superstate holding both its ends, and a
+	// self-transition the leaf alone.
 	OnEnter map[S]func(ctx context.Context, st Step[S, E, D])
 	// Observer sees every completed transition exactly once, in order, after OnEnter.
 	Observer func(st Step[S, E, D])
@@ -161,7 +167,9 @@ func (m *Machine[S, E, D]) Fire(ctx context.Context, ev E) error {
 // ctx.Err() (and context.Cause(ctx)) without changing state; choose the
 // first transition of (current state, ev) whose guard accepts data, or
 // return an [*EventError] if there is none; call OnExit of the current
-// state; change state; call OnEnter of the new state; call Observer. Every
+// state (and of the superstates it leaves, innermost first); change
+// state; call OnEnter of the new state (after those of the superstates it
+// enters, outermost first); call Observer. Every
 // callback gets ctx and a [Step] carrying data. A self-loop (a transition
 // whose To is one of its From) is a real transition: OnExit and OnEnter
 // run again and Observer sees Step{From: s, To: s}.
