@@ -22,6 +22,8 @@ type Compiled[S ~string, E ~string, D any] struct {
 	names  map[E][]string          // per event, its engine event names
 	descs  []looplab.EventDesc     // the engine's table
 	index  map[S]int               // per state, its place in spec.States
+	leaves map[S]bool              // the states a machine can be in
+	chains map[S][]int             // per leaf, it and its superstates, innermost first, as indices
 
 	spareMu sync.Mutex
 	spares  []*engine[S, E, D] // engines of machines that rested, for the next build
@@ -69,29 +71,77 @@ func Compile[S ~string, E ~string, D any](spec Spec[S, E, D]) (*Compiled[S, E, D
 		events: make(map[S][]E, len(spec.States)),
 		names:  make(map[E][]string, len(spec.Events)),
 		index:  make(map[S]int, len(spec.States)),
+		chains: make(map[S][]int, len(spec.States)),
 	}
 	for i, st := range c.spec.States {
 		c.index[st.Name] = i
 	}
-	for _, t := range c.spec.Transitions {
-		name := t.Label()
-		if !slices.Contains(c.names[t.Event], name) {
-			c.names[t.Event] = append(c.names[t.Event], name)
+	t := c.spec.tree()
+	c.leaves = make(map[S]bool, len(spec.States))
+	for _, leaf := range c.spec.Leaves() {
+		c.leaves[leaf] = true
+		c.chains[leaf] = c.indices(t.chain(leaf))
+	}
+	type desc struct {
+		name string
+		to   S
+	}
+	srcs := map[desc][]string{}
+	var order []desc
+	for _, e := range c.spec.Flatten() {
+		tr := c.spec.Transitions[e.Transition]
+		name := tr.Label()
+		if !slices.Contains(c.names[e.Event], name) {
+			c.names[e.Event] = append(c.names[e.Event], name)
 		}
-		src := make([]string, len(t.From))
-		for i, f := range t.From {
-			src[i] = string(f)
-			if c.exits[f] == nil {
-				c.exits[f] = map[E][]arc[S, D]{}
-			}
-			c.exits[f][t.Event] = append(c.exits[f][t.Event], arc[S, D]{name: name, to: t.To, guard: t.Guard, when: t.When})
+		if c.exits[e.From] == nil {
+			c.exits[e.From] = map[E][]arc[S, D]{}
 		}
-		c.descs = append(c.descs, looplab.EventDesc{Name: name, Src: src, Dst: string(t.To)})
+		exit, enter := c.path(t, e.From, e.To)
+		c.exits[e.From][e.Event] = append(c.exits[e.From][e.Event], arc[S, D]{
+			name: name, to: e.To, guard: tr.Guard, when: tr.When, exit: exit, enter: enter,
+		})
+		d := desc{name, e.To}
+		if _, ok := srcs[d]; !ok {
+			order = append(order, d)
+		}
+		srcs[d] = append(srcs[d], string(e.From))
+	}
+	for _, d := range order {
+		c.descs = append(c.descs, looplab.EventDesc{Name: d.name, Src: srcs[d], Dst: string(d.to)})
 	}
 	for state, byEvent := range c.exits {
 		c.events[state] = slices.Sorted(maps.Keys(byEvent))
 	}
 	return c, nil
+}
+
+// indices returns the places of states in spec.States.
+func (c *Compiled[S, E, D]) indices(states []S) []int {
+	out := make([]int, len(states))
+	for i, st := range states {
+		out[i] = c.index[st]
+	}
+	return out
+}
+
+// path returns the states a transition from leaf from to leaf to leaves,
+// innermost first, and enters, outermost first, as indices: those below
+// the innermost superstate containing both, which is neither left nor
+// entered. A transition from a leaf to itself leaves and enters that leaf
+// alone.
+func (c *Compiled[S, E, D]) path(t tree[S], from, to S) (exit, enter []int) {
+	up, down := t.chain(from), t.chain(to)
+	if from == to {
+		up, down = up[:1], down[:1]
+	} else {
+		for len(up) > 0 && len(down) > 0 && up[len(up)-1] == down[len(down)-1] {
+			up, down = up[:len(up)-1], down[:len(down)-1]
+		}
+	}
+	exit, enter = c.indices(up), c.indices(down)
+	slices.Reverse(enter)
+	return exit, enter
 }
 
 // New validates spec (see [Spec.Validate]) and opts, and returns a Machine in
@@ -112,7 +162,7 @@ func New[S ~string, E ~string, D any](spec Spec[S, E, D], opts Options[S, E, D])
 // New returns a Machine of the compiled spec in its initial state, as
 // [New] does, sharing c's tables.
 func (c *Compiled[S, E, D]) New(opts Options[S, E, D]) (*Machine[S, E, D], error) {
-	return c.NewIn(c.spec.Initial, opts)
+	return c.NewIn(c.spec.Leaf(c.spec.Initial), opts)
 }
 
 // NewIn is New for a machine that starts in state rather than the
@@ -124,6 +174,10 @@ func (c *Compiled[S, E, D]) NewIn(state S, opts Options[S, E, D]) (*Machine[S, E
 	if _, ok := c.spec.State(state); !ok {
 		return nil, &SpecError{Spec: c.spec.Name, Entry: fmt.Sprintf("NewIn(%q)", state),
 			Reason: "is not a declared state"}
+	}
+	if !c.leaves[state] {
+		return nil, &SpecError{Spec: c.spec.Name, Entry: fmt.Sprintf("NewIn(%q)", state),
+			Reason: "is a superstate, which a machine is never in; name one of its leaves"}
 	}
 	for name, cbs := range map[string]map[S]func(context.Context, Step[S, E, D]){"OnEnter": opts.OnEnter, "OnExit": opts.OnExit} {
 		for state := range cbs {

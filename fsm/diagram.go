@@ -48,6 +48,32 @@ func (s Spec[S, E, D]) edges() []edge[S] {
 // oneLine folds a Doc onto one line; diagrams have no room for paragraphs.
 func oneLine(doc string) string { return strings.Join(strings.Fields(doc), " ") }
 
+// DrawnEdge names one transition as the diagrams draw it: from the state
+// it was declared From (a superstate's transition is drawn once, from
+// the superstate) to its declared To, under its Label.
+type DrawnEdge[S ~string] struct {
+	From, To S
+	Label    string
+}
+
+// Overlay is what a diagram shows beyond the table: states drawn
+// highlighted, and how often transitions were taken (a run, a trace),
+// shown on their labels ("connected ×3") and, in DOT, drawn bold and blue.
+// Names the Spec does not declare are ignored. The zero Overlay draws the
+// table alone.
+type Overlay[S ~string] struct {
+	Highlight []S
+	Taken     map[DrawnEdge[S]]int
+}
+
+// label returns the edge's label with its count, if it was taken.
+func (o Overlay[S]) label(e edge[S]) string {
+	if n := o.Taken[DrawnEdge[S]{From: e.from, To: e.to, Label: e.label}]; n > 0 {
+		return e.label + " ×" + strconv.Itoa(n)
+	}
+	return e.label
+}
+
 // DOT renders the Spec as a Graphviz digraph. The output depends only on
 // the Spec's content (not on declaration order, map order or any machine's
 // state): states and edges are sorted by name, and several events between
@@ -56,11 +82,28 @@ func oneLine(doc string) string { return strings.Join(strings.Fields(doc), " ") 
 // labelled with its name and Doc; terminal states have a double border,
 // alarm states are filled in red, and the highlighted
 // states (undeclared names are ignored) are drawn bold and filled in blue.
-// The output ends with a newline.
+//
+// A superstate is a cluster (subgraph "cluster_NAME", labelled with its
+// name and Doc) holding its children and a point node of its own name:
+// the superstate's initial pseudo-state, with an arrow to its Initial
+// child (invisible when it has none). Its transitions are drawn once,
+// from that point, clipped at the cluster's border (compound=true,
+// ltail); transitions into it end at the border (lhead). The output ends
+// with a newline.
 func (s Spec[S, E, D]) DOT(highlight ...S) string {
+	return s.DOTOverlay(Overlay[S]{Highlight: highlight})
+}
+
+// DOTOverlay is [Spec.DOT] with an [Overlay]: highlighted states, and
+// the taken transitions drawn bold and blue with their counts.
+func (s Spec[S, E, D]) DOTOverlay(o Overlay[S]) string {
+	t := s.tree()
 	var b strings.Builder
 	b.WriteString("digraph " + dotQuote(s.Name) + " {\n")
 	b.WriteString("\trankdir=LR;\n")
+	if len(t.parent) > 0 {
+		b.WriteString("\tcompound=true;\n")
+	}
 	b.WriteString("\tnode [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
 	b.WriteString("\tedge [fontname=\"Helvetica\"];\n")
 
@@ -72,52 +115,117 @@ func (s Spec[S, E, D]) DOT(highlight ...S) string {
 		start += "_"
 	}
 	b.WriteString("\t" + dotQuote(start) + " [shape=point, width=0.15, label=\"\"];\n")
-	b.WriteString("\t" + dotQuote(start) + " -> " + dotQuote(string(s.Initial)) + ";\n")
+	b.WriteString("\t" + dotQuote(start) + " -> " + dotQuote(string(s.Initial)) + dotHead(t, s.Initial) + ";\n")
 
-	for _, st := range s.sortedStates() {
-		label := dotEscape(string(st.Name))
-		if doc := oneLine(st.Doc); doc != "" {
-			label += `\n` + dotEscape(doc)
-		}
-		attrs := []string{`label="` + label + `"`}
-		if st.Terminal {
-			attrs = append(attrs, "peripheries=2")
-		}
-		style := []string{"rounded"}
-		lit := slices.Contains(highlight, st.Name)
-		switch {
-		case st.Alarm:
-			style = append(style, "filled")
-			attrs = append(attrs, `fillcolor="`+alarmFill+`"`)
-			if !lit {
-				attrs = append(attrs, `color="`+alarmStroke+`"`)
-			}
-		case lit:
-			style = append(style, "filled")
-			attrs = append(attrs, `fillcolor="`+highlightFill+`"`)
-		}
-		if lit {
-			style = append(style, "bold")
-			attrs = append(attrs, `color="`+highlightLine+`"`, "penwidth=3")
-		}
-		if len(style) > 1 {
-			attrs = append(attrs, `style="`+strings.Join(style, ",")+`"`)
-		}
-		b.WriteString("\t" + dotQuote(string(st.Name)) + " [" + strings.Join(attrs, ", ") + "];\n")
-	}
+	s.dotScope(&b, t, "", "\t", o)
 
 	edges := s.edges()
 	for i := 0; i < len(edges); {
-		j, labels := i, []string{}
+		j, labels, taken := i, []string{}, false
 		for ; j < len(edges) && edges[j].from == edges[i].from && edges[j].to == edges[i].to; j++ {
-			labels = append(labels, dotEscape(edges[j].label))
+			l := o.label(edges[j])
+			taken = taken || l != edges[j].label
+			labels = append(labels, dotEscape(l))
 		}
-		b.WriteString("\t" + dotQuote(string(edges[i].from)) + " -> " + dotQuote(string(edges[i].to)) +
-			` [label="` + strings.Join(labels, `\n`) + "\"];\n")
+		from, to := edges[i].from, edges[i].to
+		attrs := `label="` + strings.Join(labels, `\n`) + `"`
+		if len(t.children[from]) > 0 && !t.contains(from, to) {
+			attrs += `, ltail=` + dotQuote("cluster_"+string(from))
+		}
+		if len(t.children[to]) > 0 && !t.contains(to, from) {
+			attrs += `, lhead=` + dotQuote("cluster_"+string(to))
+		}
+		if taken {
+			attrs += `, color="` + highlightLine + `", fontcolor="` + highlightLine + `", penwidth=3`
+		}
+		b.WriteString("\t" + dotQuote(string(from)) + " -> " + dotQuote(string(to)) + " [" + attrs + "];\n")
 		i = j
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// dotHead returns the attributes of an unlabelled arrow into st: clipped
+// at st's border when st is a superstate.
+func dotHead[S ~string](t tree[S], st S) string {
+	if len(t.children[st]) > 0 {
+		return " [lhead=" + dotQuote("cluster_"+string(st)) + "]"
+	}
+	return ""
+}
+
+// dotScope writes the states whose Parent is parent, sorted by name:
+// leaves as nodes, superstates as clusters holding their own children.
+func (s Spec[S, E, D]) dotScope(b *strings.Builder, t tree[S], parent S, indent string, o Overlay[S]) {
+	for _, st := range s.sortedStates() {
+		if st.Parent != parent {
+			continue
+		}
+		lit := slices.Contains(o.Highlight, st.Name)
+		if len(t.children[st.Name]) == 0 {
+			b.WriteString(indent + dotQuote(string(st.Name)) + " [" + strings.Join(dotNodeAttrs(st, lit), ", ") + "];\n")
+			continue
+		}
+		inner := indent + "\t"
+		b.WriteString(indent + "subgraph " + dotQuote("cluster_"+string(st.Name)) + " {\n")
+		label := dotEscape(string(st.Name))
+		if doc := oneLine(st.Doc); doc != "" {
+			label += `\n` + dotEscape(doc)
+		}
+		b.WriteString(inner + `label="` + label + `";` + "\n")
+		b.WriteString(inner + "labeljust=l;\n")
+		style := "rounded"
+		switch {
+		case lit:
+			style += ",bold"
+			b.WriteString(inner + `color="` + highlightLine + `";` + "\n" + inner + "penwidth=3;\n")
+		case st.Alarm:
+			b.WriteString(inner + `color="` + alarmStroke + `";` + "\n")
+		}
+		b.WriteString(inner + `style="` + style + `";` + "\n")
+		if st.Initial != "" {
+			b.WriteString(inner + dotQuote(string(st.Name)) + " [shape=point, width=0.15, label=\"\"];\n")
+		} else {
+			b.WriteString(inner + dotQuote(string(st.Name)) + " [shape=point, width=0.01, style=invis, label=\"\"];\n")
+		}
+		s.dotScope(b, t, st.Name, inner, o)
+		if st.Initial != "" {
+			b.WriteString(inner + dotQuote(string(st.Name)) + " -> " + dotQuote(string(st.Initial)) + dotHead(t, st.Initial) + ";\n")
+		}
+		b.WriteString(indent + "}\n")
+	}
+}
+
+// dotNodeAttrs returns the attributes of a leaf's node.
+func dotNodeAttrs[S ~string](st State[S], lit bool) []string {
+	label := dotEscape(string(st.Name))
+	if doc := oneLine(st.Doc); doc != "" {
+		label += `\n` + dotEscape(doc)
+	}
+	attrs := []string{`label="` + label + `"`}
+	if st.Terminal {
+		attrs = append(attrs, "peripheries=2")
+	}
+	style := []string{"rounded"}
+	switch {
+	case st.Alarm:
+		style = append(style, "filled")
+		attrs = append(attrs, `fillcolor="`+alarmFill+`"`)
+		if !lit {
+			attrs = append(attrs, `color="`+alarmStroke+`"`)
+		}
+	case lit:
+		style = append(style, "filled")
+		attrs = append(attrs, `fillcolor="`+highlightFill+`"`)
+	}
+	if lit {
+		style = append(style, "bold")
+		attrs = append(attrs, `color="`+highlightLine+`"`, "penwidth=3")
+	}
+	if len(style) > 1 {
+		attrs = append(attrs, `style="`+strings.Join(style, ",")+`"`)
+	}
+	return attrs
 }
 
 // dotEscape escapes s for use inside a double-quoted DOT string.
@@ -126,140 +234,3 @@ func dotEscape(s string) string { return dotEscaper.Replace(s) }
 var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
 
 func dotQuote(s string) string { return `"` + dotEscape(s) + `"` }
-
-// Mermaid renders the Spec as a Mermaid stateDiagram-v2. Like [Spec.DOT] it
-// depends only on the Spec's content: states and transitions are sorted by
-// name, and each event between two states is drawn as its own arrow. States
-// whose name is not a plain identifier ([A-Za-z0-9_]) get one (for example
-// `state "failed-retrying" as failed_retrying`). Docs become state
-// descriptions, guarded transitions are labelled "event [when]", terminal
-// states get an arrow to [*], alarm states get the class "alarm" and highlighted states (undeclared names are ignored) the
-// class "highlight". The output ends with a newline.
-func (s Spec[S, E, D]) Mermaid(highlight ...S) string {
-	states := s.sortedStates()
-	ids := mermaidIDs(states)
-
-	var b strings.Builder
-	b.WriteString("stateDiagram-v2\n")
-	if s.Name != "" {
-		// A comment rather than a front-matter title, which older renderers reject.
-		b.WriteString("    %% " + oneLine(s.Name) + "\n")
-	}
-	for _, st := range states {
-		if id := ids[st.Name]; id != string(st.Name) {
-			b.WriteString("    state " + `"` + mermaidText(string(st.Name)) + `" as ` + id + "\n")
-		}
-	}
-	for _, st := range states {
-		if doc := oneLine(st.Doc); doc != "" {
-			b.WriteString("    " + ids[st.Name] + " : " + mermaidText(doc) + "\n")
-		}
-	}
-	b.WriteString("    [*] --> " + mermaidID(ids, s.Initial) + "\n")
-	for _, e := range s.edges() {
-		b.WriteString("    " + mermaidID(ids, e.from) + " --> " + mermaidID(ids, e.to) + " : " + mermaidText(e.label) + "\n")
-	}
-	for _, st := range states {
-		if st.Terminal {
-			b.WriteString("    " + ids[st.Name] + " --> [*]\n")
-		}
-	}
-
-	var alarm, lit []string
-	for _, st := range states {
-		if st.Alarm {
-			alarm = append(alarm, ids[st.Name])
-		}
-		if slices.Contains(highlight, st.Name) {
-			lit = append(lit, ids[st.Name])
-		}
-	}
-	if len(alarm) > 0 {
-		b.WriteString("    classDef alarm fill:" + alarmFill + ",stroke:" + alarmStroke + ",color:#000\n")
-	}
-	if len(lit) > 0 {
-		b.WriteString("    classDef highlight fill:" + highlightFill + ",stroke:" + highlightLine + ",stroke-width:3px,font-weight:bold\n")
-	}
-	if len(alarm) > 0 {
-		b.WriteString("    class " + strings.Join(alarm, ",") + " alarm\n")
-	}
-	if len(lit) > 0 {
-		b.WriteString("    class " + strings.Join(lit, ",") + " highlight\n")
-	}
-	return b.String()
-}
-
-// mermaidIDs assigns every state a Mermaid identifier: its name when that
-// is already one, otherwise the name with other characters replaced by '_',
-// suffixed to stay unique. states must be sorted, so the choice is stable.
-func mermaidIDs[S ~string](states []State[S]) map[S]string {
-	ids := make(map[S]string, len(states))
-	taken := make(map[string]bool, len(states))
-	for _, st := range states {
-		if plainID(string(st.Name)) && !mermaidKeyword(string(st.Name)) {
-			ids[st.Name] = string(st.Name)
-			taken[string(st.Name)] = true
-		}
-	}
-	for _, st := range states {
-		if _, ok := ids[st.Name]; ok {
-			continue
-		}
-		base := strings.Map(func(r rune) rune {
-			if r < 0x80 && plainID(string(r)) {
-				return r
-			}
-			return '_'
-		}, string(st.Name))
-		if mermaidKeyword(base) {
-			base += "_"
-		}
-		id := base
-		for n := 2; taken[id]; n++ {
-			id = base + "_" + strconv.Itoa(n)
-		}
-		ids[st.Name], taken[id] = id, true
-	}
-	return ids
-}
-
-// mermaidID returns the identifier of a state, falling back to the name
-// itself for an undeclared one (only an invalid Spec has those).
-func mermaidID[S ~string](ids map[S]string, name S) string {
-	if id, ok := ids[name]; ok {
-		return id
-	}
-	return string(name)
-}
-
-func plainID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-// mermaidKeyword reports whether Mermaid's (case-insensitive) lexer would
-// read s as a keyword rather than a state id.
-func mermaidKeyword(s string) bool {
-	switch strings.ToLower(s) {
-	case "state", "note", "class", "classdef", "style", "direction", "end", "hide", "scale",
-		"as", "default", "click", "statediagram", "accdescr", "acctitle":
-		return true
-	}
-	return false
-}
-
-// mermaidText makes s safe as a Mermaid label: a quote would end a state
-// name, and Mermaid's lexer stops a description at ':' or ';', so these
-// become entity codes, which Mermaid decodes when rendering.
-func mermaidText(s string) string {
-	return mermaidEscaper.Replace(oneLine(s))
-}
-
-var mermaidEscaper = strings.NewReplacer(`"`, "#quot;", ";", "#59;", ":", "#58;")

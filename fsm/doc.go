@@ -11,6 +11,16 @@
 // declaration. Package fsmtest runs scripts of events on a machine and
 // returns the trace, for go-cmp comparisons.
 //
+// States nest: a [State] with a Parent lies inside that superstate, whose
+// transitions apply to every leaf inside it unless the leaf (or a nearer
+// superstate) declares its own; entry and exit callbacks run for every
+// state a transition enters or leaves, outermost entered first, innermost
+// left first; [Machine.In] asks whether the machine is inside a
+// superstate; [Spec.Flatten] lists the leaf table the engine runs. Package
+// fsmtest derives a shortest path to every edge and counts coverage, and
+// package trace checks logged runs against the table. docs/fsm.md in the
+// repository describes the package as a library.
+//
 // Events carry typed data (the Spec's third type parameter): a guard reads
 // it to choose the transition, and OnExit, OnEnter and the Observer receive
 // it in the [Step], so whatever a transition needs travels with it.

@@ -33,11 +33,17 @@ type Step[S ~string, E ~string, D any] struct {
 type Options[S ~string, E ~string, D any] struct {
 	// OnExit callbacks run before the state changes: the guard has chosen
 	// the transition, and State still reports the state being left. Keys
-	// must be declared states (New rejects unknown keys). If one panics,
-	// the transition does not happen.
+	// must be declared states (New rejects unknown keys); a superstate's
+	// runs when a transition leaves it, after those of the states inside
+	// it. If one panics, the transition does not happen (the exits that
+	// ran before it have run).
 	OnExit map[S]func(ctx context.Context, st Step[S, E, D])
 	// OnEnter callbacks run after the state changed, before Observer.
-	// Keys must be declared states (New rejects unknown keys).
+	// Keys must be declared states (New rejects unknown keys); a
+	// superstate's runs when a transition enters it, before those of the
+	// states inside it. A transition leaves and enters only the states
+	// below the innermost superstate holding both its ends, and a
+	// self-transition the leaf alone.
 	OnEnter map[S]func(ctx context.Context, st Step[S, E, D])
 	// Observer sees every completed transition exactly once, in order, after OnEnter.
 	Observer func(st Step[S, E, D])
@@ -116,6 +122,9 @@ type arc[S ~string, D any] struct {
 	to    S
 	guard func(D) bool
 	when  string
+	// exit and enter are the states the transition leaves, innermost
+	// first, and enters, outermost first, as indices into spec.States.
+	exit, enter []int
 }
 
 // pending is a queued event. own marks the event of the goroutine that is
@@ -129,8 +138,9 @@ type pending[E ~string, D any] struct {
 
 // firing is a step being taken, with the caller's context.
 type firing[S ~string, E ~string, D any] struct {
-	ctx  context.Context
-	step Step[S, E, D]
+	ctx   context.Context
+	step  Step[S, E, D]
+	enter []int // the states whose OnEnter runs, outermost first
 }
 
 // Fire runs event ev, with the zero data, to completion, or queues it; see
@@ -157,7 +167,9 @@ func (m *Machine[S, E, D]) Fire(ctx context.Context, ev E) error {
 // ctx.Err() (and context.Cause(ctx)) without changing state; choose the
 // first transition of (current state, ev) whose guard accepts data, or
 // return an [*EventError] if there is none; call OnExit of the current
-// state; change state; call OnEnter of the new state; call Observer. Every
+// state (and of the superstates it leaves, innermost first); change
+// state; call OnEnter of the new state (after those of the superstates it
+// enters, outermost first); call Observer. Every
 // callback gets ctx and a [Step] carrying data. A self-loop (a transition
 // whose To is one of its From) is a real transition: OnExit and OnEnter
 // run again and Observer sees Step{From: s, To: s}.
@@ -253,14 +265,18 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 		return m.notPermitted(from, p.ev, arcs)
 	}
 	a := arcs[i]
-	m.inflight = firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}}
+	m.inflight = firing[S, E, D]{ctx: p.ctx, step: Step[S, E, D]{From: from, To: a.to, Event: p.ev, When: a.when, Data: p.data}, enter: a.enter}
 	f := &m.inflight
 	defer func() { m.inflight = firing[S, E, D]{} }() // do not pin the caller's ctx and data
 	// Exit callbacks run here, not in looplab's leave_state: looplab runs
 	// that under its event lock (Can would block) and a panic there leaves
 	// it "in transition" for ever.
-	if exit := m.callback(m.onExit, from); exit != nil {
-		exit(p.ctx, f.step)
+	if m.onExit != nil {
+		for _, i := range a.exit {
+			if exit := m.onExit[i]; exit != nil {
+				exit(p.ctx, f.step)
+			}
+		}
 	}
 	// Background: looplab jams for ever on a context cancelled during
 	// Event (issue #115); callbacks get the caller's ctx through inflight.
@@ -277,8 +293,12 @@ func (m *Machine[S, E, D]) step(p pending[E, D]) error {
 
 // entered runs the callbacks of a completed state change.
 func (m *Machine[S, E, D]) entered(f *firing[S, E, D]) {
-	if enter := m.callback(m.onEnter, f.step.To); enter != nil {
-		enter(f.ctx, f.step)
+	if m.onEnter != nil {
+		for _, i := range f.enter {
+			if enter := m.onEnter[i]; enter != nil {
+				enter(f.ctx, f.step)
+			}
+		}
 	}
 	if m.observer != nil {
 		m.observer(f.step)
@@ -424,10 +444,9 @@ func (m *Machine[S, E, D]) Available() []E {
 // Spec returns a deep copy of the Spec the Machine was built from.
 func (m *Machine[S, E, D]) Spec() Spec[S, E, D] { return m.c.spec.clone() }
 
-// callback returns the callback of state in cbs, or nil.
-func (m *Machine[S, E, D]) callback(cbs []func(context.Context, Step[S, E, D]), state S) func(context.Context, Step[S, E, D]) {
-	if cbs == nil {
-		return nil
-	}
-	return cbs[m.c.index[state]]
+// In reports whether the current state is s or lies inside superstate s.
+// It is safe from any goroutine, with the caveats of [Machine.State].
+func (m *Machine[S, E, D]) In(s S) bool {
+	i, ok := m.c.index[s]
+	return ok && slices.Contains(m.c.chains[m.State()], i)
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -13,6 +14,18 @@ type State[S ~string] struct {
 	// Alarm draws the state in the diagrams' alarm colour (red): a state
 	// an operator should notice. It has no effect on the machine.
 	Alarm bool
+	// Parent, if set, names the superstate this state lies inside: the
+	// transitions declared from Parent (and from its own ancestors) apply
+	// to this state too, unless it declares its own for the same event
+	// (see [Spec.Flatten]). A state that is some state's Parent is a
+	// superstate and never the machine's current state.
+	Parent S
+	// Initial names, for a superstate, the descendant a transition into
+	// the superstate lands in (followed down to a leaf when it is a
+	// superstate itself). It is required on a superstate that is the
+	// target of a transition or the Spec's Initial, and forbidden on a
+	// leaf.
+	Initial S
 }
 
 // Event declares one event of a [Spec].
@@ -82,9 +95,24 @@ type Spec[S ~string, E ~string, D any] struct {
 // a state unreachable from Initial; a transition out of a terminal state;
 // a transition with no From.
 //
-// Checks run in a fixed order (name, states, events, initial, transitions
-// in declaration order, unused events, unreachable states), so the same
-// Spec always yields the same error.
+// With superstates (see [State.Parent]) it also rejects: an undeclared
+// Parent; a Parent chain that loops; an Initial on a leaf, naming an
+// undeclared state, or naming a state that is not a descendant; a
+// superstate's Initial that is a superstate without an Initial of its
+// own; a terminal superstate; a transition into (or a Spec Initial that
+// is) a superstate without an Initial; a superstate's transition that
+// would leave a terminal leaf inside it; and, for every leaf and event,
+// the ambiguities nesting allows: a condition (When) named at two levels
+// that are both tried, an ancestor's guarded transition hidden by a
+// nearer unguarded one when no nearer level names the same condition
+// (the nearer transition would silently drop that outcome; name the
+// condition on the nearer level too, or guard the nearer transition), and
+// a transition hidden from every leaf it applies to. Reachability is over
+// leaves: a superstate is reachable when one of its leaves is.
+//
+// Checks run in a fixed order (name, states, events, initial, parents,
+// transitions in declaration order, unused events, nesting, unreachable
+// states), so the same Spec always yields the same error.
 func (s Spec[S, E, D]) Validate() error {
 	fail := func(entry, format string, args ...any) error {
 		return &SpecError{Spec: s.Name, Entry: entry, Reason: fmt.Sprintf(format, args...)}
@@ -121,6 +149,11 @@ func (s Spec[S, E, D]) Validate() error {
 		return fail(fmt.Sprintf("Initial %q", s.Initial), "is not a declared state; add it to States")
 	}
 
+	if err := s.validateTree(states); err != nil {
+		return err
+	}
+	tr := s.tree()
+
 	type pair struct {
 		from S
 		ev   E
@@ -153,6 +186,9 @@ func (s Spec[S, E, D]) Validate() error {
 		if _, ok := states[t.To]; !ok {
 			return fail(entry, "target state %q is not declared; add it to States", t.To)
 		}
+		if _, ok := tr.initial[t.To]; !ok && len(tr.children[t.To]) > 0 {
+			return fail(entry, "targets superstate %q, which has no Initial child; set its Initial to the state the transition should enter", t.To)
+		}
 		for _, from := range t.From {
 			si, ok := states[from]
 			if !ok {
@@ -184,6 +220,10 @@ func (s Spec[S, E, D]) Validate() error {
 		}
 	}
 
+	if err := s.validateNesting(tr); err != nil {
+		return err
+	}
+
 	reach := s.reachable()
 	for i, st := range s.States {
 		if !reach[st.Name] {
@@ -193,17 +233,29 @@ func (s Spec[S, E, D]) Validate() error {
 	return nil
 }
 
-// reachable returns the states reachable from Initial (Initial included).
+// reachable returns the states reachable from Initial (Initial included):
+// the leaves the flattened edges reach from Initial's leaf, and every
+// superstate containing one of them.
 func (s Spec[S, E, D]) reachable() map[S]bool {
-	reach := map[S]bool{s.Initial: true}
-	work := []S{s.Initial}
+	t := s.tree()
+	start := t.leaf(s.Initial)
+	reach := map[S]bool{}
+	mark := func(leaf S) {
+		for _, st := range t.chain(leaf) {
+			reach[st] = true
+		}
+	}
+	mark(start)
+	seen := map[S]bool{start: true}
+	work := []S{start}
 	for len(work) > 0 {
 		cur := work[len(work)-1]
 		work = work[:len(work)-1]
-		for _, t := range s.Transitions {
-			if !reach[t.To] && slices.Contains(t.From, cur) {
-				reach[t.To] = true
-				work = append(work, t.To)
+		for _, e := range s.flattenLeaf(t, cur) {
+			if !seen[e.To] {
+				seen[e.To] = true
+				mark(e.To)
+				work = append(work, e.To)
 			}
 		}
 	}
@@ -230,26 +282,39 @@ func (s Spec[S, E, D]) Event(name E) (Event[E], bool) {
 	return Event[E]{}, false
 }
 
-// Targets returns, for every event permitted in state from, the states it
+// Targets returns, for every event permitted in state from, the leaves it
 // may lead to, in the order their guards are tried (one state for an
-// unguarded event). It returns an empty, non-nil map for terminal or
-// unknown states.
+// unguarded event); a transition into a superstate leads to its Initial
+// leaf. It returns an empty, non-nil map for terminal or unknown states.
 func (s Spec[S, E, D]) Targets(from S) map[E][]S {
 	out := make(map[E][]S)
-	for _, t := range s.Exits(from) {
-		out[t.Event] = append(out[t.Event], t.To)
+	t := s.tree()
+	for _, tr := range s.Exits(from) {
+		out[tr.Event] = append(out[tr.Event], t.leaf(tr.To))
 	}
 	return out
 }
 
-// Exits returns the transitions that leave state from, in declaration
-// order, which is the order their guards are tried.
+// Exits returns the transitions that leave state from, in the order their
+// guards are tried: those declared from it in declaration order, then
+// those of its superstates, innermost first, up to the first unguarded
+// transition of each event (see [Spec.Flatten]). For a flat Spec that is
+// the declaration order of the transitions from it.
 func (s Spec[S, E, D]) Exits(from S) []Transition[S, E, D] {
 	var out []Transition[S, E, D]
-	for _, t := range s.Transitions {
-		if slices.Contains(t.From, from) {
-			out = append(out, t)
-		}
+	t := s.tree()
+	var arms []Edge[S, E]
+	byEvent := s.leafArms(t, from)
+	for _, ev := range sortedKeys(byEvent) {
+		all := byEvent[ev]
+		arms = append(arms, all[:s.cut(all)]...)
+	}
+	slices.SortStableFunc(arms, func(a, b Edge[S, E]) int {
+		// Declaration order within a level, inner levels first.
+		return cmp.Or(cmp.Compare(slices.Index(t.chain(from), a.Source), slices.Index(t.chain(from), b.Source)), cmp.Compare(a.Transition, b.Transition))
+	})
+	for _, a := range arms {
+		out = append(out, s.Transitions[a.Transition])
 	}
 	return out
 }

@@ -14,9 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/fsm"
+	"github.com/mcpfsm/mcpfsm/fsm/trace"
 )
 
 // Exit codes.
@@ -47,6 +50,7 @@ const usageText = `fsmdot draws the mcpfsm connection state machine (conn.Table)
 
 Usage:
   fsmdot [-format dot|mermaid|svg] [-highlight STATE] [-o FILE]
+  fsmdot -trace FILE [-server NAME] [-format dot|mermaid|svg] [-o FILE]
   fsmdot -write DIR
   fsmdot -check DIR
 
@@ -59,6 +63,14 @@ Formats:
   mermaid  Mermaid stateDiagram-v2, renders on GitHub inside a mermaid block
   svg      the DOT rendered by Graphviz 'dot -Tsvg'; needs Graphviz on PATH
            (apt-get install graphviz, or brew install graphviz)
+
+-trace FILE draws the path one server took through the machine, from a
+trace of its transitions (JSON lines: {"server":..., "from":..., "event":...,
+"guard":..., "to":...}): each edge taken is labelled with its count
+("connected ×3") and, in dot and svg, drawn bold and blue; the state the
+server ended in is highlighted. The trace is checked against the table
+first: a step the table does not allow is named and nothing is drawn.
+-server NAME picks the server; it may be left out when the trace has one.
 
 -write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
 is installed, DIR/connection.svg (otherwise it says so and skips the svg),
@@ -76,6 +88,7 @@ Examples:
   go run ./cmd/fsmdot -format mermaid              # Mermaid to stdout
   go run ./cmd/fsmdot -highlight lost-reconnecting | dot -Tpng -o lost.png
   go run ./cmd/fsmdot -format svg -o connection.svg
+  go run ./cmd/fsmdot -trace run.jsonl -server git # the path git took
   go run ./cmd/fsmdot -write diagrams              # regenerate diagrams/
   go run ./cmd/fsmdot -check diagrams              # CI: are they current?
 
@@ -94,6 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	highlight := fs.String("highlight", "", "draw `STATE` highlighted (bold, blue), e.g. established")
 	check := fs.String("check", "", "exit 1 if `DIR`/connection.dot or DIR/connection.mmd is missing or stale")
 	write := fs.String("write", "", "write connection.dot, connection.mmd and (with Graphviz) connection.svg to `DIR`")
+	traceFile := fs.String("trace", "", "draw the path taken in the trace `FILE` (JSON lines of transitions), with a count per edge")
+	server := fs.String("server", "", "the server of -trace whose path is drawn, `NAME` as in the trace")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -118,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usageErr("-check and -write cannot be combined")
 	}
 	if set["check"] || set["write"] {
-		for _, name := range []string{"format", "o", "highlight"} {
+		for _, name := range []string{"format", "o", "highlight", "trace", "server"} {
 			if set[name] {
 				return usageErr("-%s cannot be combined with -check or -write, which handle the plain dot and mermaid diagrams", name)
 			}
@@ -151,23 +166,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	var lit []conn.State
+	if set["server"] && !set["trace"] {
+		return usageErr("-server needs -trace")
+	}
+	var overlay fsm.Overlay[conn.State]
+	if set["trace"] {
+		o, code := traceOverlay(spec, *traceFile, *server, set["server"], stderr, usageErr)
+		if code != exitOK {
+			return code
+		}
+		overlay = o
+	}
 	if set["highlight"] {
 		st := conn.State(*highlight)
 		if _, ok := spec.State(st); !ok {
 			return usageErr("-highlight: unknown state %q; valid states: %s", *highlight, strings.Join(stateNames(), ", "))
 		}
-		lit = append(lit, st)
+		overlay.Highlight = append(overlay.Highlight, st)
 	}
 
 	var body []byte
 	switch *format {
 	case "dot":
-		body = []byte(spec.DOT(lit...))
+		body = []byte(spec.DOTOverlay(overlay))
 	case "mermaid":
-		body = []byte(spec.Mermaid(lit...))
+		body = []byte(spec.MermaidOverlay(overlay))
 	case "svg":
-		svg, err := renderSVG(spec.DOT(lit...))
+		svg, err := renderSVG(spec.DOTOverlay(overlay))
 		if err != nil {
 			fmt.Fprintln(stderr, "fsmdot:", err)
 			if errors.Is(err, errNoDot) {
@@ -192,6 +217,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// traceOverlay reads and checks the trace in path, picks the server's
+// steps and returns what the diagram shows of them, or the exit status
+// of a failure it has reported.
+func traceOverlay(spec fsm.Spec[conn.State, conn.Event, conn.Payload], path, server string, serverSet bool, stderr io.Writer, usageErr func(string, ...any) int) (fsm.Overlay[conn.State], int) {
+	var none fsm.Overlay[conn.State]
+	if path == "" {
+		return none, usageErr("-trace needs a file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "fsmdot:", err)
+		return none, exitFail
+	}
+	defer f.Close()
+	steps, err := trace.Read(f)
+	if err == nil {
+		err = trace.Check(spec, steps)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fsmdot: %s: %v; the trace does not follow conn.Table(), so it is not drawn\n", path, err)
+		return none, exitFail
+	}
+	servers := trace.Servers(steps)
+	switch {
+	case len(steps) == 0:
+		fmt.Fprintf(stderr, "fsmdot: %s: the trace has no steps\n", path)
+		return none, exitFail
+	case !serverSet && len(servers) > 1:
+		return none, usageErr("-trace %s has the steps of several servers (%s); pick one with -server", path, strings.Join(servers, ", "))
+	case !serverSet:
+		server = servers[0]
+	case !slices.Contains(servers, server):
+		return none, usageErr("-server %q: the trace %s has no steps of it; its servers: %s", server, path, strings.Join(servers, ", "))
+	}
+	return trace.Overlay(spec, trace.ForServer(steps, server)), exitOK
 }
 
 // stateNames lists the declared states, in declaration order.

@@ -4,6 +4,13 @@
 //
 //	got, err := fsmtest.Run(spec, fsm.Options[S, E, D]{}, fsmtest.Fire[E, D]("dial"), ...)
 //	if diff := cmp.Diff(want, got); diff != "" { ... }
+//
+// It also proves a table's edges: [Paths] derives the shortest event path
+// from the initial state to every branch of a Spec (superstates' edges
+// included, once each), [Drive] runs a driver along each path and fails
+// the test naming every branch the system under test did not take, and
+// [Coverage] counts edges and branches ("fsm coverage connection: 33/33
+// edges, 33/33 branches (100%)").
 package fsmtest
 
 import (
