@@ -56,6 +56,11 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// CallTimeout bounds every tool call. Zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// MaxConcurrentCalls bounds the tool calls in flight to the server at
+	// once. A call beyond it waits for a slot until its context ends or
+	// CallTimeout passes, then is answered with a tool error (isError)
+	// naming the limit, never sent. Zero means no limit.
+	MaxConcurrentCalls int
 	// CloseTimeout bounds the close barrier. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
 	// ProtocolVersion pins the MCP protocol version to request on every

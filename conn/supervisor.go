@@ -28,7 +28,8 @@ type Supervisor struct {
 	clk     clock.Clock
 	machine *fsm.Machine[State, Event, Payload]
 	budget  *policy.Budget
-	release func() // the server-name reservation, if the registry has one
+	release func()    // the server-name reservation, if the registry has one
+	limit   callLimit // Config.MaxConcurrentCalls's slots; nil: no limit
 
 	turns     turns         // work for the loop, run there in order (loop.go)
 	kicked    atomic.Bool   // a list_changed wake-up is queued
@@ -107,6 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
+		limit:   newCallLimit(r.MaxConcurrentCalls),
 	}
 	s.budget = policy.NewBudget(r.policy, r.Clock)
 	if res, ok := r.Registry.(ServerReserver); ok {
