@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +37,8 @@ type Client struct {
 type APIError struct {
 	StatusCode int
 	Message    string
+	// RetryAfter is the wait the console asked for (429 Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -55,9 +58,15 @@ func (c *Client) Status(ctx context.Context) (*StatusReport, error) {
 // attempt's outcome (POST /api/servers/NAME/reconnect). A failed attempt
 // is an *APIError whose message is the cause; an unknown name matches
 // [ErrUnknownServer].
+//
+// The console takes one manual reconnect of a server a second; asked
+// sooner, Reconnect waits as long as it says (at most [MaxRetryWait])
+// and asks once more.
 func (c *Client) Reconnect(ctx context.Context, name string) (*ReconnectResult, error) {
 	var r ReconnectResult
-	err := c.do(ctx, http.MethodPost, "/api/servers/"+url.PathEscape(name)+"/reconnect", &r)
+	err := c.retried(ctx, func() error {
+		return c.do(ctx, http.MethodPost, "/api/servers/"+url.PathEscape(name)+"/reconnect", &r)
+	})
 	var ae *APIError
 	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
 		return nil, fmt.Errorf("%w %q: %s", ErrUnknownServer, name, ae.Message)
@@ -73,8 +82,29 @@ func (c *Client) Reconnect(ctx context.Context, name string) (*ReconnectResult, 
 // and an *APIError saying how many.
 func (c *Client) ReconnectAll(ctx context.Context) (*ReconnectAllResult, error) {
 	var r ReconnectAllResult
-	err := c.do(ctx, http.MethodPost, "/api/reconnect", &r)
+	err := c.retried(ctx, func() error { return c.do(ctx, http.MethodPost, "/api/reconnect", &r) })
 	return &r, err
+}
+
+// MaxRetryWait is the longest a [Client] waits for a console that asked
+// it to retry later (429 with Retry-After) before it asks again.
+const MaxRetryWait = 5 * time.Second
+
+// retried runs do, and once more after the wait a 429 answer asked for.
+func (c *Client) retried(ctx context.Context, do func() error) error {
+	err := do()
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusTooManyRequests || ae.RetryAfter > MaxRetryWait {
+		return err
+	}
+	t := time.NewTimer(ae.RetryAfter)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return err
+	}
+	return do()
 }
 
 // Reload asks the host to re-read its configuration (POST /api/reload).
@@ -132,7 +162,11 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 		if out != nil {
 			_ = json.Unmarshal(body, out)
 		}
-		return &APIError{StatusCode: resp.StatusCode, Message: e.Error}
+		ae := &APIError{StatusCode: resp.StatusCode, Message: e.Error}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			ae.RetryAfter = time.Duration(secs) * time.Second
+		}
+		return ae
 	}
 	if out == nil {
 		return nil

@@ -114,6 +114,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	all := start(ctx, cfg.Servers, reg, fl.opts, *timeout)
 	fl.set(all)
 	stopConsole := func() {}
+	var stopping time.Time // when a signal started the shutdown
 	code = exitOK
 	for _, st := range all {
 		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {
@@ -141,7 +142,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			<-hcDone
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health)})
+			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health), stopping: &stopping})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
 			// default that write kills a Go program with SIGPIPE, which
@@ -170,12 +171,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		code = exitFail
 	}
+	if !stopping.IsZero() {
+		logger.Info("stopped", "took", time.Since(stopping).Round(time.Millisecond))
+	}
 	return code
 }
 
 // httpServing is what serveHTTP serves besides the front: the probes.
 type httpServing struct {
-	health *health.Checker
+	health   *health.Checker
+	stopping *time.Time // set when a signal starts the shutdown
 }
 
 // serveHTTP serves f on ln until ctx is done, with /healthz and /readyz
@@ -206,6 +211,7 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	select {
 	case <-ctx.Done():
 		logger.Info(fmt.Sprintf("%v: draining (readyz answers 503), ending open streams and stopping every server", context.Cause(ctx)))
+		*o.stopping = time.Now()
 	case err = <-served:
 	}
 	o.health.Drain()

@@ -74,10 +74,17 @@ func TestServeHTTPStopsPromptlyWithAClient(t *testing.T) {
 	if code := wait(t, cmd, stderr); code != 0 {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("serve took %v to exit after SIGTERM with a client connected, want under 1s", took)
+	// Wall time also counts this machine's load; the process's own count,
+	// from the signal to its last line, is what the promise is about.
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("serve took %v to exit after SIGTERM with a client connected", took)
 	}
 	_ = fc.sess.Close() // the client would retry its stream
-	stderr.waitFor(t, 0, "received terminated: draining")
+	at := stderr.waitFor(t, 0, "received terminated: draining")
+	at = stderr.waitFor(t, at, `msg=stopped took=`)
+	took, err := time.ParseDuration(strings.Fields(stderr.String()[at:])[0])
+	if err != nil || took >= time.Second {
+		t.Errorf("serve stopped %v (%v) after SIGTERM with a client connected, want under 1s; stderr:\n%s", took, err, stderr)
+	}
 	allGone(t, pids)
 }
