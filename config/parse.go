@@ -26,6 +26,12 @@ type parser struct {
 	opts     Options
 	errs     []error
 	warnings []string
+	// gemini reads the file as Gemini CLI's settings.json; allowed and
+	// excluded are its server lists (allowed nil: not given).
+	gemini            bool
+	allowed, excluded []string
+	// literal substitutes no variables, as Codex does not.
+	literal bool
 }
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
