@@ -105,7 +105,7 @@ func (p *parser) codexServer(path, name string, raw json.RawMessage) (Server, bo
 		case "disabled_tools":
 			s.ExcludeTools = p.toolList(m.val, fpath)
 		case "reconnect", "closeTimeoutMs", "keepAliveMs", "maxConcurrentCalls":
-			p.extension(&s, m, fpath, given)
+			p.extension(&s, m, fpath, has)
 		default:
 			if k, ok := codexSpelling[m.key]; ok {
 				p.addf("%s is not a Codex server option: in a Codex file give %s", fpath, k)

@@ -72,7 +72,10 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 	if !ok {
 		return s, false
 	}
-	given := map[string]bool{}
+	given, has := map[string]bool{}, map[string]bool{}
+	for _, m := range members {
+		has[m.key] = kind(m.val) != "null"
+	}
 	var env []string
 	disabled := false
 	urlKey := ""
@@ -123,7 +126,7 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 				p.warnf("%s is ignored: mcpfsm does not use it (a key of Cline, in seconds; mcpfsm's are connectTimeoutMs and callTimeoutMs)", fpath)
 				continue
 			}
-			if given["callTimeoutMs"] {
+			if has["callTimeoutMs"] {
 				p.addf(`%s: give one of "timeout" and "callTimeoutMs", not both`, path)
 			}
 			s.CallTimeout = p.millis(m.val, fpath, 1)
@@ -132,7 +135,7 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 		case "tcp":
 			p.addf("%s: Gemini CLI's websocket transport is not supported: mcpfsm speaks stdio (command), Streamable HTTP (httpUrl) and SSE (url)", fpath)
 		default:
-			if p.extension(&s, m, fpath, given) {
+			if p.extension(&s, m, fpath, has) {
 				continue
 			}
 			if host, ok := ignoredKeys[m.key]; ok {
@@ -159,8 +162,8 @@ func knownKey(key string) bool {
 }
 
 // extension parses m if it is one of mcpfsm's own keys, which every
-// layout shares. It reports whether it was.
-func (p *parser) extension(s *Server, m member, fpath string, given map[string]bool) bool {
+// layout shares. It reports whether it was. has holds the entry's keys.
+func (p *parser) extension(s *Server, m member, fpath string, has map[string]bool) bool {
 	switch m.key {
 	case "reconnect":
 		p.reconnectWarnings(m.val, fpath)
@@ -175,7 +178,7 @@ func (p *parser) extension(s *Server, m member, fpath string, given map[string]b
 	case "connectTimeoutMs":
 		s.ConnectTimeout = p.millis(m.val, fpath, 1)
 	case "callTimeoutMs":
-		if given["timeout"] && p.gemini {
+		if has["timeout"] && p.gemini {
 			return true // reported with "timeout"
 		}
 		s.CallTimeout = p.millis(m.val, fpath, 1)
