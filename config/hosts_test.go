@@ -28,7 +28,7 @@ func TestOtherHostFormats(t *testing.T) {
 		{Name: "github", Type: TypeHTTP, URL: "https://api.githubcopilot.com/mcp/",
 			Headers:      http.Header{"Authorization": {"Bearer ghp_test"}},
 			IncludeTools: []string{"get_*", "search_*"}, MaxConcurrentCalls: 4,
-			Reconnect:    policy.Default(), ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute},
+			Reconnect: policy.Default(), ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute},
 	}
 	tests := []struct {
 		file     string
@@ -80,9 +80,9 @@ func TestGeminiAndWindsurfKeys(t *testing.T) {
 		warnings []string
 	}{
 		{
-			name: "gemini url is SSE, and $VAR is a variable",
-			in:   `{` + gemini + `"mcpServers": {"a": {"url": "https://h/sse", "headers": {"X": "$TOKEN-$1-$"}}}}`,
-			want: Server{Name: "a", Type: TypeSSE, URL: "https://h/sse", Headers: http.Header{"X": {"t0k-$1-$"}}},
+			name:     "gemini url is SSE, and $VAR is a variable",
+			in:       `{` + gemini + `"mcpServers": {"a": {"url": "https://h/sse", "headers": {"X": "$TOKEN-$1-$"}}}}`,
+			want:     Server{Name: "a", Type: TypeSSE, URL: "https://h/sse", Headers: http.Header{"X": {"t0k-$1-$"}}},
 			warnings: []string{"ui is ignored: it is a Gemini CLI setting, not a server"},
 		},
 		{
@@ -91,15 +91,15 @@ func TestGeminiAndWindsurfKeys(t *testing.T) {
 			want: Server{Name: "a", Type: TypeHTTP, URL: "https://h/mcp"},
 		},
 		{
-			name: "gemini httpUrl and timeout",
-			in:   `{"mcpServers": {"a": {"httpUrl": "https://h/mcp", "timeout": 1500, "description": "d"}}}`,
-			want: Server{Name: "a", Type: TypeHTTP, URL: "https://h/mcp", CallTimeout: 1500 * time.Millisecond},
+			name:     "gemini httpUrl and timeout",
+			in:       `{"mcpServers": {"a": {"httpUrl": "https://h/mcp", "timeout": 1500, "description": "d"}}}`,
+			want:     Server{Name: "a", Type: TypeHTTP, URL: "https://h/mcp", CallTimeout: 1500 * time.Millisecond},
 			warnings: []string{"mcpServers.a.description is ignored: mcpfsm does not use it (a key of several hosts)"},
 		},
 		{
-			name: "outside gemini url is http, $VAR is kept and timeout is Cline's",
-			in:   `{"mcpServers": {"a": {"url": "https://h/mcp", "timeout": 60, "headers": {"X": "$TOKEN"}}}}`,
-			want: Server{Name: "a", Type: TypeHTTP, URL: "https://h/mcp", Headers: http.Header{"X": {"$TOKEN"}}},
+			name:     "outside gemini url is http, $VAR is kept and timeout is Cline's",
+			in:       `{"mcpServers": {"a": {"url": "https://h/mcp", "timeout": 60, "headers": {"X": "$TOKEN"}}}}`,
+			want:     Server{Name: "a", Type: TypeHTTP, URL: "https://h/mcp", Headers: http.Header{"X": {"$TOKEN"}}},
 			warnings: []string{"mcpServers.a.timeout is ignored: mcpfsm does not use it (a key of Cline, in seconds; mcpfsm's are connectTimeoutMs and callTimeoutMs)"},
 		},
 		{
@@ -114,9 +114,9 @@ func TestGeminiAndWindsurfKeys(t *testing.T) {
 			},
 		},
 		{
-			name: "gemini mcp settings beside the lists",
-			in:   `{"mcp": {"allowed": ["a"], "serverCommand": "x"}, "mcpServers": {"a": {"command": "x"}}}`,
-			want: Server{Name: "a", Type: TypeStdio, Command: "x"},
+			name:     "gemini mcp settings beside the lists",
+			in:       `{"mcp": {"allowed": ["a"], "serverCommand": "x"}, "mcpServers": {"a": {"command": "x"}}}`,
+			want:     Server{Name: "a", Type: TypeStdio, Command: "x"},
 			warnings: []string{"mcp.serverCommand is ignored: it is a Gemini CLI setting, not a server"},
 		},
 		{
