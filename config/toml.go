@@ -52,8 +52,8 @@ func (p *parser) parseTOML(data []byte) (*Config, error) {
 	cfg := &Config{Format: MCPServersTOML}
 	for _, name := range names {
 		path := pathKey(key, name)
-		raw := p.tomlRaw(order, key+"\x00"+name, table[name], path)
-		if kind(raw) == "null" {
+		raw, ok := p.tomlRaw(order, key+"\x00"+name, table[name], path)
+		if !ok {
 			continue // reported
 		}
 		if s, ok := p.codexServer(path, name, raw); ok {
@@ -69,40 +69,47 @@ func (p *parser) parseTOML(data []byte) (*Config, error) {
 // file lists them.
 func tomlOrder(md toml.MetaData) map[string][]string {
 	order := map[string][]string{}
+	seen := map[string]bool{}
 	for _, k := range md.Keys() {
-		parent := strings.Join(k[:len(k)-1], "\x00")
-		order[parent] = append(order[parent], k[len(k)-1])
+		// A dotted key (a.b.c = 1) lists only itself: its tables come
+		// first from it.
+		for i := 1; i <= len(k); i++ {
+			full := strings.Join(k[:i], "\x00")
+			if seen[full] {
+				continue
+			}
+			seen[full] = true
+			parent := strings.Join(k[:i-1], "\x00")
+			order[parent] = append(order[parent], k[i-1])
+		}
 	}
 	return order
 }
 
 // tomlRaw turns the TOML value v, at table key in order, into JSON, so
 // that Codex's entries are read by the helpers that read JSON ones. A
-// value JSON cannot hold (a date, an infinite number) is reported and
-// becomes null.
-func (p *parser) tomlRaw(order map[string][]string, key string, v any, path string) json.RawMessage {
+// value JSON cannot hold (a date, an infinite number) is reported, and
+// left out of its table with the array holding it.
+func (p *parser) tomlRaw(order map[string][]string, key string, v any, path string) (json.RawMessage, bool) {
 	switch v := v.(type) {
 	case map[string]any:
 		names := slices.Clone(order[key])
-		for n := range v { // keys md did not list: arrays of tables
+		for n := range v { // keys md did not list, if any
 			if !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}
 		slices.Sort(names[len(order[key]):])
-		var b strings.Builder
-		b.WriteByte('{')
-		for i, n := range names {
-			if i > 0 {
-				b.WriteByte(',')
+		var parts []string
+		for _, n := range names {
+			raw, ok := p.tomlRaw(order, key+"\x00"+n, v[n], pathKey(path, n))
+			if !ok {
+				continue
 			}
 			nb, _ := json.Marshal(n)
-			b.Write(nb)
-			b.WriteByte(':')
-			b.Write(p.tomlRaw(order, key+"\x00"+n, v[n], pathKey(path, n)))
+			parts = append(parts, string(nb)+":"+string(raw))
 		}
-		b.WriteByte('}')
-		return json.RawMessage(b.String())
+		return json.RawMessage("{" + strings.Join(parts, ",") + "}"), true
 	case []map[string]any:
 		elems := make([]any, len(v))
 		for i, e := range v {
@@ -111,26 +118,28 @@ func (p *parser) tomlRaw(order map[string][]string, key string, v any, path stri
 		return p.tomlRaw(order, key, elems, path)
 	case []any:
 		parts := make([]string, len(v))
+		all := true
 		for i, e := range v {
-			parts[i] = string(p.tomlRaw(nil, "", e, fmt.Sprintf("%s[%d]", path, i)))
+			raw, ok := p.tomlRaw(nil, "", e, fmt.Sprintf("%s[%d]", path, i))
+			parts[i], all = string(raw), all && ok
 		}
-		return json.RawMessage("[" + strings.Join(parts, ",") + "]")
+		return json.RawMessage("[" + strings.Join(parts, ",") + "]"), all
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			p.addf("%s must be a finite number, not %v", path, v)
-			return json.RawMessage("null")
+			return nil, false
 		}
 	case string, bool, int64:
 	default:
 		p.addf("%s must not be %s: quote it if it is a string", path, article(tomlKind(v)))
-		return json.RawMessage("null")
+		return nil, false
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		p.addf("%s: %v", path, err)
-		return json.RawMessage("null")
+		return nil, false
 	}
-	return b
+	return b, true
 }
 
 // tomlKind names the TOML type of a decoded value.
@@ -163,7 +172,10 @@ func tomlError(data []byte, err error) error {
 	}
 	msg := pe.Message
 	if start, n := pe.Position.Start, pe.Position.Len; n > 0 && start >= 0 && start+n <= len(data) {
-		msg = strings.ReplaceAll(msg, string(data[start:start+n]), "…")
+		// The text is a value unless it is the key the parser stopped at.
+		if frag := string(data[start : start+n]); !slices.Contains(strings.Split(pe.LastKey, "."), frag) {
+			msg = strings.ReplaceAll(msg, frag, "…")
+		}
 	}
 	msg = quoted.ReplaceAllString(msg, `"…"`)
 	line, col := position(data, pe.Position.Start)
