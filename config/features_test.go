@@ -236,3 +236,20 @@ func TestHeadersAreSent(t *testing.T) {
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 }
+
+// TestBadURLShowsNoSecret: a rejected URL is shown without its user
+// info, query or fragment, and one that does not parse not at all.
+func TestBadURLShowsNoSecret(t *testing.T) {
+	for in, want := range map[string]string{
+		"ftp://user:pw1@h/p?key=pw2#pw3": `servers.a.url must be an http:// or https:// URL such as https://host/mcp, not "ftp://…@h/p?…#…"`,
+		"https://h:pw1x":                 "servers.a.url must be an http:// or https:// URL such as https://host/mcp: it does not parse as a URL",
+	} {
+		_, err := Parse([]byte(`{"servers": {"a": {"url": "`+in+`"}}}`), &Options{LookupEnv: noEnv})
+		if err == nil || err.Error() != want {
+			t.Errorf("Parse(url %q) = %v, want %q", in, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("Parse(url %q) shows a secret: %v", in, err)
+		}
+	}
+}

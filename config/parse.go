@@ -129,10 +129,31 @@ func (p *parser) url(raw json.RawMessage, path string) string {
 		return ""
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.addf("%s must be an http:// or https:// URL such as https://host/mcp, not %q", path, s)
+	switch {
+	case err != nil:
+		p.addf("%s must be an http:// or https:// URL such as https://host/mcp: it does not parse as a URL", path)
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		p.addf("%s must be an http:// or https:// URL such as https://host/mcp, not %q", path, shownURL(u))
 	}
 	return s
+}
+
+// shownURL is u for an error: its user info, query and fragment, which
+// may hold secrets, are elided.
+func shownURL(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
+	shown := v.String()
+	if u.User != nil {
+		shown = strings.Replace(shown, "//", "//…@", 1)
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		shown += "?…"
+	}
+	if u.Fragment != "" {
+		shown += "#…"
+	}
+	return shown
 }
 
 func (p *parser) stringArray(raw json.RawMessage, path string) []string {
