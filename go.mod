@@ -3,6 +3,7 @@ module github.com/mcpfsm/mcpfsm
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/benbjohnson/clock v1.3.5
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-jose/go-jose/v4 v4.1.9
@@ -23,7 +24,6 @@ require (
 )
 
 require (
-	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/policy"
@@ -20,12 +21,16 @@ type Format string
 // The formats Parse reads. Their server entries share one set of keys.
 const (
 	// MCPServers is the "mcpServers" object of Claude Desktop
-	// (claude_desktop_config.json), Claude Code (.mcp.json) and Cursor
-	// (.cursor/mcp.json).
+	// (claude_desktop_config.json), Claude Code (.mcp.json), Cursor
+	// (.cursor/mcp.json), Gemini CLI (.gemini/settings.json) and Windsurf
+	// (mcp_config.json).
 	MCPServers Format = "mcpServers"
 	// Servers is the "servers" object (and "inputs" array) of VS Code's
 	// mcp.json, also mcpfsm's own layout.
 	Servers Format = "servers"
+	// MCPServersTOML is the "mcp_servers" table of Codex's config.toml:
+	// one [mcp_servers.NAME] table a server.
+	MCPServersTOML Format = "mcp_servers"
 )
 
 // Transport types of a [Server], the values of its "type" key.
@@ -72,6 +77,15 @@ type Server struct {
 	CallTimeout        time.Duration // zero: conn.DefaultCallTimeout
 	CloseTimeout       time.Duration // zero: conn.DefaultCloseTimeout
 	KeepAlive          time.Duration // zero: conn's default (pings for HTTP only)
+
+	// IncludeTools and ExcludeTools filter the server's tools by their own
+	// names, '*' matching any run of characters: see [Server.ToolAllowed].
+	// Empty IncludeTools means every tool; ExcludeTools wins.
+	IncludeTools []string
+	ExcludeTools []string
+	// MaxConcurrentCalls bounds the server's calls in flight at once;
+	// zero means no bound.
+	MaxConcurrentCalls int
 }
 
 // Options tune how a file is read. The zero value reads the process
@@ -101,8 +115,11 @@ func (c *Config) Lookup(name string) (Server, bool) {
 
 // Load reads and parses the config file at path, with the file's
 // directory as Options.Dir and, for a file in a ".vscode" directory, that
-// directory's parent as Options.WorkspaceFolder, unless o sets them. Its
-// errors are those of [Parse], prefixed with the file name.
+// directory's parent as Options.WorkspaceFolder, unless o sets them. A
+// file named *.toml is read as Codex's config.toml, and a file named
+// settings.json as Gemini CLI's (see the package documentation); others
+// as [Parse] reads them. Its errors are those of [Parse], prefixed with
+// the file name.
 func Load(path string, o *Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -121,34 +138,53 @@ func Load(path string, o *Options) (*Config, error) {
 			opts.WorkspaceFolder = abs
 		}
 	}
-	cfg, err := Parse(data, &opts)
+	h := sniff(data)
+	h.toml = h.toml || strings.EqualFold(filepath.Ext(path), ".toml")
+	h.gemini = filepath.Base(path) == "settings.json"
+	cfg, err := parse(data, &opts, h)
 	if err != nil {
 		return nil, fmt.Errorf("%s: invalid config:\n%w", path, err)
 	}
 	return cfg, nil
 }
 
-// Parse parses a config file in either [Format]. The file may hold
-// comments and trailing commas (JSONC). String values of command, args,
-// env, envFile, cwd, url and headers have their variables substituted (see
-// the package documentation).
+// Parse parses a config file in any [Format]. A file whose first line is
+// a TOML table header, a key = value or a # comment is read as Codex's
+// config.toml; any other as JSON, which may hold comments and trailing
+// commas (JSONC). String values of command, args, env, envFile, cwd, url
+// and headers in a JSON file have their variables substituted (see the
+// package documentation); Codex substitutes none, and neither does Parse
+// in its files.
 //
 // Parse rejects unknown keys (suggesting the key meant), duplicate keys,
 // values of the wrong type, servers with both or neither of "command" and
 // "url", a "type" that contradicts them, invalid server names, unset
 // variables and anything after the top object. Every problem it finds is
-// reported, joined with errors.Join, one per line, each naming its JSON
-// path. Keys that another host uses and mcpfsm ignores are not errors but
+// reported, joined with errors.Join, one per line, each naming its path.
+// Keys that another host uses and mcpfsm ignores are not errors but
 // Config.Warnings.
 //
 // A JSON null for an option means the option is omitted.
 func Parse(data []byte, o *Options) (*Config, error) {
-	p := &parser{}
+	return parse(data, o, sniff(data))
+}
+
+// hint is what is known of a file's host before its servers are read.
+type hint struct {
+	toml   bool // Codex's config.toml
+	gemini bool // Gemini CLI's settings.json
+}
+
+func parse(data []byte, o *Options, h hint) (*Config, error) {
+	p := &parser{gemini: h.gemini}
 	if o != nil {
 		p.opts = *o
 	}
 	if p.opts.LookupEnv == nil {
 		p.opts.LookupEnv = os.LookupEnv
+	}
+	if h.toml {
+		return p.parseTOML(data)
 	}
 	plain, err := stripJSONC(data)
 	if err != nil {
@@ -162,9 +198,11 @@ func Parse(data []byte, o *Options) (*Config, error) {
 	if !ok {
 		return nil, p.err()
 	}
+	p.gemini = p.gemini || isGemini(top)
 	cfg := &Config{}
 	var servers json.RawMessage
 	var serversKey string
+	var settings []string // a Gemini file's other settings
 	for _, m := range top {
 		switch m.key {
 		case string(MCPServers), string(Servers):
@@ -176,6 +214,10 @@ func Parse(data []byte, o *Options) (*Config, error) {
 		case "inputs":
 			p.warnf(`inputs is ignored: mcpfsm does not prompt for input variables, so a ${input:...} reference is an error; use ${env:NAME} instead`)
 		default:
+			if p.gemini {
+				settings = append(settings, p.geminiSetting(m)...)
+				continue
+			}
 			if host, ok := topIgnored[m.key]; ok {
 				p.warnf("%s is ignored: it is a %s setting, not a server", pathKey("", m.key), host)
 				continue
@@ -183,9 +225,16 @@ func Parse(data []byte, o *Options) (*Config, error) {
 			p.addf("%s is not a config key (%s)", pathKey("", m.key), suggest(m.key, topKeys))
 		}
 	}
+	switch len(settings) {
+	case 0:
+	case 1:
+		p.warnf("%s is ignored: it is a Gemini CLI setting, not a server", settings[0])
+	default:
+		p.warnf("%s are ignored: they are Gemini CLI settings, not servers", strings.Join(settings, ", "))
+	}
 	if serversKey == "" {
 		if len(p.errs) == 0 {
-			p.addf(`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor) or "servers" (VS Code) object naming at least one server`)
+			p.addf(`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor, Gemini CLI, Windsurf) or "servers" (VS Code) object naming at least one server`)
 		}
 		return nil, p.err()
 	}
@@ -199,10 +248,15 @@ func Parse(data []byte, o *Options) (*Config, error) {
 		p.addf("%s is empty: name at least one server", serversKey)
 	}
 	for _, m := range members {
-		if s, ok := p.server(serversKey, m.key, m.val); ok {
+		if s, ok := p.server(serversKey, m.key, m.val); ok && p.geminiAllows(serversKey, m.key) {
 			cfg.Servers = append(cfg.Servers, s)
 		}
 	}
+	return p.finish(cfg, serversKey)
+}
+
+// finish returns cfg, or the errors found.
+func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func TestParseConfig(t *testing.T) {
 			"config has data after its top-level object (line 2, column 1)"}},
 		{name: "second object", in: `{"servers": {"a": {"command": "x"}}} {}`, errs: []string{
 			"config has data after its top-level object (line 1, column 39)"}},
-		{name: "no servers", in: `{}`, errs: []string{`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor) or "servers" (VS Code) object naming at least one server`}},
+		{name: "no servers", in: `{}`, errs: []string{`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor, Gemini CLI, Windsurf) or "servers" (VS Code) object naming at least one server`}},
 		{name: "empty servers", in: `{"servers": {}}`, errs: []string{"servers is empty: name at least one server"}},
 		{name: "null servers", in: `{"servers": null}`, errs: []string{"servers must be an object naming at least one server, not null"}},
 		{name: "both layouts", in: `{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "x"}}}`, errs: []string{
@@ -97,7 +97,7 @@ func TestParseConfig(t *testing.T) {
 				"servers.types.closeTimeoutMs must be a number of milliseconds, not a string",
 				"servers.types.callTimeoutMs must be a positive integer number of milliseconds, at most 2147483647",
 				"servers.types.Command is not a server option (did you mean command?)",
-				"servers.types.foo is not a server option (known keys: type, command, args, env, envFile, cwd, url, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs)",
+				"servers.types.foo is not a server option (known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls)",
 				"servers.types.keepAlive is not a server option (did you mean keepAliveMs?)",
 				"servers.pol.reconnect.initialDelayMs must be a number of milliseconds, not a string",
 				"servers.dup.command is given more than once",

@@ -2,15 +2,17 @@
 // have, so that a Go program can supervise the same servers with package
 // conn.
 //
-// Two layouts are read, unchanged:
+// Three layouts are read, unchanged:
 //
 //   - "mcpServers": Claude Desktop's claude_desktop_config.json, Claude
-//     Code's .mcp.json and Cursor's .cursor/mcp.json;
+//     Code's .mcp.json, Cursor's .cursor/mcp.json, Gemini CLI's
+//     .gemini/settings.json and Windsurf's mcp_config.json;
 //   - "servers" (with an optional "inputs" array): VS Code's mcp.json,
-//     also mcpfsm's own layout.
+//     also mcpfsm's own layout;
+//   - [mcp_servers.NAME] tables: Codex's ~/.codex/config.toml (TOML).
 //
-// Files may hold // and /* */ comments and trailing commas (JSONC). A
-// server is a stdio command or an HTTP endpoint:
+// JSON files may hold // and /* */ comments and trailing commas (JSONC).
+// A server is a stdio command or an HTTP endpoint:
 //
 //	"fs":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}"]}
 //	"api":  {"type": "http", "url": "https://host/mcp", "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}
@@ -18,8 +20,13 @@
 // with the hosts' keys type ("stdio", "http" or "sse"), command, args,
 // env, envFile, cwd, url and headers, and mcpfsm's extensions reconnect
 // (see package policy), failOnStartupError, connectTimeoutMs,
-// callTimeoutMs, closeTimeoutMs and keepAliveMs. A server with
-// "disabled": true is left out.
+// callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools
+// and maxConcurrentCalls. A server with "disabled": true is left out.
+//
+// includeTools and excludeTools list the server's own tool names, '*'
+// matching any run of characters; exclusion wins (see
+// [Server.ToolAllowed]; the runtime applies them). maxConcurrentCalls
+// bounds the server's calls in flight.
 //
 // Strings in command, args, env, envFile, cwd, url and headers have
 // their variables substituted: ${VAR} (an error when unset),
@@ -28,8 +35,40 @@
 // file, else the working directory), ${userHome} and ${pathSeparator}.
 // ${input:ID} is an error: mcpfsm runs unattended and cannot prompt.
 //
+// # Other hosts
+//
+// Gemini CLI reads "url" as an SSE endpoint and "httpUrl" as a Streamable
+// HTTP one, "timeout" as the call timeout in milliseconds, $VAR as ${VAR},
+// and "includeTools" and "excludeTools" as mcpfsm does; "trust" changes
+// nothing, since mcpfsm asks for no confirmation. Its lists "mcp.allowed"
+// and "mcp.excluded" (and the older "allowMCPServers" and
+// "excludeMCPServers") leave servers out, and its other settings are
+// ignored with one warning. A file is Gemini CLI's when [Load] reads it
+// as settings.json, or when it has one of Gemini's settings (ui, general,
+// security, mcp, ...) or server keys (httpUrl, trust, ...). Outside it,
+// "url" is Streamable HTTP (unless "type" says "sse") and "timeout", a
+// Cline key in seconds, is ignored with a warning.
+//
+// Windsurf's "serverUrl" is a Streamable HTTP endpoint and its
+// "disabledTools" adds to excludeTools.
+//
+// In Codex's config.toml, each [mcp_servers.NAME] table has command, args,
+// env, env_vars (mcpfsm's variables to pass on), cwd, url,
+// bearer_token_env_var (the variable holding the token sent as
+// "Authorization: Bearer"; unset or empty, an error that names the
+// variable, never its value), http_headers, env_http_headers,
+// startup_timeout_sec (ConnectTimeout; Codex's default, 10 s, when
+// omitted), tool_timeout_sec (CallTimeout; 60 s when omitted), required
+// (FailOnStartupError), enabled (false leaves the server out),
+// enabled_tools and disabled_tools (IncludeTools and ExcludeTools). The
+// extensions Codex has no key for are read under their names above
+// (reconnect, closeTimeoutMs, keepAliveMs, maxConcurrentCalls). Codex
+// substitutes no variables, and Parse substitutes none in its files. The
+// file's other settings (model, profiles, ...) are ignored silently: a
+// Codex file holds many.
+//
 // Parsing is strict: unknown keys (with a suggestion), wrong types and
-// bad values are errors, all reported at once, each naming its JSON path.
+// bad values are errors, all reported at once, each naming its path.
 // Keys that another host uses and mcpfsm ignores (alwaysAllow,
 // autoApprove, dev, ...) are warnings in Config.Warnings.
 //

@@ -37,3 +37,28 @@ func Example() {
 	// api http https://example.com/mcp
 	// warning: mcpServers.api.alwaysAllow is ignored: mcpfsm does not use it (a key of Cline)
 }
+
+// A Codex entry's tool lists become IncludeTools and ExcludeTools, which
+// ToolAllowed applies to the server's own tool names.
+func ExampleServer_ToolAllowed() {
+	file := []byte(`
+[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+enabled_tools = ["read_*", "list_directory"]
+disabled_tools = ["read_media_file"]
+`)
+	cfg, err := config.Parse(file, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fs := cfg.Servers[0]
+	for _, tool := range []string{"read_text_file", "read_media_file", "list_directory", "write_file"} {
+		fmt.Println(tool, fs.ToolAllowed(tool))
+	}
+	// Output:
+	// read_text_file true
+	// read_media_file false
+	// list_directory true
+	// write_file false
+}

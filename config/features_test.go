@@ -204,7 +204,7 @@ func TestSuggest(t *testing.T) {
 		{"Command", "did you mean command?"},
 		{"comand", "did you mean command?"},
 		{"header", "did you mean headers?"},
-		{"xy", "known keys: type, command, args, env, envFile, cwd, url, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs"},
+		{"xy", "known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls"},
 	} {
 		if got := suggest(tt.key, serverKeys); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.key, got, tt.want)
@@ -235,4 +235,22 @@ func TestHeadersAreSent(t *testing.T) {
 		t.Errorf("a server without headers should use the SDK's default client")
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
+// TestBadURLShowsNoSecret: a rejected URL is shown without its user
+// info and query values (nor a fragment's, such as an implicit grant's
+// token), and one that does not parse not at all.
+func TestBadURLShowsNoSecret(t *testing.T) {
+	for in, want := range map[string]string{
+		"ftp://user:pw1@h/p?key=pw2#access_token=pw3": `servers.a.url must be an http:// or https:// URL such as https://host/mcp, not "ftp://***@h/p?key=REDACTED#access_token=REDACTED"`,
+		"https://h:pw1x": "servers.a.url must be an http:// or https:// URL such as https://host/mcp: it does not parse as a URL",
+	} {
+		_, err := Parse([]byte(`{"servers": {"a": {"url": "`+in+`"}}}`), &Options{LookupEnv: noEnv})
+		if err == nil || err.Error() != want {
+			t.Errorf("Parse(url %q) = %v, want %q", in, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("Parse(url %q) shows a secret: %v", in, err)
+		}
+	}
 }

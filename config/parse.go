@@ -27,6 +27,12 @@ type parser struct {
 	opts     Options
 	errs     []error
 	warnings []string
+	// gemini reads the file as Gemini CLI's settings.json; allowed and
+	// excluded are its server lists (allowed nil: not given).
+	gemini            bool
+	allowed, excluded []string
+	// literal substitutes no variables, as Codex does not.
+	literal bool
 }
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
@@ -124,7 +130,10 @@ func (p *parser) url(raw json.RawMessage, path string) string {
 		return ""
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	switch {
+	case err != nil:
+		p.addf("%s must be an http:// or https:// URL such as https://host/mcp: it does not parse as a URL", path)
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		p.addf("%s must be an http:// or https:// URL such as https://host/mcp, not %q", path, redact.URL(s))
 	}
 	return s

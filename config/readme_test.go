@@ -17,11 +17,11 @@ func TestREADMEConfigs(t *testing.T) {
 	readme := string(data)
 	lookup := env("GITHUB_PERSONAL_ACCESS_TOKEN", "x")
 	files := map[string]bool{}
-	for _, m := range regexp.MustCompile(`config/testdata/[A-Za-z0-9_./-]+\.json`).FindAllString(readme, -1) {
+	for _, m := range regexp.MustCompile(`config/testdata/[A-Za-z0-9_./-]+\.(json|toml)`).FindAllString(readme, -1) {
 		files[m] = true
 	}
-	if len(files) < 5 {
-		t.Errorf("the README names %d example configs, want at least 5: %v", len(files), files)
+	if len(files) < 8 {
+		t.Errorf("the README names %d example configs, want at least 8: %v", len(files), files)
 	}
 	for f := range files {
 		if _, err := Load(strings.TrimPrefix(f, "config/"), &Options{LookupEnv: lookup}); err != nil {

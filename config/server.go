@@ -12,16 +12,25 @@ import (
 // serverKeys are the options of one server, in documentation order: the
 // hosts' keys, then mcpfsm's extensions.
 var serverKeys = []string{
-	"type", "command", "args", "env", "envFile", "cwd", "url", "headers",
+	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
+	"includeTools", "excludeTools", "maxConcurrentCalls",
 }
 
+// otherKeys are server keys read but not listed in suggestions: the
+// hosts' spellings of options serverKeys already has.
+var otherKeys = []string{"disabled", "disabledTools", "timeout", "trust", "tcp"}
+
 // stdioOnly are the options only a stdio server may have; httpOnly those
-// only an http or sse server may have.
+// only an http or sse server may have. Codex's keys are among them.
 var (
-	stdioOnly = []string{"args", "env", "envFile", "cwd"}
-	httpOnly  = []string{"headers"}
+	stdioOnly = []string{"args", "env", "envFile", "cwd", "env_vars"}
+	httpOnly  = []string{"headers", "http_headers", "env_http_headers", "bearer_token_env_var"}
 )
+
+// urlKeys are the hosts' keys for an endpoint, with the type each implies
+// ("" for the file's default: http, or sse in a Gemini CLI file).
+var urlKeys = map[string]string{"url": "", "httpUrl": TypeHTTP, "serverUrl": TypeHTTP}
 
 // ignoredKeys are server keys of other hosts that mcpfsm does not use,
 // with the host that uses them: a warning, not an error. "disabled" is
@@ -29,7 +38,6 @@ var (
 var ignoredKeys = map[string]string{
 	"alwaysAllow":    "Cline",
 	"autoApprove":    "Cline",
-	"timeout":        "Cline (mcpfsm's are connectTimeoutMs and callTimeoutMs)",
 	"networkTimeout": "Cline",
 	"description":    "several hosts",
 	"dev":            "VS Code",
@@ -37,8 +45,13 @@ var ignoredKeys = map[string]string{
 	"version":        "VS Code",
 	"sandbox":        "VS Code",
 	"sandboxEnabled": "VS Code",
-	"oauth":          "Claude Code",
+	"oauth":          "Claude Code, Gemini CLI",
 	"auth":           "Cursor",
+
+	"authProviderType":     "Gemini CLI",
+	"targetAudience":       "Gemini CLI",
+	"targetServiceAccount": "Gemini CLI",
+	"extensionName":        "Gemini CLI",
 }
 
 // typeAliases maps the "type" values hosts use to mcpfsm's.
@@ -59,13 +72,17 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 	if !ok {
 		return s, false
 	}
-	given := map[string]bool{}
+	given, has := map[string]bool{}, map[string]bool{}
+	for _, m := range members {
+		has[m.key] = kind(m.val) != "null"
+	}
 	var env []string
 	disabled := false
+	urlKey := ""
 	for _, m := range members {
 		fpath := pathKey(path, m.key)
 		if kind(m.val) == "null" {
-			if !slices.Contains(serverKeys, m.key) && m.key != "disabled" {
+			if !knownKey(m.key) {
 				p.unknownKey(path, m.key)
 			}
 			continue // null means omitted
@@ -80,7 +97,12 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 			}
 		case "command":
 			s.Command = p.nonEmptyString(m.val, fpath, "a program name or path")
-		case "url":
+		case "url", "httpUrl", "serverUrl":
+			if urlKey != "" {
+				p.addf("%s: give one of %q and %q, not both", path, urlKey, m.key)
+				continue
+			}
+			urlKey = m.key
 			s.URL = p.url(m.val, fpath)
 		case "args":
 			s.Args = p.stringArray(m.val, fpath)
@@ -95,27 +117,27 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 			s.Cwd = p.nonEmptyString(m.val, fpath, "a directory (omit it to use mcpfsm's working directory)")
 		case "headers":
 			s.Headers = p.headers(m.val, fpath)
-		case "reconnect":
-			p.reconnectWarnings(m.val, fpath)
-			pol, err := policy.Parse(m.val, fpath)
-			if err != nil {
-				p.flatten(err)
-			} else {
-				s.Reconnect = pol
-			}
-		case "failOnStartupError":
-			s.FailOnStartupError = p.boolean(m.val, fpath)
-		case "connectTimeoutMs":
-			s.ConnectTimeout = p.millis(m.val, fpath, 1)
-		case "callTimeoutMs":
-			s.CallTimeout = p.millis(m.val, fpath, 1)
-		case "closeTimeoutMs":
-			s.CloseTimeout = p.millis(m.val, fpath, 1)
-		case "keepAliveMs":
-			s.KeepAlive = p.millis(m.val, fpath, 0)
 		case "disabled":
 			disabled = p.boolean(m.val, fpath)
+		case "disabledTools": // Windsurf's
+			s.ExcludeTools = append(s.ExcludeTools, p.toolList(m.val, fpath)...)
+		case "timeout":
+			if !p.gemini {
+				p.warnf("%s is ignored: mcpfsm does not use it (a key of Cline, in seconds; mcpfsm's are connectTimeoutMs and callTimeoutMs)", fpath)
+				continue
+			}
+			if has["callTimeoutMs"] {
+				p.addf(`%s: give one of "timeout" and "callTimeoutMs", not both`, path)
+			}
+			s.CallTimeout = p.millis(m.val, fpath, 1)
+		case "trust":
+			// Gemini's: skip confirmations. mcpfsm asks for none.
+		case "tcp":
+			p.addf("%s: Gemini CLI's websocket transport is not supported: mcpfsm speaks stdio (command), Streamable HTTP (httpUrl) and SSE (url)", fpath)
 		default:
+			if p.extension(&s, m, fpath, has) {
+				continue
+			}
 			if host, ok := ignoredKeys[m.key]; ok {
 				p.warnf("%s is ignored: mcpfsm does not use it (a key of %s)", fpath, host)
 				continue
@@ -124,12 +146,78 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 		}
 	}
 	s.Env = append(s.Env, env...)
+	p.settleURL(path, &s, urlKey, given)
 	p.checkType(path, &s, given)
 	if disabled {
 		p.warnf("%s is disabled (\"disabled\": true): not started", path)
 		return s, false
 	}
 	return s, len(p.errs) == before
+}
+
+// knownKey reports whether key is a server key Parse reads or ignores.
+func knownKey(key string) bool {
+	_, ignored := ignoredKeys[key]
+	return ignored || slices.Contains(serverKeys, key) || slices.Contains(otherKeys, key)
+}
+
+// extension parses m if it is one of mcpfsm's own keys, which every
+// layout shares. It reports whether it was. has holds the entry's keys.
+func (p *parser) extension(s *Server, m member, fpath string, has map[string]bool) bool {
+	switch m.key {
+	case "reconnect":
+		p.reconnectWarnings(m.val, fpath)
+		pol, err := policy.Parse(m.val, fpath)
+		if err != nil {
+			p.flatten(err)
+		} else {
+			s.Reconnect = pol
+		}
+	case "failOnStartupError":
+		s.FailOnStartupError = p.boolean(m.val, fpath)
+	case "connectTimeoutMs":
+		s.ConnectTimeout = p.millis(m.val, fpath, 1)
+	case "callTimeoutMs":
+		if has["timeout"] && p.gemini {
+			return true // reported with "timeout"
+		}
+		s.CallTimeout = p.millis(m.val, fpath, 1)
+	case "closeTimeoutMs":
+		s.CloseTimeout = p.millis(m.val, fpath, 1)
+	case "keepAliveMs":
+		s.KeepAlive = p.millis(m.val, fpath, 0)
+	case "includeTools":
+		s.IncludeTools = p.toolList(m.val, fpath)
+	case "excludeTools":
+		s.ExcludeTools = append(s.ExcludeTools, p.toolList(m.val, fpath)...)
+	case "maxConcurrentCalls":
+		s.MaxConcurrentCalls = p.positiveInt(m.val, fpath, "the most calls in flight at once")
+	default:
+		return false
+	}
+	return true
+}
+
+// settleURL sets the type an endpoint key implies: "httpUrl" and
+// "serverUrl" are Streamable HTTP, and so is "url", but in a Gemini CLI
+// file, where it is SSE. A "type" given wins for "url" and must agree for
+// the others. checkType then treats every endpoint key as "url".
+func (p *parser) settleURL(path string, s *Server, urlKey string, given map[string]bool) {
+	if urlKey == "" {
+		return
+	}
+	given["url"] = true
+	implied := urlKeys[urlKey]
+	if implied == "" && p.gemini {
+		implied = TypeSSE
+	}
+	switch {
+	case implied == "" || given["type"] && s.Type == "":
+	case !given["type"]:
+		s.Type = implied
+	case s.Type != implied && urlKey != "url":
+		p.addf(`%s: %q is a Streamable HTTP endpoint: drop "type", or give the endpoint as "url"`, path, urlKey)
+	}
 }
 
 // checkType settles s.Type from "type", "command" and "url", and rejects

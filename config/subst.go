@@ -21,20 +21,34 @@ import (
 //     the OS path separator;
 //   - ${input:ID} is an error: mcpfsm runs unattended and cannot prompt.
 //
-// Any other ${...} is an error; a '$' not followed by '{' is kept.
+// Any other ${...} is an error; a '$' not followed by '{' is kept, but in
+// a Gemini CLI file, which reads $VAR too, $VAR is VAR as ${VAR} is.
+// Codex substitutes nothing, and neither does expand in its files.
 func (p *parser) expand(s, path string) (string, bool) {
-	if !strings.Contains(s, "${") {
+	if p.literal || !strings.Contains(s, "$") {
 		return s, true
 	}
 	var b strings.Builder
 	ok := true
 	for {
-		i := strings.Index(s, "${")
+		i := strings.IndexByte(s, '$')
 		if i < 0 {
 			b.WriteString(s)
 			break
 		}
 		b.WriteString(s[:i])
+		if name := bareName(s[i+1:]); p.gemini && name != "" {
+			v, vok := p.variable(name, path)
+			ok = ok && vok
+			b.WriteString(v)
+			s = s[i+1+len(name):]
+			continue
+		}
+		if !strings.HasPrefix(s[i:], "${") {
+			b.WriteByte('$')
+			s = s[i+1:]
+			continue
+		}
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
 			p.addf("%s: %q is not closed with '}'", path, redact.Line(s[i:]))
@@ -46,6 +60,15 @@ func (p *parser) expand(s, path string) (string, bool) {
 		s = s[i+j+1:]
 	}
 	return b.String(), ok
+}
+
+// bareName returns the environment variable name s starts with, if any.
+func bareName(s string) string {
+	i := 0
+	for i < len(s) && (s[i] == '_' || 'a' <= s[i] && s[i] <= 'z' || 'A' <= s[i] && s[i] <= 'Z' || i > 0 && isDigit(s[i])) {
+		i++
+	}
+	return s[:i]
 }
 
 // variable resolves the inside of one ${...}.
