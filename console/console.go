@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/tls"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/health"
 )
 
 //go:embed web
@@ -54,6 +56,12 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the console's own errors; nil discards them.
 	Logger *slog.Logger
+	// TLS, when set, makes [Console.Serve] serve HTTPS with it
+	// (access.TLSConfig); the login cookie is then Secure.
+	TLS *tls.Config
+	// Health, when set, answers /healthz (outside the access rule) and
+	// /readyz (behind it).
+	Health *health.Checker
 }
 
 // Console is the operator console of a host: an http.Handler serving the
@@ -152,12 +160,18 @@ func (c *Console) followTools() {
 // doc for the endpoints.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
+	if c.opts.Health != nil && r.URL.Path == health.LivePath {
+		c.opts.Health.Live().ServeHTTP(w, r)
+		return
+	}
 	c.handler.ServeHTTP(w, r)
 }
 
 func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
+	case p == health.ReadyPath && c.opts.Health != nil:
+		c.method(w, r, "GET", func() { c.opts.Health.Ready().ServeHTTP(w, r) })
 	case p == "/" || p == "/index.html":
 		c.method(w, r, "GET", func() { c.static(w, r, "web/index.html", "text/html; charset=utf-8") })
 	case p == "/app.js":

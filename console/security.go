@@ -75,9 +75,15 @@ func Listen(addr, token string) (net.Listener, error) {
 // requests in flight. It returns nil after a shutdown caused by ctx. The
 // server has the limits of access.NewServer.
 func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
-	srv := access.NewServer(c, access.ServerOptions{})
+	srv := access.NewServer(c, access.ServerOptions{TLSConfig: c.opts.TLS})
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if c.opts.TLS != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		c.Close()

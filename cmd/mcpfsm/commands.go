@@ -328,7 +328,7 @@ process group is killed, then mcpfsm exits. No server outlives it. Exits 0
 after a clean shutdown, 1 if a server with failOnStartupError did not come
 up or a server process could not be confirmed gone ("shutdown may be
 incomplete").
-` + consoleHelp + startFlagsHelp + `
+` + consoleHelp + accessHelp + startFlagsHelp + `
 Examples:
   mcpfsm run -config mcpfsm.json
   mcpfsm run -config mcpfsm.json -http 127.0.0.1:7777   # then open http://127.0.0.1:7777/
@@ -339,6 +339,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", runUsage, stderr)
 	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
+	af := addAccessFlags(fs, false)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -349,7 +350,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	ln, token, err := cf.listen()
+	sf, err := af.build("", logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
+		return exitFail
+	}
+	ln, err := cf.listen(sf.console)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
 		return exitFail
@@ -389,7 +395,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}()
 
 	fl := &fleet{path: *hf.path, reg: reg}
-	hc, err := newHostConsole(fl, ln, token, reg, logger)
+	hc, err := newHostConsole(fl, ln, sf, reg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
 		return exitFail

@@ -11,8 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
+	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/metrics"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -27,10 +29,10 @@ POST /api/servers/NAME/reconnect, POST /api/reconnect, POST /api/reload)
 that 'mcpfsm status' and 'mcpfsm reconnect' use, and the supervisors'
 OpenTelemetry metrics in Prometheus text format at /metrics (state,
 tools, transitions, reconnect attempts, outage durations, tool calls;
-see 'go doc ./metrics'). ADDR must be loopback
-(127.0.0.1:7777) unless a bearer token is set with -http-token or
-MCPFSM_HTTP_TOKEN; then every request needs "Authorization: Bearer TOKEN"
-(a browser opens http://ADDR/?token=TOKEN once).
+see 'go doc ./metrics'), and /healthz and /readyz for load balancers.
+ADDR must be loopback (127.0.0.1:7777) unless a bearer token is set (see
+Access below); then every request needs "Authorization: Bearer TOKEN" (a
+browser opens http://ADDR/?token=TOKEN once).
 
 SIGHUP (or POST /api/reload) re-reads the config file: new servers start,
 removed ones stop, changed ones restart, and unchanged ones keep their
@@ -40,28 +42,22 @@ reported and the running servers are kept. SIGHUP does not stop mcpfsm.
 
 // consoleFlags are the console's flags of run and serve.
 type consoleFlags struct {
-	addr, token *string
+	addr *string
 }
 
 func addConsoleFlags(fs *flag.FlagSet) consoleFlags {
 	return consoleFlags{
-		addr:  fs.String("http", "", "serve the operator console at `ADDR`, such as 127.0.0.1:7777 (port 0: any free port)"),
-		token: fs.String("http-token", "", "bearer `TOKEN` the console requires (default $"+console.EnvToken+"); needed unless -http is loopback"),
+		addr: fs.String("http", "", "serve the operator console at `ADDR`, such as 127.0.0.1:7777 (port 0: any free port)"),
 	}
 }
 
-// listen opens the console's listener, or returns nil without -http. It
-// runs before any server starts, so a bad address fails at once.
-func (c consoleFlags) listen() (net.Listener, string, error) {
+// listen opens the console's listener under rule, or returns nil without
+// -http. It runs before any server starts, so a bad address fails at once.
+func (c consoleFlags) listen(rule *access.Rule) (net.Listener, error) {
 	if *c.addr == "" {
-		return nil, "", nil
+		return nil, nil
 	}
-	token := *c.token
-	if token == "" {
-		token = os.Getenv(console.EnvToken)
-	}
-	ln, err := console.Listen(*c.addr, token)
-	return ln, token, err
+	return rule.Listen(*c.addr)
 }
 
 // hostConsole is the console of run or serve, its metrics, and the
@@ -81,7 +77,7 @@ type hostConsole struct {
 // mcpfsm) and, with a listener, creates the console of fl with the
 // supervisors' metrics at /metrics (Prometheus text format). Start the
 // servers with h.metrics.
-func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegistry, logger *slog.Logger) (*hostConsole, error) {
+func newHostConsole(fl *fleet, ln net.Listener, sf *surfaces, reg *conn.ToolRegistry, logger *slog.Logger) (*hostConsole, error) {
 	h := &hostConsole{fl: fl, ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
 	hangupsReload.Store(true)
 	if ln == nil {
@@ -97,7 +93,8 @@ func newHostConsole(fl *fleet, ln net.Listener, token string, reg *conn.ToolRegi
 		return nil, err
 	}
 	h.provider = mp
-	h.cons = console.New(fl, console.Options{Token: token, Logger: logger, ToolsChanged: reg.Changed, Metrics: handler})
+	h.cons = console.New(fl, console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(fl.health),
+		Logger: logger, ToolsChanged: reg.Changed, Metrics: handler})
 	signal.Notify(h.hangups, syscall.SIGHUP)
 	return h, nil
 }

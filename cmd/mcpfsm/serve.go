@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +14,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/access"
+	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-http ADDR [-http-token TOKEN]] [-timeout 10s] [-log-format text|json] [-log-level info]
+const serveUsage = `Usage: mcpfsm serve -config FILE [-listen ADDR] [-http ADDR] [-token-file FILE] [-timeout 10s] [-log-format text|json] [-log-level info]
 
 Supervises every server of FILE and serves all their tools, resources
 and prompts as one MCP server: over stdin and stdout by default, so that
@@ -51,12 +54,20 @@ connection attempt, so the first tools/list has their tools; servers
 that are still down come later, with a tools/list_changed.
 
 Over stdio, serve ends when its client disconnects (closes stdin), after
-stopping every server. With -listen it serves until SIGINT or SIGTERM.
-Logs go to stderr, never to stdout.
-` + consoleHelp + startFlagsHelp + `
+stopping every server. With -listen it serves until SIGINT or SIGTERM,
+then turns /readyz to 503, ends open streams and stops every server at
+once. Beside /mcp, -listen answers /healthz (200 while serve runs; no
+credentials needed) and /readyz (200 when every server is established,
+else 503 naming each one that is not). Sessions idle for
+-session-timeout end; at most -max-sessions are served at once. -audit
+FILE appends one JSON line per tool call, resource read and prompt get
+(who, which server, outcome, duration, argument size; values only with
+-audit-args). Logs go to stderr, never to stdout.
+` + accessHelp + consoleHelp + startFlagsHelp + `
 Examples:
   mcpfsm serve -config ~/.cursor/mcp.json
   mcpfsm serve -config .vscode/mcp.json -listen 127.0.0.1:8808
+  MCPFSM_TOKEN=$(openssl rand -hex 32) mcpfsm serve -config servers.json -listen 0.0.0.0:8808 -allow-host mcp.example.com
 `
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -65,6 +76,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
 	cf := addConsoleFlags(fs)
+	af := addAccessFlags(fs, true)
+	sessionTimeout := fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)")
+	maxSessions := fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503")
+	auditPath := fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`")
+	auditArgs := fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -74,20 +90,27 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *timeout <= 0 {
 		return usageErr(stderr, "serve", "-timeout must be positive")
 	}
+	if *auditArgs && *auditPath == "" {
+		return usageErr(stderr, "serve", "-audit-args needs -audit FILE")
+	}
 	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
+	sf, err := af.build(*listen, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+		return exitFail
+	}
 	var ln net.Listener
 	if *listen != "" {
-		var err error
-		if ln, err = net.Listen("tcp", *listen); err != nil {
+		if ln, err = sf.mcp.Listen(*listen); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: -listen %s: %v\n", *listen, err)
 			return exitFail
 		}
 	}
 
-	cln, token, err := cf.listen()
+	cln, err := cf.listen(sf.console)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -95,13 +118,28 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
 		return exitFail
 	}
+	var trail *audit.Log
+	if *auditPath != "" {
+		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs}); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+			return exitFail
+		}
+		defer func() {
+			if err := trail.Close(); err != nil {
+				logger.Error("audit trail not fully written: "+err.Error(), "file", *auditPath)
+			}
+			if n := trail.Dropped(); n > 0 {
+				logger.Warn(fmt.Sprintf("%d audit records dropped: the file was written too slowly", n), "file", *auditPath)
+			}
+		}()
+	}
 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	fl := &fleet{path: *hf.path, reg: reg}
-	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger,
+	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail,
 		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
-	hc, err := newHostConsole(fl, cln, token, reg, logger)
+	hc, err := newHostConsole(fl, cln, sf, reg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
 		return exitFail
@@ -142,7 +180,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			<-hcDone
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health), stopping: &stopping})
+			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health), stopping: &stopping,
+				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions}})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
 			// default that write kills a Go program with SIGPIPE, which
@@ -181,6 +220,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 type httpServing struct {
 	health   *health.Checker
 	stopping *time.Time // set when a signal starts the shutdown
+	rule     *access.Rule
+	tls      *tls.Config // nil: plain HTTP
+	opts     front.HTTPOptions
+}
+
+// orNever maps a flag's 0 ("never") to front.HTTPOptions' negative.
+func orNever(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // serveHTTP serves f on ln until ctx is done, with /healthz and /readyz
@@ -189,15 +239,19 @@ type httpServing struct {
 // until its timeout) and closes what is left after shutdownWait.
 func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slog.Logger, o httpServing) error {
 	f.Update() // the first client's tools/list is complete
+	// /healthz is outside the access rule; /readyz names the servers, so it
+	// is behind it, with the MCP endpoint.
+	inner := http.NewServeMux()
+	inner.Handle(health.ReadyPath, o.health.Ready())
+	inner.Handle("/", f.HTTPHandler(o.opts))
 	mux := http.NewServeMux()
 	mux.Handle(health.LivePath, o.health.Live())
-	mux.Handle(health.ReadyPath, o.health.Ready())
-	mux.Handle("/", f.Handler())
+	mux.Handle("/", o.rule.Wrap(inner))
 	// Every request's context ends when streams must: at shutdown.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return streams }}
+	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls})
+	srv.BaseContext = func(net.Listener) context.Context { return streams }
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
 	go func() {
@@ -205,8 +259,18 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 		f.Sync(syncCtx)
 	}()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("serving MCP over Streamable HTTP at http://" + ln.Addr().String() + "/mcp")
+	scheme := "http"
+	if o.tls != nil {
+		scheme = "https"
+	}
+	go func() {
+		if o.tls != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
+	logger.Info("serving MCP over Streamable HTTP at " + scheme + "://" + ln.Addr().String() + "/mcp")
 	var err error
 	select {
 	case <-ctx.Done():
