@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,7 +65,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 
 func summarise(w io.Writer, s config.Server) {
 	if s.Type != config.TypeStdio {
-		fmt.Fprintf(w, "%s: %s %s\n", s.Name, s.Type, s.URL)
+		fmt.Fprintf(w, "%s: %s %s\n", s.Name, s.Type, redact.URL(s.URL))
 		if len(s.Headers) > 0 {
 			fmt.Fprintf(w, "  headers:   %s (values not shown)\n", strings.Join(slices.Sorted(maps.Keys(s.Headers)), ", "))
 		}
