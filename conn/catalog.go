@@ -236,6 +236,9 @@ func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
 		}); err != nil {
 			return nil, err
 		}
+		if s.cfg.Filter != nil {
+			cat.prompts = slices.DeleteFunc(cat.prompts, func(p Prompt) bool { return !s.cfg.Filter(p.Raw.Name) })
+		}
 		slices.SortFunc(cat.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
 		for i := 1; i < len(cat.prompts); i++ {
 			if cat.prompts[i].Name == cat.prompts[i-1].Name {

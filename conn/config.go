@@ -56,6 +56,11 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// CallTimeout bounds every tool call. Zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// Filter, if set, reports whether a tool or prompt the server lists,
+	// by its own name, is published: one it refuses is never registered,
+	// listed or called (a host's includeTools/excludeTools). Status
+	// counts the tools it hid. Nil publishes everything.
+	Filter func(name string) bool
 	// MaxConcurrentCalls bounds the tool calls in flight to the server at
 	// once. A call beyond it waits for a slot until its context ends or
 	// CallTimeout passes, then is answered with a tool error (isError)

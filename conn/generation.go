@@ -17,6 +17,7 @@ import (
 // fence (its pending and current pointers) decides which one may still
 // change anything.
 type generation struct {
+	hidden  atomic.Int32 // tools of its last listing that Config.Filter left out
 	id      uint64
 	attempt int // 0 for the initial attempt, n for the n-th reconnect
 	sup     *Supervisor

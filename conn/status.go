@@ -44,6 +44,7 @@ type Status struct {
 	LastErr     error         // the most recent failure or loss, if any
 	Generation  uint64        // the latest generation started
 	Tools       []string      // public names of the registered tools, sorted
+	HiddenTools int           // tools of the last listing that Config.Filter left out
 	Since       time.Time     // when the current state was entered
 	Delay       time.Duration // the current backoff delay, if backing off
 	// Protocol is the MCP protocol version the latest established

@@ -17,11 +17,16 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 	s := g.sup
 	var out []Tool
 	seen := map[string]bool{}
+	hidden := 0
 	for raw, err := range g.sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
 		}
 		if raw == nil {
+			continue
+		}
+		if s.cfg.Filter != nil && !s.cfg.Filter(raw.Name) {
+			hidden++
 			continue
 		}
 		if seen[raw.Name] {
@@ -33,6 +38,7 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 		seen[raw.Name] = true
 		out = append(out, Tool{Name: PublicToolName(s.cfg.Name, raw.Name), Server: s.cfg.Name, Raw: raw, gen: g})
 	}
+	g.hidden.Store(int32(hidden))
 	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	for i := 1; i < len(out); i++ {
 		if out[i].Name == out[i-1].Name {
@@ -57,6 +63,9 @@ func (g *generation) signalChanged() {
 // The status names the next tools before the registry changes: whoever
 // wakes on the registry's change and reads the status sees them.
 func (s *Supervisor) swap(g *generation, next []Tool) error {
+	s.mu.Lock()
+	s.status.HiddenTools = int(g.hidden.Load())
+	s.mu.Unlock()
 	names := make([]string, len(next))
 	for i, t := range next {
 		names[i] = t.Name
