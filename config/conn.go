@@ -11,12 +11,13 @@ import (
 )
 
 // Conn returns the [conn.Config] of s: Name, Transport, Reconnect,
-// FailOnStartupError and the timeouts. The caller adds Registry and, if it
-// wants them, Logger, OnTransition and Clock. A stdio server's stderr goes
-// to stderr (nil discards it).
+// FailOnStartupError, the timeouts, MaxConcurrentCalls and, with
+// includeTools or excludeTools, the Filter ([Server.ToolAllowed]). The
+// caller adds Registry and, if it wants them, Logger, OnTransition and
+// Clock. A stdio server's stderr goes to stderr (nil discards it).
 func (s Server) Conn(stderr io.Writer) conn.Config {
 	p := s.Reconnect
-	return conn.Config{
+	c := conn.Config{
 		Name:               s.Name,
 		Transport:          s.Transport(stderr),
 		Reconnect:          &p,
@@ -25,7 +26,12 @@ func (s Server) Conn(stderr io.Writer) conn.Config {
 		CallTimeout:        s.CallTimeout,
 		CloseTimeout:       s.CloseTimeout,
 		KeepAlive:          s.KeepAlive,
+		MaxConcurrentCalls: s.MaxConcurrentCalls,
 	}
+	if len(s.IncludeTools) > 0 || len(s.ExcludeTools) > 0 {
+		c.Filter = s.ToolAllowed
+	}
+	return c
 }
 
 // Transport returns the [conn.Transport] of s: [conn.Command] for stdio,
