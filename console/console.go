@@ -110,6 +110,9 @@ func New(host Host, opts Options) *Console {
 	return c
 }
 
+// TLS reports whether [Console.Serve] serves HTTPS.
+func (c *Console) TLS() bool { return c.opts.TLS != nil }
+
 // Record adds a transition to its server's recent history and wakes the
 // event streams. It never blocks for long, so it can be a supervisor's
 // Config.OnTransition (alone, or called from the host's own).

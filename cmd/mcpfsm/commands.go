@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,10 +155,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	all := start(ctx, cfg.Servers, reg, startOptions{logger: logger}, *timeout)
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout})
+	_ = hs.Start(ctx, cfg)
 	printTools(stdout, reg.Tools())
-	failed := reportFailures(stderr, "tools", all)
-	if err := closeAll(ctx, all); err != nil {
+	failed := reportFailures(stderr, "tools", hs)
+	if err := hs.Close(hurryOf(ctx)); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
 		failed = true
 	}
@@ -165,17 +167,6 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	return exitOK
-}
-
-// start starts servers and waits for their first attempts, together
-// bounded by timeout.
-func start(ctx context.Context, servers []config.Server, reg conn.Registry, o startOptions, timeout time.Duration) []*started {
-	deadline := time.Now().Add(timeout)
-	sctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	all := startAll(sctx, servers, reg, o)
-	waitReady(ctx, all, time.Until(deadline))
-	return all
 }
 
 const callUsage = `Usage: mcpfsm call -config FILE [-timeout 30s] TOOL [JSON-ARGS]
@@ -232,14 +223,15 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	all := start(ctx, []config.Server{srv}, reg, startOptions{logger: logger}, *timeout)
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout})
+	_ = hs.Start(ctx, &config.Config{Servers: []config.Server{srv}})
 	code = exitOK
-	if reportFailures(stderr, "call", all) {
+	if reportFailures(stderr, "call", hs) {
 		code = exitFail
 	} else {
 		code = call(ctx, reg, tool, callArgs, stdout, stderr)
 	}
-	if err := closeAll(ctx, all); err != nil {
+	if err := hs.Close(hurryOf(ctx)); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
 		code = exitFail
 	}
@@ -395,8 +387,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		<-printed
 	}()
 
-	fl := &fleet{path: *hf.path, reg: reg}
-	hc, err := newHostConsole(fl, ln, sf, reg, logger)
+	hc, err := newHostConsole(ln, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
 		return exitFail
@@ -404,23 +395,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer hc.stop()
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	fl.opts = startOptions{logger: logger, metrics: hc.metrics, onTransition: hc.record}
-	all := startAll(ctx, cfg.Servers, reg, fl.opts)
-	fl.set(all)
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,
+		OnTransition: hc.record, StartTimeout: -1})
+	hc.attach(hs, sf, reg)
+	_ = hs.Start(ctx, cfg)
 	code = exitOK
-	for _, st := range all {
-		if st.err != nil {
-			code = exitFail
-		}
+	if len(hs.Failures()) > 0 {
+		code = exitFail
 	}
 	if code == exitOK {
-		logger.Info(fmt.Sprintf("supervising %d server(s); interrupt to stop, SIGHUP to reload the config", len(all)))
+		logger.Info(fmt.Sprintf("supervising %d server(s); interrupt to stop, SIGHUP to reload the config", len(cfg.Servers)))
 		hc.run(ctx)
 		logger.Info("shutting down")
 	} else {
-		reportFailures(stderr, "run", all)
+		reportFailures(stderr, "run", hs)
 	}
-	if err := fl.closeEvery(ctx); err != nil {
+	if err := hs.Close(hurryOf(ctx)); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
 		if errors.Is(err, conn.ErrIncompleteShutdown) {
 			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")

@@ -159,7 +159,7 @@ func TestConsoleCommands(t *testing.T) {
 	if err := syscall.Kill(host, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	stderr.waitFor(t, at, "reloaded the config", "added=gamma", "removed=flaky", "unchanged=alpha")
+	stderr.waitFor(t, at, "applied the config", "added=gamma", "removed=flaky", "unchanged=alpha")
 	stderr.waitFor(t, at, "connected and registered tools", "gamma")
 	if got := pids(t, logA); !slices.Equal(got, alphaPIDs) || !alive(got[len(got)-1]) {
 		t.Errorf("alpha's processes %v after the reload, want %v, still running", got, alphaPIDs)

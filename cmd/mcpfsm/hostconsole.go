@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/health"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/metrics"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -63,40 +65,51 @@ func (c consoleFlags) listen(rule *access.Rule) (net.Listener, error) {
 // hostConsole is the console of run or serve, its metrics, and the
 // reload signal.
 type hostConsole struct {
-	fl      *fleet
+	hs      *host.Host
 	cons    *console.Console // nil without -http
 	ln      net.Listener
 	logger  *slog.Logger
 	hangups chan os.Signal
 
-	metrics  *metrics.Metrics // with -http: served at /metrics
-	provider *sdkmetric.MeterProvider
+	metrics        *metrics.Metrics // with -http: served at /metrics
+	provider       *sdkmetric.MeterProvider
+	metricsHandler http.Handler
 }
 
 // newHostConsole registers for SIGHUP (from now on it no longer stops
-// mcpfsm) and, with a listener, creates the console of fl with the
-// supervisors' metrics at /metrics (Prometheus text format). Start the
-// servers with h.metrics.
-func newHostConsole(fl *fleet, ln net.Listener, sf *surfaces, reg *conn.ToolRegistry, logger *slog.Logger) (*hostConsole, error) {
-	h := &hostConsole{fl: fl, ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
+// mcpfsm) and, with a listener, makes the supervisors' metrics, served at
+// /metrics (Prometheus text format) once [hostConsole.attach] has made
+// the console. Start the servers with h.metrics and h.record.
+func newHostConsole(ln net.Listener, logger *slog.Logger) (*hostConsole, error) {
+	h := &hostConsole{ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
 	hangupsReload.Store(true)
+	signal.Notify(h.hangups, syscall.SIGHUP)
 	if ln == nil {
-		signal.Notify(h.hangups, syscall.SIGHUP)
 		return h, nil
 	}
 	mp, handler, err := metrics.Prometheus()
 	if err != nil {
+		signal.Stop(h.hangups)
 		return nil, err
 	}
 	if h.metrics, err = metrics.New(mp); err != nil {
+		signal.Stop(h.hangups)
 		_ = mp.Shutdown(context.Background())
 		return nil, err
 	}
-	h.provider = mp
-	h.cons = console.New(fl, console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(fl.health),
-		Logger: logger, ToolsChanged: reg.Changed, Metrics: handler})
-	signal.Notify(h.hangups, syscall.SIGHUP)
+	h.provider, h.metricsHandler = mp, handler
 	return h, nil
+}
+
+// attach makes the console of hs (with a listener), before its servers
+// start, so that it sees every transition.
+func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry) {
+	h.hs = hs
+	if h.ln == nil {
+		return
+	}
+	h.cons = console.New(hs, console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
+		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler})
 }
 
 // record passes t to the console.
@@ -111,7 +124,11 @@ func (h *hostConsole) run(ctx context.Context) {
 	served := make(chan error, 1)
 	if h.cons != nil {
 		go func() { served <- h.cons.Serve(ctx, h.ln) }()
-		h.logger.Info(fmt.Sprintf("console at http://%s/", h.ln.Addr()))
+		scheme := "http"
+		if h.cons.TLS() {
+			scheme = "https"
+		}
+		h.logger.Info(fmt.Sprintf("console at %s://%s/", scheme, h.ln.Addr()))
 	} else {
 		served <- nil
 	}
@@ -119,7 +136,7 @@ func (h *hostConsole) run(ctx context.Context) {
 		select {
 		case <-h.hangups:
 			h.logger.Info("SIGHUP: reloading the config")
-			if err := h.fl.Reload(ctx); err == nil && h.cons != nil {
+			if err := h.hs.Reload(ctx); err == nil && h.cons != nil {
 				h.cons.Notify()
 			}
 		case <-ctx.Done():

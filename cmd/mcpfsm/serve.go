@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -135,37 +136,38 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
-	fl := &fleet{path: *hf.path, reg: reg}
-	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail,
-		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors,
-		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
-	hc, err := newHostConsole(fl, cln, sf, reg, logger)
+	hc, err := newHostConsole(cln, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
 		return exitFail
 	}
 	defer hc.stop()
-	fl.opts = startOptions{logger: logger, metrics: hc.metrics, clientFor: f.ClientOptionsFor, middlewareFor: f.ClientMiddlewareFor, catalog: cat,
+	var f *front.Front // the host's servers need its client options; it needs the host's status
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
+		StartTimeout:     *timeout,
+		Client:           func(server string) *mcp.ClientOptions { return f.ClientOptionsFor(server) },
+		ClientMiddleware: func(server string) []mcp.Middleware { return f.ClientMiddlewareFor(server) },
 		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
-		roots:        func() []*mcp.Root { r, _ := f.Roots(); return r },
-		onTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }}
-	all := start(ctx, cfg.Servers, reg, fl.opts, *timeout)
-	fl.set(all)
+		Roots:        func() []*mcp.Root { r, _ := f.Roots(); return r },
+		OnTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }})
+	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail,
+		Status: hs.StatusOf, Supervisor: hs.Supervisor, Supervisors: hs.Supervisors,
+		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
+	hc.attach(hs, sf, reg)
+	_ = hs.Start(ctx, cfg)
 	stopConsole := func() {}
 	var stopping time.Time // when a signal started the shutdown
 	code = exitOK
-	for _, st := range all {
-		if st.sup == nil || st.err != nil && st.srv.FailOnStartupError {
+	for _, st := range hs.Status() {
+		if st.Fatal {
 			code = exitFail
 		}
 	}
 	if code != exitOK {
-		reportFailures(stderr, "serve", all)
+		reportFailures(stderr, "serve", hs)
 	} else {
-		for _, st := range all {
-			if st.err != nil {
-				logger.Warn("not connected yet; serving without its tools until it comes up", "server", st.srv.Name, "err", st.err)
-			}
+		for _, st := range hs.Failures() {
+			logger.Warn("not connected yet; serving without its tools until it comes up", "server", st.Config.Name, "err", st.Err)
 		}
 		// The console and SIGHUP reloads run while the front serves, and
 		// stop before the servers are closed.
@@ -180,7 +182,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			<-hcDone
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(fl.health), stopping: &stopping,
+			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(hs.Health), stopping: &stopping,
 				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions}})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
@@ -191,7 +193,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			sigpipe := make(chan os.Signal, 1)
 			signal.Notify(sigpipe, syscall.SIGPIPE)
 			defer signal.Stop(sigpipe)
-			logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", len(reg.Tools()), len(all)))
+			logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", len(reg.Tools()), len(cfg.Servers)))
 			err = f.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{stdout}})
 			if err == nil || ctx.Err() == nil {
 				logger.Info("the client disconnected; stopping every server")
@@ -206,7 +208,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ln.Close()
 	}
 	stopConsole()
-	if err := fl.closeEvery(ctx); err != nil {
+	if err := hs.Close(hurryOf(ctx)); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		code = exitFail
 	}

@@ -1,0 +1,36 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/host"
+)
+
+// A Go host runs a whole mcpServers file, supervised, and applies the
+// file again when it changes.
+func Example() {
+	path := filepath.Join(os.TempDir(), "mcpfsm-example.json")
+	_ = os.WriteFile(path, []byte(`{"mcpServers": {"broken": {"command": "no-such-mcp-server"}}}`), 0o600)
+	defer os.Remove(path)
+
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := host.New(host.Options{Path: path})
+	_ = h.Start(context.Background(), cfg) // waits for the first attempts
+	defer h.Close(context.Background())
+
+	// ... serve h.Registry()'s tools; on a change of the file:
+	_ = h.Reload(context.Background())
+
+	for _, s := range h.Status() {
+		fmt.Println(s.Config.Name, "came up:", s.Err == nil, "failed:", s.Status.State.Failed())
+	}
+	// Output: broken came up: false failed: true
+}

@@ -1,0 +1,312 @@
+// Package host runs a whole MCP host config: every server of a
+// config.Config under its own conn.Supervisor, all publishing to one
+// registry (and catalog), with the set kept as the config says.
+//
+// It is the library half of mcpfsm's run and serve: [New] and
+// [Host.Start] start every server and wait (bounded) for their first
+// attempts; [Host.Apply] and [Host.Reload] apply a new config by diffing
+// the servers by name (new ones start, removed ones stop, changed ones
+// restart, unchanged ones keep their process and tools); [Host.Reconnect]
+// and [Host.Status] serve an operator; [Host.Close] stops everything, and
+// no server process outlives it. A Host is a console.Host, and gives a
+// front (package front) what it needs: StatusOf, Supervisor and
+// Supervisors.
+//
+// Every conn.Config is assembled in one place: config.Server.Conn gives
+// a server's own settings (transport, policy, timeouts, tool filter,
+// concurrency limit), and the host adds what it shares (registry,
+// catalog, logger, client options, metrics, transitions).
+package host
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/health"
+	"github.com/mcpfsm/mcpfsm/metrics"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultStartTimeout is how long [Host.Start] waits for the servers'
+// first attempts when Options.StartTimeout is zero.
+const DefaultStartTimeout = 10 * time.Second
+
+// Options configure a [Host]. Every field is optional.
+type Options struct {
+	// Path is the config file [Host.Reload] re-reads; "" makes Reload
+	// return console.ErrReloadUnsupported's equivalent error.
+	Path string
+	// Logger receives the supervisors' and the host's logs; nil discards
+	// them.
+	Logger *slog.Logger
+	// Registry receives every server's tools; nil means a new
+	// conn.ToolRegistry ([Host.Registry]).
+	Registry conn.Registry
+	// Catalog, if set, receives every server's resources, templates and
+	// prompts.
+	Catalog *conn.Catalog
+	// Client, if set, gives each server's supervisor its client options
+	// (conn.Config.Client); ClientMiddleware its receiving middleware.
+	Client           func(server string) *mcp.ClientOptions
+	ClientMiddleware func(server string) []mcp.Middleware
+	// Roots, if set, gives each server started its first roots.
+	Roots func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+	// OnTransition, if set, receives every supervisor's transitions
+	// (conn.Config.OnTransition).
+	OnTransition func(conn.Transition)
+	// Metrics, if set, measures every supervisor.
+	Metrics *metrics.Metrics
+	// StartTimeout bounds Start's wait for the first attempts; zero means
+	// DefaultStartTimeout, negative no wait.
+	StartTimeout time.Duration
+	// StderrLines is how many last lines of each stdio server's stderr
+	// are kept for [Host.Status]; zero means 20.
+	StderrLines int
+}
+
+// Host is a running set of supervised servers. Create it with [New].
+type Host struct {
+	opts Options
+	reg  conn.Registry
+	log  *slog.Logger
+
+	change sync.Mutex // serialises Start, Apply and Close
+	closed bool       // under change: Close ran; nothing starts any more
+
+	mu  sync.Mutex
+	all []*server // sorted by name
+}
+
+// server is one configured server and what started it.
+type server struct {
+	cfg    config.Server
+	sup    *conn.Supervisor // nil when conn.Start failed
+	err    error            // Start's, then the first attempt's error
+	stderr *tailWriter
+}
+
+// New returns a host with no servers yet: start them with [Host.Start].
+// Its methods may be given to a front or console before that.
+func New(o Options) *Host {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = conn.NewRegistry()
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.StderrLines <= 0 {
+		o.StderrLines = 20
+	}
+	return &Host{opts: o, reg: o.Registry, log: o.Logger}
+}
+
+// Registry is the registry every server publishes its tools to.
+func (h *Host) Registry() conn.Registry { return h.reg }
+
+// Start starts every server of cfg, concurrently, and waits at most
+// Options.StartTimeout (or until ctx ends) for each one's first attempt.
+// A server that could not be started, or whose first attempt failed, is
+// reported by [Host.Failures]; the others run. It returns an error only
+// when the host is closed.
+func (h *Host) Start(ctx context.Context, cfg *config.Config) error {
+	h.change.Lock()
+	defer h.change.Unlock()
+	if h.closed {
+		return fmt.Errorf("host: %w: closed", conn.ErrClosed)
+	}
+	started := h.startAll(ctx, cfg.Servers, true)
+	h.set(append(h.running(), started...))
+	return nil
+}
+
+// startAll starts servers concurrently; with wait, it waits for their
+// first attempts, bounded by StartTimeout.
+func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool) []*server {
+	// A failOnStartupError server's conn.Start waits for its first
+	// attempt: bounded by the same deadline as the others' when Start
+	// waits, by ctx alone when it does not.
+	deadline := time.Now().Add(h.opts.StartTimeout)
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait && h.opts.StartTimeout > 0 {
+		sctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	defer cancel()
+	out := make([]*server, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines)}
+		out[i] = st
+		wg.Go(func() { st.sup, st.err = h.startOne(sctx, st) })
+	}
+	wg.Wait()
+	if wait && h.opts.StartTimeout > 0 {
+		waitReady(ctx, out, time.Until(deadline))
+	}
+	return out
+}
+
+// startOne assembles st's conn.Config and starts its supervisor.
+func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, error) {
+	o := h.opts
+	c := st.cfg.Conn(st.stderr)
+	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
+	if o.Client != nil {
+		c.Client = o.Client(st.cfg.Name)
+	}
+	if o.ClientMiddleware != nil {
+		c.ClientMiddleware = o.ClientMiddleware(st.cfg.Name)
+	}
+	if o.Roots != nil {
+		c.Roots = o.Roots()
+	}
+	if o.Metrics != nil {
+		return o.Metrics.Start(ctx, c)
+	}
+	return conn.Start(ctx, c)
+}
+
+// waitReady waits, at most timeout, for the first attempt of every started
+// server, and records its error.
+func waitReady(ctx context.Context, all []*server, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, st := range all {
+		if st.sup == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := st.sup.Ready(ctx); err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					s := st.sup.Status()
+					err = fmt.Errorf("mcp server %q: not connected within %v (state %s)", st.cfg.Name, timeout, s.State)
+					if s.LastErr != nil {
+						err = fmt.Errorf("%w; last error: %v", err, s.LastErr)
+					}
+				}
+				st.err = err
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// set replaces the running set.
+func (h *Host) set(all []*server) {
+	all = slices.Clone(all)
+	slices.SortFunc(all, func(a, b *server) int { return cmp.Compare(a.cfg.Name, b.cfg.Name) })
+	h.mu.Lock()
+	h.all = all
+	h.mu.Unlock()
+}
+
+// running returns the running set.
+func (h *Host) running() []*server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.all)
+}
+
+func (h *Host) lookup(name string) (*server, bool) {
+	for _, st := range h.running() {
+		if st.cfg.Name == name {
+			return st, true
+		}
+	}
+	return nil, false
+}
+
+// ServerStatus is one configured server as [Host.Status] reports it.
+type ServerStatus struct {
+	Config config.Server
+	// Status is its supervisor's; the zero Status when it has none.
+	Status conn.Status
+	// Err is why it has no supervisor, or why its first attempt failed.
+	Err error
+	// Fatal: it has no supervisor, or its first attempt failed and the
+	// config asks to fail on that (failOnStartupError).
+	Fatal bool
+	// Stderr is the last lines of a stdio server's stderr.
+	Stderr []string
+}
+
+// Status reports every configured server, sorted by name.
+func (h *Host) Status() []ServerStatus {
+	var out []ServerStatus
+	for _, st := range h.running() {
+		s := ServerStatus{Config: st.cfg, Err: st.err, Stderr: st.stderr.Tail(),
+			Fatal: st.sup == nil || st.err != nil && st.cfg.FailOnStartupError}
+		if st.sup != nil {
+			s.Status = st.sup.Status()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Failures is the servers of [Host.Status] that did not come up.
+func (h *Host) Failures() []ServerStatus {
+	return slices.DeleteFunc(h.Status(), func(s ServerStatus) bool { return s.Err == nil })
+}
+
+// Health reports every configured server for package health's probes.
+func (h *Host) Health() []health.Status {
+	var out []health.Status
+	for _, st := range h.running() {
+		hs := health.Status{Name: st.cfg.Name, Err: st.err}
+		if st.sup != nil {
+			hs.Status, hs.Err = st.sup.Status(), nil
+		}
+		out = append(out, hs)
+	}
+	return out
+}
+
+// StatusOf returns the status of server's supervisor, if it has one.
+func (h *Host) StatusOf(server string) (conn.Status, bool) {
+	if sup, ok := h.Supervisor(server); ok {
+		return sup.Status(), true
+	}
+	return conn.Status{}, false
+}
+
+// Supervisor returns the supervisor of server, if it has one.
+func (h *Host) Supervisor(server string) (*conn.Supervisor, bool) {
+	st, ok := h.lookup(server)
+	if !ok || st.sup == nil {
+		return nil, false
+	}
+	return st.sup, true
+}
+
+// Supervisors returns every running supervisor.
+func (h *Host) Supervisors() []*conn.Supervisor {
+	var out []*conn.Supervisor
+	for _, st := range h.running() {
+		if st.sup != nil {
+			out = append(out, st.sup)
+		}
+	}
+	return out
+}
+
+// Reconnect starts an attempt of server now and returns its outcome (see
+// conn.Supervisor.Reconnect).
+func (h *Host) Reconnect(ctx context.Context, server string) error {
+	sup, ok := h.Supervisor(server)
+	if !ok {
+		return fmt.Errorf("host: unknown server %q", server)
+	}
+	return sup.Reconnect(ctx)
+}
