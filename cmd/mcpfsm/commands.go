@@ -333,6 +333,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, false)
+	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -398,6 +399,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,
 		OnTransition: hc.record, StartTimeout: -1})
 	hc.attach(hs, sf, reg)
+	if *watch {
+		if err := hc.watch(); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
+			return exitFail
+		}
+	}
 	_ = hs.Start(ctx, cfg)
 	code = exitOK
 	if len(hs.Failures()) > 0 {

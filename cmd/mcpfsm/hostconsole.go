@@ -36,7 +36,9 @@ ADDR must be loopback (127.0.0.1:7777) unless a bearer token is set (see
 Access below); then every request needs "Authorization: Bearer TOKEN" (a
 browser opens http://ADDR/?token=TOKEN once).
 
-SIGHUP (or POST /api/reload) re-reads the config file: new servers start,
+SIGHUP (or POST /api/reload, or with -watch a change of the file, even
+one an editor makes by renaming a new file over it) re-reads the config
+file: new servers start,
 removed ones stop, changed ones restart, and unchanged ones keep their
 process and tools (no tools/list_changed). A file that does not load is
 reported and the running servers are kept. SIGHUP does not stop mcpfsm.
@@ -71,6 +73,7 @@ type hostConsole struct {
 	logger  *slog.Logger
 	hangups chan os.Signal
 
+	watcher        *host.Watcher    // with -watch
 	metrics        *metrics.Metrics // with -http: served at /metrics
 	provider       *sdkmetric.MeterProvider
 	metricsHandler http.Handler
@@ -119,8 +122,31 @@ func (h *hostConsole) record(t conn.Transition) {
 	}
 }
 
-// run serves the console and reloads on SIGHUP until ctx ends.
+// watch makes run reload the config whenever its file changes.
+func (h *hostConsole) watch() error {
+	w, err := h.hs.Watch(host.WatchOptions{Reloaded: func(err error) {
+		if err == nil && h.cons != nil {
+			h.cons.Notify()
+		}
+	}})
+	if err != nil {
+		return fmt.Errorf("-watch: %w", err)
+	}
+	h.watcher = w
+	return nil
+}
+
+// run serves the console, reloads on SIGHUP (and, with watch, on a change
+// of the file) until ctx ends.
 func (h *hostConsole) run(ctx context.Context) {
+	if h.watcher != nil {
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			_ = h.watcher.Run(ctx)
+		}()
+		defer func() { <-watched }()
+	}
 	served := make(chan error, 1)
 	if h.cons != nil {
 		go func() { served <- h.cons.Serve(ctx, h.ln) }()

@@ -78,6 +78,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
+	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
 	sessionTimeout := fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)")
 	maxSessions := fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503")
 	auditPath := fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`")
@@ -154,6 +155,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Status: hs.StatusOf, Supervisor: hs.Supervisor, Supervisors: hs.Supervisors,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
 	hc.attach(hs, sf, reg)
+	if *watch {
+		if err := hc.watch(); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+			return exitFail
+		}
+	}
 	_ = hs.Start(ctx, cfg)
 	stopConsole := func() {}
 	var stopping time.Time // when a signal started the shutdown

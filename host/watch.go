@@ -1,0 +1,96 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultDebounce is how long [Host.Watch] waits after the last change
+// of the file before it reloads: an editor's save is often several
+// writes, or a write to a new file and a rename over the old one.
+const DefaultDebounce = 200 * time.Millisecond
+
+// WatchOptions configure [Host.Watch].
+type WatchOptions struct {
+	// Debounce is the quiet time after a change before the reload; zero
+	// means DefaultDebounce.
+	Debounce time.Duration
+	// Reloaded, if set, is called after each reload with its error (nil
+	// when the new config was applied in full).
+	Reloaded func(error)
+}
+
+// Watcher reloads a host's config file when it changes; see [Host.Watch].
+type Watcher struct {
+	h    *Host
+	o    WatchOptions
+	abs  string
+	fsw  *fsnotify.Watcher
+}
+
+// Watch starts watching Options.Path: once [Watcher.Run] runs, the file
+// is reloaded whenever it changes, with the same diff as [Host.Reload],
+// so unchanged servers keep their process and tools, and a file that
+// does not load changes nothing. It watches the file's directory, so an
+// editor that replaces the file (writes a new one and renames it over
+// the old) is followed too. Changes made after Watch returns are seen.
+func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
+	if h.opts.Path == "" {
+		return nil, ErrNoPath
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	abs, err := filepath.Abs(h.opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("host: watch %s: %w", h.opts.Path, err)
+	}
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("host: watch %s: %w", h.opts.Path, err)
+	}
+	if err := fsw.Add(filepath.Dir(abs)); err != nil {
+		fsw.Close()
+		return nil, fmt.Errorf("host: watch %s: %w", h.opts.Path, err)
+	}
+	return &Watcher{h: h, o: o, abs: abs, fsw: fsw}, nil
+}
+
+// Run reloads on every change until ctx ends, then stops watching. It
+// returns ctx's error.
+func (w *Watcher) Run(ctx context.Context) error {
+	defer w.fsw.Close()
+	h := w.h
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return ctx.Err()
+			}
+			if filepath.Clean(ev.Name) != w.abs || ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) == 0 {
+				continue
+			}
+			timer.Reset(w.o.Debounce)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return ctx.Err()
+			}
+			h.log.Warn("watching the config: "+err.Error(), "config", h.opts.Path)
+		case <-timer.C:
+			h.log.Info("the config file changed: reloading", "config", h.opts.Path)
+			err := h.Reload(ctx)
+			if w.o.Reloaded != nil {
+				w.o.Reloaded(err)
+			}
+		}
+	}
+}
