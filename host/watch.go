@@ -26,10 +26,10 @@ type WatchOptions struct {
 
 // Watcher reloads a host's config file when it changes; see [Host.Watch].
 type Watcher struct {
-	h    *Host
-	o    WatchOptions
-	abs  string
-	fsw  *fsnotify.Watcher
+	h   *Host
+	o   WatchOptions
+	abs string
+	fsw *fsnotify.Watcher
 }
 
 // Watch starts watching Options.Path: once [Watcher.Run] runs, the file
