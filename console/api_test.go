@@ -262,3 +262,11 @@ func TestFollow(t *testing.T) {
 	cancel()
 	h.cons.Follow(ctx, make(chan conn.Transition)) // returns when ctx has ended
 }
+
+// The tools a server's filter hid are counted in its status.
+func TestStatusCountsHiddenTools(t *testing.T) {
+	got := serverStatus(conn.Status{Server: "fs", State: conn.Established, Tools: []string{"mcp__fs__read"}, HiddenTools: 2}, nil)
+	if got.HiddenTools != 2 || got.ToolCount != 1 {
+		t.Fatalf("hiddenTools %d, toolCount %d; want 2 and 1", got.HiddenTools, got.ToolCount)
+	}
+}

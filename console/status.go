@@ -33,10 +33,13 @@ type ServerStatus struct {
 	DelayMs   int64     `json:"delayMs,omitempty"` // the current backoff delay
 	// LastError is the most recent failure or loss (conn.Status.LastErr),
 	// with its cause; it stays after a recovery.
-	LastError   string             `json:"lastError,omitempty"`
-	Generation  uint64             `json:"generation"`
-	Tools       []string           `json:"tools"` // public tool names, sorted
-	ToolCount   int                `json:"toolCount"`
+	LastError  string   `json:"lastError,omitempty"`
+	Generation uint64   `json:"generation"`
+	Tools      []string `json:"tools"` // public tool names, sorted
+	ToolCount  int      `json:"toolCount"`
+	// HiddenTools is how many tools the server listed that its filter
+	// (includeTools/excludeTools) kept from the clients.
+	HiddenTools int                `json:"hiddenTools,omitempty"`
 	Transitions []TransitionRecord `json:"transitions"` // recent, oldest first
 }
 
@@ -59,7 +62,7 @@ func serverStatus(s conn.Status, recent []conn.Transition) ServerStatus {
 		Name: s.Server, State: string(s.State), Phrase: s.State.Phrase(), Alarm: isAlarm(s.State),
 		Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, Since: s.Since, NextRetry: s.NextRetry,
 		DelayMs: s.Delay.Milliseconds(), Generation: s.Generation,
-		Tools: append([]string{}, s.Tools...), ToolCount: len(s.Tools),
+		Tools: append([]string{}, s.Tools...), ToolCount: len(s.Tools), HiddenTools: s.HiddenTools,
 		Transitions: make([]TransitionRecord, 0, len(recent)),
 	}
 	if s.LastErr != nil {

@@ -73,7 +73,8 @@ function renderServer(s) {
   if (!s.attempt) attempt += " (no outage)";
   else if (s.state === "established") attempt = "came back on attempt " + attempt;
   card.querySelector(".f-attempt").textContent = attempt;
-  card.querySelector(".f-tools").textContent = String(s.toolCount);
+  card.querySelector(".f-tools").textContent =
+    String(s.toolCount) + (s.hiddenTools ? " (" + s.hiddenTools + " hidden by its filter)" : "");
   card.querySelector(".f-tools").title = s.tools.join("\n");
   card.querySelector(".f-cause").textContent = s.lastError || "none";
   highlight(card, s);
