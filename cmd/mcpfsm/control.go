@@ -7,10 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/console"
+	"github.com/mcpfsm/mcpfsm/health"
 )
 
 const statusUsage = `Usage: mcpfsm status [-http ADDR] [-http-token TOKEN] [-json]
@@ -44,17 +47,33 @@ Examples:
 `
 
 // clientFlags are the flags of the commands that talk to a running host.
-func clientFlags(fs *flag.FlagSet) (addr, token *string) {
+func clientFlags(fs *flag.FlagSet) (addr *string, token tokenFlags) {
 	addr = fs.String("http", os.Getenv(console.EnvAddr), "the host's console `ADDR` (default $"+console.EnvAddr+")")
-	token = fs.String("http-token", "", "the console's bearer `TOKEN` (default $"+console.EnvToken+")")
+	token = tokenFlags{
+		file:   fs.String("token-file", "", "read the host's bearer token from `FILE` (default $"+access.EnvToken+")"),
+		legacy: fs.String("http-token", "", "the host's bearer `TOKEN` (deprecated: use -token-file or $"+access.EnvToken+")"),
+	}
 	return addr, token
 }
 
-func newClient(addr, token string) *console.Client {
-	if token == "" {
-		token = os.Getenv(console.EnvToken)
+// tokenFlags are the client commands' token flags.
+type tokenFlags struct{ file, legacy *string }
+
+// load returns the token: -http-token, else -token-file, else the
+// environment (access.LoadToken).
+func (t tokenFlags) load() (string, error) {
+	if *t.legacy != "" {
+		return *t.legacy, nil
 	}
-	return &console.Client{Addr: addr, Token: token}
+	return access.LoadToken(*t.file, nil)
+}
+
+func newClient(addr string, token tokenFlags) (*console.Client, error) {
+	tok, err := token.load()
+	if err != nil {
+		return nil, err
+	}
+	return &console.Client{Addr: addr, Token: tok}, nil
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,7 +91,12 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r, err := newClient(*addr, *token).Status(ctx)
+	c, err := newClient(*addr, token)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+		return exitFail
+	}
+	r, err := c.Status(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
 		return exitFail
@@ -111,7 +135,11 @@ func cmdReconnect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c := newClient(*addr, *token)
+	c, err := newClient(*addr, token)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
+		return exitFail
+	}
 	if *all {
 		res, err := c.ReconnectAll(ctx)
 		for _, r := range res.Results {
@@ -143,4 +171,57 @@ func printReconnect(w io.Writer, r *console.ReconnectResult) {
 		return
 	}
 	fmt.Fprintf(w, "%s: %s (%d tools)\n", r.Name, r.Server.State, r.Server.ToolCount)
+}
+
+const probeUsage = `Usage: mcpfsm probe [-url URL] [-token-file FILE] [-timeout 5s]
+
+Asks a running mcpfsm serve or run whether it is ready: GET URL (default
+http://127.0.0.1:8808/readyz) with the host's bearer token (-token-file,
+or $MCPFSM_TOKEN), and exits 0 on a 2xx answer, 1 otherwise, printing the
+answer. It is the readiness probe of a container with no other HTTP
+client (the Helm chart's), where /readyz needs the token.
+
+Examples:
+  mcpfsm probe
+  mcpfsm probe -url http://127.0.0.1:7777/readyz
+`
+
+func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("probe", probeUsage, stderr)
+	url := fs.String("url", "http://127.0.0.1:8808"+health.ReadyPath, "the probe's `URL`")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after `D`")
+	_, token := clientFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "probe", "unexpected argument %q", fs.Arg(0))
+	}
+	tok, err := token.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm probe: %v\n", err)
+		return exitFail
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	if err != nil {
+		return usageErr(stderr, "probe", "-url %q: %v", *url, err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm probe: %v\n", err)
+		return exitFail
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	stdout.Write(body)
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintf(stderr, "mcpfsm probe: %s answered %s\n", *url, resp.Status)
+		return exitFail
+	}
+	return exitOK
 }

@@ -44,6 +44,7 @@ Usage:
                                                  server (stdio, or Streamable HTTP)
   mcpfsm status [-http ADDR] [-json]             the servers of a running host
   mcpfsm reconnect [-http ADDR] NAME | -all      reconnect a running host's server now
+  mcpfsm probe [-url URL]                        is a running host ready (its /readyz)
   mcpfsm demo                                    watch a crash and a recovery (no setup)
 
 Run 'mcpfsm COMMAND -h' for a command's flags and examples.
@@ -199,8 +200,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdStatus(ctx, args[1:], stdout, stderr)
 	case "reconnect":
 		return cmdReconnect(ctx, args[1:], stdout, stderr)
+	case "probe":
+		return cmdProbe(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect\nrun 'mcpfsm -h' for usage\n", args[0])
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect, probe\nrun 'mcpfsm -h' for usage\n", args[0])
 	return exitUsage
 }
 

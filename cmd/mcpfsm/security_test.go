@@ -124,6 +124,15 @@ func TestServeTokenRule(t *testing.T) {
 		r.Body.Close()
 	}
 
+	// mcpfsm probe, the chart's readiness probe, sends the token.
+	if code, _, errOut := runCmd(t, "probe", "-url", base+"/readyz"); code != exitFail || !strings.Contains(errOut, "401") {
+		t.Errorf("probe without the token: exit %d, stderr %q; want 1 naming 401", code, errOut)
+	}
+	t.Setenv("MCPFSM_TOKEN", testToken)
+	if code, out, errOut := runCmd(t, "probe", "-url", base+"/readyz"); code != exitOK || !strings.Contains(out, `"ready":true`) {
+		t.Errorf("probe with the token: exit %d, stdout %q, stderr %q; want 0 and ready", code, out, errOut)
+	}
+
 	fc := connect(t, &mcp.StreamableClientTransport{Endpoint: url,
 		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}}})
 	if text, isErr := fc.call(t, "mcp__fix__echo", "hi"); isErr || text != "hi" {
