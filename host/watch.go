@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,10 +28,11 @@ type WatchOptions struct {
 
 // Watcher reloads a host's config file when it changes; see [Host.Watch].
 type Watcher struct {
-	h   *Host
-	o   WatchOptions
-	abs string
-	fsw *fsnotify.Watcher
+	h    *Host
+	o    WatchOptions
+	abs  string
+	fsw  *fsnotify.Watcher
+	last [sha256.Size]byte // the content last loaded (zero: unreadable)
 }
 
 // Watch starts watching Options.Path: once [Watcher.Run] runs, the file
@@ -37,7 +40,11 @@ type Watcher struct {
 // so unchanged servers keep their process and tools, and a file that
 // does not load changes nothing. It watches the file's directory, so an
 // editor that replaces the file (writes a new one and renames it over
-// the old) is followed too. Changes made after Watch returns are seen.
+// the old) is followed too, and so is a Kubernetes ConfigMap volume,
+// whose files are symbolic links into a directory swapped at each update:
+// any change in the directory makes the watcher read the file again, and
+// it reloads when the content differs from what it last loaded. Changes
+// made after Watch returns are seen.
 func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
 	if h.opts.Path == "" {
 		return nil, ErrNoPath
@@ -57,7 +64,7 @@ func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
 		fsw.Close()
 		return nil, fmt.Errorf("host: watch %s: %w", h.opts.Path, err)
 	}
-	return &Watcher{h: h, o: o, abs: abs, fsw: fsw}, nil
+	return &Watcher{h: h, o: o, abs: abs, fsw: fsw, last: digest(abs)}, nil
 }
 
 // Run reloads on every change until ctx ends, then stops watching. It
@@ -76,16 +83,20 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return ctx.Err()
 			}
-			if filepath.Clean(ev.Name) != w.abs || ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) == 0 {
-				continue
+			if ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
+				timer.Reset(w.o.Debounce)
 			}
-			timer.Reset(w.o.Debounce)
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return ctx.Err()
 			}
 			h.log.Warn("watching the config: "+err.Error(), "config", h.opts.Path)
 		case <-timer.C:
+			d := digest(w.abs)
+			if d == w.last {
+				continue // another file of the directory, or the same content
+			}
+			w.last = d
 			h.log.Info("the config file changed: reloading", "config", h.opts.Path)
 			err := h.Reload(ctx)
 			if w.o.Reloaded != nil {
@@ -93,4 +104,13 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// digest is the SHA-256 of the file at path, zero when it cannot be read.
+func digest(path string) [sha256.Size]byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return [sha256.Size]byte{}
+	}
+	return sha256.Sum256(data)
 }

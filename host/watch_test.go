@@ -83,3 +83,53 @@ func TestWatch(t *testing.T) {
 		t.Errorf("after a broken file: servers %v, a alive %v", got, alive(pids(t, logA)[0]))
 	}
 }
+
+// A Kubernetes ConfigMap volume updates its files by swapping a symbolic
+// link to a new directory; the file itself never gets an event.
+func TestWatchFollowsAConfigMapUpdate(t *testing.T) {
+	dir := t.TempDir()
+	write := func(version string, cfg obj) {
+		t.Helper()
+		if err := os.Mkdir(filepath.Join(dir, version), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, version, "servers.json"), cfg)
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(version, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("..v1", obj{"mcpServers": obj{"a": fixtureServer(t)}})
+	path := filepath.Join(dir, "servers.json")
+	if err := os.Symlink(filepath.Join("..data", "servers.json"), path); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := started(t, path)
+	reloaded := make(chan error, 16)
+	w, err := h.Watch(WatchOptions{Debounce: 50 * time.Millisecond, Reloaded: func(err error) { reloaded <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() { watched <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-watched
+	}()
+	write("..v2", obj{"mcpServers": obj{"a": fixtureServer(t), "b": fixtureServer(t)}})
+	select {
+	case err := <-reloaded:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ConfigMap update was not reloaded within 10s")
+	}
+	if n := len(h.Status()); n != 2 {
+		t.Fatalf("%d servers after the update, want 2", n)
+	}
+}
