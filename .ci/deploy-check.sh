@@ -1,0 +1,33 @@
+#!/bin/sh
+# Checks what deploys mcpfsm: the Helm chart lints and renders, every flag
+# the chart passes is one mcpfsm serve has, and the Dockerfile's build
+# command makes a static binary that runs.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+helm="go run helm.sh/helm/v3/cmd/helm@v3.22.0"
+chart=deploy/helm/mcpfsm
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+$helm lint --strict "$chart"
+$helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef \
+	--set-json 'config={"mcpServers":{"docs":{"url":"https://docs.example.com/mcp"}}}' \
+	--set auth.oauthIssuer=https://issuer.example.com --set auth.oauthResource=https://mcp.example.com/mcp >"$out/rendered.yaml"
+grep -q 'kind: Deployment' "$out/rendered.yaml"
+grep -q 'path: /healthz' "$out/rendered.yaml"
+
+# The Dockerfile's build, as it runs in the image's build stage.
+build=$(sed -n 's/^RUN \(CGO_ENABLED=0 go build .*\) -o \/out\/mcpfsm \(.*\)$/\1 -o '"$(printf '%s' "$out" | sed 's/[\/&]/\\&/g')"'\/mcpfsm \2/p' Dockerfile)
+[ -n "$build" ] || { echo "deploy-check: no static build line in the Dockerfile" >&2; exit 1; }
+sh -c "$build"
+if command -v ldd >/dev/null 2>&1 && ldd "$out/mcpfsm" >/dev/null 2>&1; then
+	echo "deploy-check: the Dockerfile's binary is not static" >&2
+	exit 1
+fi
+help=$("$out/mcpfsm" serve -h 2>&1 || true)
+for flag in $(sed -n 's/^ *- -\([a-z-]*\)=.*/\1/p; s/^ *- -\([a-z-]*\)$/\1/p' "$out/rendered.yaml" | sort -u); do
+	printf '%s\n' "$help" | grep -q -- "^  -$flag\b" || { echo "deploy-check: the chart passes -$flag, which mcpfsm serve does not have" >&2; exit 1; }
+done
+printf '%s\n' "$("$out/mcpfsm" -h)" | grep -q 'mcpfsm probe' || { echo "deploy-check: the chart's readiness probe runs mcpfsm probe, which is missing" >&2; exit 1; }
+echo "deploy-check: chart lints and renders; its $(sed -n 's/^ *- -\([a-z-]*\).*/\1/p' "$out/rendered.yaml" | sort -u | wc -l) flags exist; the image's binary is static"
