@@ -96,7 +96,7 @@ func TestMCPEndpointWithToken(t *testing.T) {
 		t.Error("a client without the token called a tool")
 	}
 	auth := http.Header{"Authorization": {"Bearer " + goodToken}}
-	if got, err := callEcho(t, ts, auth); err != nil || got != "hi user=" {
+	if got, err := callEcho(t, ts, auth); err != nil || got != "hi user=token" {
 		t.Errorf("with the token: %q, %v", got, err)
 	}
 	evil := http.Header{"Authorization": auth["Authorization"], "Origin": {"https://evil.example"}}
@@ -107,7 +107,7 @@ func TestMCPEndpointWithToken(t *testing.T) {
 		t.Error("a page at https://evil.example called a tool")
 	}
 	listed := http.Header{"Authorization": auth["Authorization"], "Origin": {"https://app.example.com"}}
-	if got, err := callEcho(t, ts, listed); err != nil || got != "hi user=" {
+	if got, err := callEcho(t, ts, listed); err != nil || got != "hi user=token" {
 		t.Errorf("from a listed origin: %q, %v", got, err)
 	}
 }

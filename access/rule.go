@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 type subjectKey struct{}
@@ -34,6 +37,7 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 	if r.oauth != nil {
 		next = r.oauth.withTokenInfo(h)
 	}
+	withToken := staticTokenInfo(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if msg := r.checkHost(req); msg != "" {
 			r.refuse(w, req, http.StatusForbidden, msg)
@@ -53,7 +57,7 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 		}
 		if r.cfg.Token != "" {
 			if tok, ok := bearer(req); ok && r.tokenIs(tok) {
-				h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), subjectKey{}, SubjectToken)))
+				withToken.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), subjectKey{}, SubjectToken)))
 				return
 			}
 			if r.cfg.Cookie != "" {
@@ -195,4 +199,14 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	w.Write(append(b, '\n'))
+}
+
+// staticTokenInfo gives a request that carried the static token go-sdk's
+// auth.TokenInfo with UserID SubjectToken, as an OAuth token's has its
+// subject: a front sees who called (RequestExtra.TokenInfo), for its
+// audit trail. The token is already checked when it runs.
+func staticTokenInfo(h http.Handler) http.Handler {
+	return auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: SubjectToken, Expiration: time.Now().Add(time.Hour)}, nil
+	}, nil)(h)
 }
