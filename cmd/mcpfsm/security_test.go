@@ -98,7 +98,8 @@ func TestServeRefusesAnyAddressWithoutAToken(t *testing.T) {
 func TestServeTokenRule(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "fix.pids")
 	cfg := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t), "args": []string{"-pidlog", pids}}}})
-	cmd, stderr, url := serveListening(t, []string{"MCPFSM_TOKEN=" + testToken}, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
+	trail := filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd, stderr, url := serveListening(t, []string{"MCPFSM_TOKEN=" + testToken}, "serve", "-config", cfg, "-listen", "127.0.0.1:0", "-audit", trail)
 	base := strings.TrimSuffix(url, "/mcp")
 
 	resp := post(t, url, nil)
@@ -151,6 +152,17 @@ func TestServeTokenRule(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), testToken) {
 		t.Errorf("the token is in serve's log:\n%s", stderr)
+	}
+	// -audit: one line for the one call, naming who called, without the
+	// argument's value.
+	data, err := os.ReadFile(trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Subject, Server, Name, Outcome string }
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil ||
+		rec.Subject != "token" || rec.Server != "fix" || rec.Name != "mcp__fix__echo" || rec.Outcome != "ok" || strings.Contains(string(data), `"hi"`) {
+		t.Errorf("audit trail:\n%s\nwant one record of the call by token, without its argument", data)
 	}
 	allGone(t, pids)
 }
