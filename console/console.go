@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +64,9 @@ type Options struct {
 	// Health, when set, answers /healthz (outside the access rule) and
 	// /readyz (behind it).
 	Health *health.Checker
+	// TracePath, when set, is the host's trace file (mcpfsm -trace),
+	// offered for download at /api/trace.
+	TracePath string
 }
 
 // Console is the operator console of a host: an http.Handler serving the
@@ -173,6 +178,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
+	case p == "/api/trace":
+		c.method(w, r, "GET", func() { c.trace(w, r) })
 	case p == health.ReadyPath && c.opts.Health != nil:
 		c.method(w, r, "GET", func() { c.opts.Health.Ready().ServeHTTP(w, r) })
 	case p == "/" || p == "/index.html":
@@ -380,4 +387,21 @@ func (c *Console) writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	w.Write(append(b, '\n'))
+}
+
+// trace serves the host's trace file, if it has one.
+func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
+	if c.opts.TracePath == "" {
+		c.writeError(w, http.StatusNotFound, "this host keeps no trace: start it with -trace FILE")
+		return
+	}
+	f, err := os.Open(c.opts.TracePath)
+	if err != nil {
+		c.writeError(w, http.StatusInternalServerError, "the trace cannot be read: "+err.Error())
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="mcpfsm-trace.jsonl"`)
+	_, _ = io.Copy(w, f)
 }

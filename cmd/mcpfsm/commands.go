@@ -334,6 +334,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, false)
 	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
+	tracePath := fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -394,6 +395,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer hc.stop()
+	if err := hc.trace(*tracePath); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
+		return exitFail
+	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
 	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,

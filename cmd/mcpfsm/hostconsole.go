@@ -74,6 +74,7 @@ type hostConsole struct {
 	hangups chan os.Signal
 
 	watcher        *host.Watcher    // with -watch
+	tracer         *host.Tracer     // with -trace
 	metrics        *metrics.Metrics // with -http: served at /metrics
 	provider       *sdkmetric.MeterProvider
 	metricsHandler http.Handler
@@ -111,15 +112,35 @@ func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry
 	if h.ln == nil {
 		return
 	}
-	h.cons = console.New(hs, console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
-		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler})
+	o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
+		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler}
+	if h.tracer != nil {
+		o.TracePath = h.tracer.Path()
+	}
+	h.cons = console.New(hs, o)
 }
 
-// record passes t to the console.
+// record passes t to the console and the trace.
 func (h *hostConsole) record(t conn.Transition) {
+	if h.tracer != nil {
+		h.tracer.Record(t)
+	}
 	if h.cons != nil {
 		h.cons.Record(t)
 	}
+}
+
+// trace opens the -trace file, before the servers start.
+func (h *hostConsole) trace(path string) error {
+	if path == "" {
+		return nil
+	}
+	t, err := host.OpenTrace(path)
+	if err != nil {
+		return err
+	}
+	h.tracer = t
+	return nil
 }
 
 // watch makes run reload the config whenever its file changes.
@@ -178,6 +199,11 @@ func (h *hostConsole) run(ctx context.Context) {
 // metrics are shut down.
 func (h *hostConsole) stop() {
 	signal.Stop(h.hangups)
+	if h.tracer != nil {
+		if err := h.tracer.Close(); err != nil {
+			h.logger.Error("trace not fully written: "+err.Error(), "file", h.tracer.Path())
+		}
+	}
 	if h.ln != nil {
 		h.ln.Close()
 	}

@@ -79,6 +79,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
 	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
+	tracePath := fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)")
 	sessionTimeout := fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)")
 	maxSessions := fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503")
 	auditPath := fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`")
@@ -143,6 +144,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	defer hc.stop()
+	if err := hc.trace(*tracePath); err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+		return exitFail
+	}
 	var f *front.Front // the host's servers need its client options; it needs the host's status
 	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
 		StartTimeout:     *timeout,

@@ -1,0 +1,90 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/fsm/trace"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
+)
+
+// Tracer writes every transition of the connection machine it is given
+// as one line of an fsm trace (package fsm/trace): time, server, from,
+// event, guard, to, attempt, delay, generation and cause. The trace can
+// be checked against conn.Table with trace.Check and drawn with
+// fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
+type Tracer struct {
+	path   string
+	guards map[edgeKey]string // the guard of each declared (from, event, to)
+
+	mu  sync.Mutex
+	f   *os.File
+	err error // the first write error
+}
+
+type edgeKey struct {
+	from  conn.State
+	event conn.Event
+	to    conn.State
+}
+
+// OpenTrace appends a trace to the file at path (created with mode 0600).
+func OpenTrace(path string) (*Tracer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
+	}
+	t := &Tracer{path: path, f: f, guards: map[edgeKey]string{}}
+	for _, e := range conn.Table().Flatten() {
+		k := edgeKey{e.From, e.Event, e.To}
+		if _, seen := t.guards[k]; !seen {
+			t.guards[k] = e.When
+		}
+	}
+	return t, nil
+}
+
+// Path is the trace's file.
+func (t *Tracer) Path() string { return t.path }
+
+// Record writes tr as a line. It never fails the caller: the first write
+// error is kept for Close.
+func (t *Tracer) Record(tr conn.Transition) {
+	s := trace.Step{
+		Time: tr.At.UTC().Format(time.RFC3339Nano), Server: tr.Server,
+		From: string(tr.From), Event: string(tr.Event), To: string(tr.To),
+		Guard:   t.guards[edgeKey{tr.From, tr.Event, tr.To}],
+		Attempt: tr.Attempt, Generation: tr.Generation,
+	}
+	if tr.Delay > 0 {
+		s.Delay = tr.Delay.String()
+	}
+	if tr.Err != nil {
+		s.Cause = redact.Line(tr.Err.Error())
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return
+	}
+	if err := trace.Write(t.f, s); err != nil && t.err == nil {
+		t.err = err
+	}
+}
+
+// Close closes the file and returns the first error writing it.
+func (t *Tracer) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return t.err
+	}
+	if err := t.f.Close(); err != nil && t.err == nil {
+		t.err = err
+	}
+	t.f = nil
+	return t.err
+}
