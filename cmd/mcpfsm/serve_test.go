@@ -290,16 +290,7 @@ func TestServeHTTP(t *testing.T) {
 // if it still runs.
 func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
 	t.Helper()
-	cmd := self(t, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
-	stderr := newWatcher()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killAtEnd(t, cmd)
-	at := stderr.waitFor(t, 0, "serving MCP over Streamable HTTP at http://")
-	url := strings.Fields(stderr.String()[at-len("http://"):])[0]
-	return cmd, stderr, strings.TrimSuffix(url, `"`)
+	return serveListening(t, nil, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
 }
 
 // serveStdioProcess starts mcpfsm with args (a serve over stdio), with env
