@@ -30,7 +30,7 @@ func Example() {
 	_ = h.Reload(context.Background())
 
 	for _, s := range h.Status() {
-		fmt.Println(s.Config.Name, "came up:", s.Err == nil, "failed:", s.Status.State.Failed())
+		fmt.Println(s.Config.Name, "came up:", s.Err == nil)
 	}
-	// Output: broken came up: false failed: true
+	// Output: broken came up: false
 }
