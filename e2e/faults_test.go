@@ -100,19 +100,24 @@ func closePromptly(t *testing.T, e *env, sup *conn.Supervisor) {
 func TestCrashLoopExhaustsAfterMaxAttempts(t *testing.T) {
 	const attempts = 3
 	for _, tc := range []struct {
-		name   string
-		flags  []string
-		policy *policy.Policy
+		name     string
+		flags    []string
+		policy   *policy.Policy
+		protocol string // conn.Config.ProtocolVersion
 	}{
-		{"exit-at-start", []string{"-exit-at-start"}, fast(attempts)},
+		{"exit-at-start", []string{"-exit-at-start"}, fast(attempts), ""},
 		// Brief successes: every process lives 20 ms, well inside the 1 s
-		// stability window, so the uptime never resets the budget.
+		// stability window, so the uptime never resets the budget. The
+		// classic handshake is pinned: on a loaded machine a process that
+		// lives 20 ms can die during the server/discover probe, and the
+		// supervisor would then learn the handshake with one more process.
 		{"exit-after-20ms", []string{"-exit-after", "20ms"},
-			&policy.Policy{Enabled: true, InitialDelay: 10 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: attempts}},
+			&policy.Policy{Enabled: true, InitialDelay: 10 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: attempts},
+			conn.ClassicProtocolVersion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			sup := e.start(conn.Config{Transport: e.command(tc.flags...), Reconnect: tc.policy})
+			sup := e.start(conn.Config{Transport: e.command(tc.flags...), Reconnect: tc.policy, ProtocolVersion: tc.protocol})
 			last := e.rec.await(t, conn.Exhausted, wait)
 			if got := e.rec.count(conn.Connecting); got != attempts {
 				t.Errorf("%d reconnect attempts, want exactly %d:\n%s", got, attempts, e.rec.dump())
