@@ -18,9 +18,10 @@ import (
 // reconnect goes to the new session.
 func (f *Front) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		t, ok := f.opts.Registry.Lookup(name)
+		public := f.publicTool(name)
+		t, ok := f.opts.Registry.Lookup(public)
 		if !ok {
-			return errorResult(f.describe(serverOf(name), name, nil, "the tool is no longer available")), nil
+			return errorResult(f.describe(serverOf(public), name, nil, "the tool is no longer available")), nil
 		}
 		var args any
 		if req.Params.Arguments != nil {

@@ -77,6 +77,9 @@ type Options struct {
 	// Audit, if set, receives one record per tool call, resource read and
 	// prompt get of the front's clients.
 	Audit *audit.Log
+	// Names says what tools and prompts are called: "" or NamesPrefixed
+	// for mcp__<server>__<name>, NamesRaw for the servers' own names.
+	Names Names
 }
 
 // Front is one MCP server that fronts the tools of a registry. Create it
@@ -87,7 +90,8 @@ type Front struct {
 	server *mcp.Server
 
 	mu              sync.Mutex                 // serialises sync and syncCatalog
-	served          map[string]json.RawMessage // public name -> served definition
+	served          map[string]json.RawMessage // served name -> served definition
+	toolPublic      map[string]string          // served name -> public name of the tool
 	servedResources map[string]string          // front URI -> served definition
 	servedTemplates map[string]string          // front URI template -> served definition
 	servedPrompts   map[string]string          // public name -> served definition
@@ -117,17 +121,22 @@ func New(o Options) *Front {
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
 	}
-	f := &Front{opts: o, served: map[string]json.RawMessage{}, moved: make(chan struct{}),
+	f := &Front{opts: o, served: map[string]json.RawMessage{}, toolPublic: map[string]string{}, moved: make(chan struct{}),
 		servedResources: map[string]string{}, servedTemplates: map[string]string{}, servedPrompts: map[string]string{},
 		warned: map[string]bool{}}
 	f.subs.init()
 	// Tools (and resources and prompts) come and go with the supervised
 	// servers: always announce the capabilities with list_changed, even
 	// with nothing listed yet.
+	instructions := "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
+		"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry."
+	if o.Names == NamesRaw {
+		instructions = "Tools of several MCP servers, supervised by mcpfsm, under their servers' own names " +
+			"(mcp__<server>__<tool> for a name an earlier server has). While a server reconnects, its tools answer at once with an error saying when to retry."
+	}
 	opts := &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
-			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Instructions:       instructions,
 		InitializedHandler: f.initialized,
 		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 		RootsListChangedHandler: f.rootsChanged,
@@ -226,16 +235,29 @@ func (f *Front) sync() {
 	defer f.mu.Unlock()
 	want := map[string]*mcp.Tool{}
 	defs := map[string]json.RawMessage{}
-	for _, t := range f.opts.Registry.Tools() {
-		def, raw, err := frontTool(t)
+	tools := f.opts.Registry.Tools()
+	entries := make([]named, 0, len(tools))
+	for _, t := range tools {
+		e := named{server: t.Server, public: t.Name}
+		if t.Raw != nil {
+			e.raw = t.Raw.Name
+		}
+		entries = append(entries, e)
+	}
+	names := f.servedNames("tool", entries)
+	public := map[string]string{}
+	for _, t := range tools {
+		name := names[t.Name]
+		def, raw, err := frontTool(t, name)
 		if err != nil {
-			if _, warned := f.served[t.Name]; !warned {
+			if _, warned := f.served[name]; !warned {
 				f.opts.Logger.Warn("tool not served: "+err.Error(), "server", t.Server, "tool", t.Name)
 			}
 			continue
 		}
-		want[t.Name], defs[t.Name] = def, raw
+		want[name], defs[name], public[name] = def, raw, t.Name
 	}
+	f.toolPublic = public
 	var gone []string
 	for name := range f.served {
 		if _, ok := want[name]; !ok {
@@ -259,14 +281,14 @@ func (f *Front) sync() {
 }
 
 // frontTool is the definition t is served under: the server's own, named
-// by its public name. The SDK panics on a tool without an object input
-// schema, so such a tool is refused here.
-func frontTool(t conn.Tool) (*mcp.Tool, json.RawMessage, error) {
+// name. The SDK panics on a tool without an object input schema, so such
+// a tool is refused here.
+func frontTool(t conn.Tool, name string) (*mcp.Tool, json.RawMessage, error) {
 	if t.Raw == nil {
 		return nil, nil, fmt.Errorf("tool %q has no definition", t.Name)
 	}
 	def := *t.Raw
-	def.Name = t.Name
+	def.Name = name
 	var schema struct {
 		Type any `json:"type"`
 	}
@@ -279,4 +301,15 @@ func frontTool(t conn.Tool) (*mcp.Tool, json.RawMessage, error) {
 		return nil, nil, fmt.Errorf("tool %q: %v", t.Name, err)
 	}
 	return &def, raw, nil
+}
+
+// publicTool is the public name of the tool served as name: the
+// registry's key for it.
+func (f *Front) publicTool(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.toolPublic[name]; ok {
+		return p
+	}
+	return name
 }

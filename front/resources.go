@@ -70,10 +70,11 @@ func notFound(uri string) error {
 // promptHandler routes prompts/get of the prompt served as name.
 func (f *Front) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		p, ok := f.opts.Catalog.LookupPrompt(name)
+		public := f.view.Load().publicPrompt(name)
+		p, ok := f.opts.Catalog.LookupPrompt(public)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: f.describeOp(serverOf(name), promptOp(name), nil, "the prompt is no longer available")}
+				Message: f.describeOp(serverOf(public), promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := f.opts.Clock.Now()
 		end := f.begin(req.Session, p.Server)
@@ -239,7 +240,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	var op operation
 	switch ref.Type {
 	case "ref/prompt":
-		p, ok := f.opts.Catalog.LookupPrompt(ref.Name)
+		p, ok := f.opts.Catalog.LookupPrompt(f.view.Load().publicPrompt(ref.Name))
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}

@@ -64,6 +64,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	hf := addHostFlags(fs, "serve", "info")
 	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
+	names := front.NamesPrefixed
+	fs.Var(&names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
 	cf := addConsoleFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -99,7 +101,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	fl := &fleet{path: *hf.path, reg: reg}
 	f := front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger,
-		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors,
+		Status: fl.status, Supervisor: fl.supervisor, Supervisors: fl.supervisors, Names: names,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
 	hc, err := newHostConsole(fl, cln, token, reg, logger)
 	if err != nil {
