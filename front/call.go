@@ -28,8 +28,8 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 			args = req.Params.Arguments
 		}
 		start := f.opts.Clock.Now()
-		end := f.begin(req.Session, t.Server)
-		res, err := t.Call(ctx, args)
+		end := f.begin(ctx, req.Session, t.Server)
+		res, err := f.callTool(ctx, req, t, args)
 		end()
 		f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
 		var wire *jsonrpc.Error
@@ -46,6 +46,34 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 		}
 		return errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err)), nil
 	}
+}
+
+// callTool calls t for req. A call whose client asked for progress
+// carries a token of the front's own to the server (see progressTokens),
+// so it goes through the supervisor's session: conn.Tool.Call sends no
+// _meta. Such a call is still bounded by the supervisor's CallTimeout and
+// fails with conn.ErrUnavailable during an outage, but it is not counted
+// against MaxConcurrentCalls nor held by HoldCalls.
+func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (*mcp.CallToolResult, error) {
+	token := req.Params.GetProgressToken()
+	sup, ok := (*conn.Supervisor)(nil), false
+	if token != nil && f.opts.Supervisor != nil {
+		sup, ok = f.opts.Supervisor(t.Server)
+	}
+	if !ok || sup == nil || req.Session == nil {
+		return t.Call(ctx, args)
+	}
+	ours, route, forget := f.progress.add(ctx, req.Session, token)
+	defer forget()
+	var res *mcp.CallToolResult
+	err := sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": ours}, Name: t.Raw.Name, Arguments: args})
+		return err
+	})
+	if err == nil {
+		f.settle(ctx, route)
+	}
+	return res, err
 }
 
 // lossWait bounds how long a call whose connection ended waits for its

@@ -28,20 +28,11 @@ var ErrNoPeer = errors.New("no front client can answer this request")
 func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
-			if err != nil {
-				return nil, err
-			}
-			return ss.Elicit(ctx, req.Params)
+			return f.forwardElicit(ctx, server, req.Params)
 		},
 		//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			ss, err := f.peer(server, "sampling", hasSampling)
-			if err != nil {
-				return nil, err
-			}
-			//lint:ignore SA1019 see above.
-			return ss.CreateMessage(ctx, req.Params)
+			return f.forwardSampling(ctx, server, req.Params)
 		},
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if req.Params != nil {
@@ -56,13 +47,31 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 }
 
 // ClientMiddlewareFor returns the receiving middleware of the supervisor
-// of server's clients: it answers the server's roots/list with the roots
+// of server's clients. It answers the server's roots/list with the roots
 // of the front session the request belongs to ([Front.route]), and with
 // no roots when none can be named, so that no session's roots reach a
-// server on another's behalf. Pass it as conn.Config.ClientMiddleware.
+// server on another's behalf. It forwards the server's elicitation and
+// sampling requests to that session as they came, on the stream of the
+// session's call in flight on server (the SDK's client would otherwise
+// check an elicitation's schema more strictly than the protocol does,
+// and refuse schemas a direct client accepts). It relays the server's
+// progress notifications to the call they report on, under the client's
+// own progress token. Pass it as conn.Config.ClientMiddleware.
 func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 	return []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch p := req.GetParams().(type) {
+			case *mcp.ElicitParams:
+				return f.forwardElicit(ctx, server, p)
+			//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
+			case *mcp.CreateMessageParams:
+				return f.forwardSampling(ctx, server, p)
+			case *mcp.ProgressNotificationParams:
+				if f.relayProgress(ctx, server, p) {
+					return nil, nil
+				}
+				return next(ctx, method, req)
+			}
 			if method != "roots/list" {
 				return next(ctx, method, req)
 			}
@@ -76,6 +85,33 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 			return res, nil
 		}
 	}}
+}
+
+// forwardElicit sends a server's elicitation to the front session it
+// belongs to.
+func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.onStream(ctx, ss, server)
+	defer cancel()
+	return ss.Elicit(ctx, p)
+}
+
+// forwardSampling sends a server's sampling request to the front session
+// it belongs to.
+//
+//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
+func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ss, err := f.peer(server, "sampling", hasSampling)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.onStream(ctx, ss, server)
+	defer cancel()
+	//lint:ignore SA1019 see above.
+	return ss.CreateMessage(ctx, p)
 }
 
 // peer is the front session a request of server belongs to, if it

@@ -100,10 +100,11 @@ type Front struct {
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served
 
-	subs  subscriptions
-	peers peers
-	roots rootsRelay
-	logs  logRelay
+	subs     subscriptions
+	peers    peers
+	roots    rootsRelay
+	logs     logRelay
+	progress progressTokens
 
 	tmu   sync.Mutex
 	moved chan struct{} // closed and replaced at every Observe

@@ -1,0 +1,208 @@
+package front
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// relayRig is a front with raw names over one backend "a" whose tool
+// "progress" reports two steps under the token it got and answers with
+// that token, and whose tool "ask" elicits a name and answers with it.
+type relayRig struct {
+	f   *Front
+	url string // the front over Streamable HTTP
+}
+
+// newRelayRig supervises the backend on protocol (conn's default when
+// empty).
+func newRelayRig(t *testing.T, protocol string) *relayRig {
+	t.Helper()
+	reg := conn.NewRegistry()
+	var sup *conn.Supervisor
+	f := New(Options{Registry: reg, Names: NamesRaw, Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
+		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	srv := conntest.NewServer(conntest.Accept)
+	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			for i := 1; i <= 2; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(token)}}}, nil
+		})
+	srv.MCP.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ask := &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+			res, answered := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+			switch {
+			case answered:
+			case req.Session.InitializeParams().ProtocolVersion >= conn.DefaultProtocolVersion:
+				// Multi round-trip: ask in the result, get the answer in the retry.
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": ask}}, nil
+			default:
+				var err error
+				if res, err = req.Session.Elicit(ctx, ask); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + fmt.Sprint(res.Content["name"])}}}, nil
+		})
+	rec := conntest.NewRecorder()
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
+	var err error
+	sup, err = conn.Start(context.Background(), conn.Config{
+		Name: "a", Transport: srv.Transport(), Registry: reg, Reconnect: &p, Clock: clock.NewMock(),
+		Logger: rec.Logger(), OnTransition: func(t conn.Transition) { rec.OnTransition(t); f.Observe(t) },
+		Client: f.ClientOptionsFor("a"), ClientMiddleware: f.ClientMiddlewareFor("a"), ProtocolVersion: protocol,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Expect(t, limit, conn.Established)
+	ctx, cancel := context.WithCancel(context.Background())
+	synced := make(chan struct{})
+	go func() { defer close(synced); f.Sync(ctx) }()
+	hs := httptest.NewServer(f.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		<-synced
+		_ = sup.Close(context.Background())
+		srv.Close()
+		f.roots.wait()
+		f.logs.wg.Wait()
+	})
+	return &relayRig{f: f, url: hs.URL}
+}
+
+// relayClient is a front client that answers elicitations with its
+// name and records the progress it is sent.
+type relayClient struct {
+	sess     *mcp.ClientSession
+	progress chan string
+}
+
+// connect connects a client over front ("http", without a GET stream,
+// or "stdio", in memory) asking for protocol ("" for the SDK's default).
+func (r *relayRig) connect(t *testing.T, front, name, protocol string) *relayClient {
+	t.Helper()
+	c := &relayClient{progress: make(chan string, 16)}
+	client := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			c.progress <- fmt.Sprintf("%v %v/%v %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message)
+		},
+	})
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true}
+	if front == "stdio" {
+		ct, st := mcp.NewInMemoryTransports()
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() { defer close(ran); _ = r.f.Run(ctx, st) }()
+		t.Cleanup(func() { cancel(); <-ran })
+		tr = ct
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var opts *mcp.ClientSessionOptions
+	if protocol != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
+	}
+	sess, err := client.Connect(ctx, tr, opts)
+	if err != nil {
+		t.Fatalf("%s: connect: %v", name, err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	c.sess = sess
+	return c
+}
+
+func (c *relayClient) call(t *testing.T, tool string, meta mcp.Meta) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := c.sess.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var texts []string
+	for _, ct := range res.Content {
+		if tc, ok := ct.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("call %s: tool error %q", tool, texts)
+	}
+	return strings.Join(texts, "")
+}
+
+// A backend's progress reaches the calling client under the client's own
+// token, on the call's stream (the HTTP client has no GET stream), and
+// the backend sees a token of the front's: two clients that pick the
+// same token get only their own progress.
+func TestProgressIsRelayedUnderTheClientsToken(t *testing.T) {
+	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion)
+	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion)
+	for _, c := range []*relayClient{alice, bob} {
+		got := c.call(t, "progress", mcp.Meta{"progressToken": "tok"})
+		if !strings.HasPrefix(got, "mcpfsm-") {
+			t.Errorf("the backend saw progress token %q, want one of the front's (mcpfsm-N)", got)
+		}
+		var steps []string
+		for range 2 {
+			steps = append(steps, recv(t, c.progress, "a progress notification"))
+		}
+		if diff := cmp.Diff([]string{"tok 1/2 step 1", "tok 2/2 step 2"}, steps); diff != "" {
+			t.Errorf("progress (-want +got):\n%s", diff)
+		}
+	}
+	select {
+	case p := <-alice.progress:
+		t.Errorf("alice got more progress: %q", p)
+	case p := <-bob.progress:
+		t.Errorf("bob got more progress: %q", p)
+	default:
+	}
+	// Without a token the backend gets none.
+	if got := alice.call(t, "progress", nil); got != "<nil>" {
+		t.Errorf("a call without a token reached the backend with token %q", got)
+	}
+}
+
+// A backend's elicitation during a call reaches the client that made the
+// call, over HTTP on the call's own stream (the client has no GET
+// stream), with two clients connected; whatever era the backend speaks.
+func TestElicitationReachesTheCaller(t *testing.T) {
+	for _, backend := range []string{conn.ClassicProtocolVersion, conn.DefaultProtocolVersion} {
+		t.Run(backend, func(t *testing.T) {
+			r := newRelayRig(t, backend)
+			alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion)
+			bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion)
+			if got := alice.call(t, "ask", nil); got != "accept:alice" {
+				t.Errorf("alice's call = %q, want accept:alice", got)
+			}
+			if got := bob.call(t, "ask", nil); got != "accept:bob" {
+				t.Errorf("bob's call = %q, want accept:bob", got)
+			}
+		})
+	}
+}
