@@ -20,32 +20,42 @@ func (f *Front) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		public := f.publicTool(name)
 		t, ok := f.opts.Registry.Lookup(public)
-		if !ok {
+		bridging := req.Session != nil && modern(req.Session)
+		if !ok && (!bridging || req.Params.RequestState == "") {
 			return errorResult(f.describe(serverOf(public), name, nil, "the tool is no longer available")), nil
 		}
-		var args any
-		if req.Params.Arguments != nil {
-			args = req.Params.Arguments
+		if bridging {
+			return f.bridged(ctx, req, t.Server, func(ctx context.Context) outcome { return f.invoke(ctx, req, name, t) })
 		}
-		start := f.opts.Clock.Now()
-		end := f.begin(ctx, req.Session, t.Server)
-		res, err := f.callTool(ctx, req, t, args)
-		end()
-		f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
-		var wire *jsonrpc.Error
-		switch {
-		case err == nil:
-			return res, nil
-		case errors.Is(err, conn.ErrUnavailable):
-			f.awaitLoss(ctx, t.Server)
-			return errorResult(f.describe(t.Server, name, err, "")), nil
-		case errors.As(err, &wire):
-			return nil, err // the server's own answer, such as invalid params
-		case ctx.Err() != nil:
-			return nil, err // the client cancelled: nobody reads the result
-		}
-		return errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err)), nil
+		o := f.invoke(ctx, req, name, t)
+		return o.res, o.err
 	}
+}
+
+// invoke calls t, served as name, for req, and says what the client gets.
+func (f *Front) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool) outcome {
+	var args any
+	if req.Params.Arguments != nil {
+		args = req.Params.Arguments
+	}
+	start := f.opts.Clock.Now()
+	end := f.begin(ctx, req.Session, t.Server)
+	res, err := f.callTool(ctx, req, t, args)
+	end()
+	f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
+	var wire *jsonrpc.Error
+	switch {
+	case err == nil:
+		return outcome{res: res}
+	case errors.Is(err, conn.ErrUnavailable):
+		f.awaitLoss(ctx, t.Server)
+		return outcome{res: errorResult(f.describe(t.Server, name, err, "")), lost: errors.Unwrap(err) != nil}
+	case errors.As(err, &wire):
+		return outcome{err: err} // the server's own answer, such as invalid params
+	case ctx.Err() != nil:
+		return outcome{err: err} // the client cancelled: nobody reads the result
+	}
+	return outcome{res: errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err))}
 }
 
 // callTool calls t for req. A call whose client asked for progress

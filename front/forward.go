@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still forwarded.
+
 package front
 
 import (
@@ -30,7 +32,6 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return f.forwardElicit(ctx, server, req.Params)
 		},
-		//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return f.forwardSampling(ctx, server, req.Params)
 		},
@@ -39,7 +40,6 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 				f.relayUpdate(ctx, server, req.Params.URI)
 			}
 		},
-		//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			f.relayLog(ctx, server, req.Params)
 		},
@@ -63,7 +63,6 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 			switch p := req.GetParams().(type) {
 			case *mcp.ElicitParams:
 				return f.forwardElicit(ctx, server, p)
-			//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 			case *mcp.CreateMessageParams:
 				return f.forwardSampling(ctx, server, p)
 			case *mcp.ProgressNotificationParams:
@@ -75,8 +74,17 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 			if method != "roots/list" {
 				return next(ctx, method, req)
 			}
-			//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 			res := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+			if b := f.bridgeFor(ctx, server); b != nil {
+				r, err := f.askClient(ctx, b, &mcp.ListRootsParams{})
+				if err != nil {
+					return nil, err
+				}
+				if roots, ok := r.(*mcp.ListRootsResult); ok {
+					return roots, nil
+				}
+				return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
+			}
 			if ss, err := f.route(server); err == nil {
 				if roots, ok := f.rootsOf(ss); ok {
 					res.Roots = roots
@@ -90,6 +98,16 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 // forwardElicit sends a server's elicitation to the front session it
 // belongs to.
 func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if b := f.bridgeFor(ctx, server); b != nil {
+		r, err := f.askClient(ctx, b, p)
+		if err != nil {
+			return nil, err
+		}
+		if res, ok := r.(*mcp.ElicitResult); ok {
+			return res, nil
+		}
+		return nil, fmt.Errorf("the client of mcpfsm answered an elicitation with a %T", r)
+	}
 	ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if err != nil {
 		return nil, err
@@ -101,16 +119,28 @@ func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitP
 
 // forwardSampling sends a server's sampling request to the front session
 // it belongs to.
-//
-//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if b := f.bridgeFor(ctx, server); b != nil {
+		r, err := f.askClient(ctx, b, p)
+		if err != nil {
+			return nil, err
+		}
+		switch res := r.(type) {
+		case *mcp.CreateMessageResult:
+			return res, nil
+		case *mcp.CreateMessageWithToolsResult:
+			if len(res.Content) == 1 {
+				return &mcp.CreateMessageResult{Meta: res.Meta, Content: res.Content[0], Model: res.Model, Role: res.Role, StopReason: res.StopReason}, nil
+			}
+		}
+		return nil, fmt.Errorf("the client of mcpfsm answered a sampling request with a %T, not one message", r)
+	}
 	ss, err := f.peer(server, "sampling", hasSampling)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := f.onStream(ctx, ss, server)
 	defer cancel()
-	//lint:ignore SA1019 see above.
 	return ss.CreateMessage(ctx, p)
 }
 
@@ -127,6 +157,4 @@ func (f *Front) peer(server, capability string, has func(*mcp.ClientCapabilities
 	}
 	return ss, nil
 }
-
-//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 func hasSampling(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }

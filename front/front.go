@@ -105,6 +105,7 @@ type Front struct {
 	roots    rootsRelay
 	logs     logRelay
 	progress progressTokens
+	bridges  bridges
 
 	tmu   sync.Mutex
 	moved chan struct{} // closed and replaced at every Observe

@@ -206,3 +206,35 @@ func TestElicitationReachesTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// A go-sdk client with default options negotiates 2026-07-28 with the
+// front over stdio and over HTTP, and a backend's elicitation during its
+// call reaches its handler (as an input request of the call's result,
+// answered in the client's next round trip) and goes back to the
+// backend, whether the backend speaks 2025-11-25 (it sends a request) or
+// 2026-07-28 (it asks in its own result).
+func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		for _, backend := range []string{conn.ClassicProtocolVersion, conn.DefaultProtocolVersion} {
+			t.Run(front+"/"+backend, func(t *testing.T) {
+				r := newRelayRig(t, backend)
+				alice := r.connect(t, front, "alice", "")
+				if got := alice.sess.InitializeResult().ProtocolVersion; got != conn.DefaultProtocolVersion {
+					t.Fatalf("negotiated %q, want %q", got, conn.DefaultProtocolVersion)
+				}
+				if got := alice.call(t, "ask", nil); got != "accept:alice" {
+					t.Errorf("call = %q, want accept:alice", got)
+				}
+				if got := alice.call(t, "progress", nil); got != "<nil>" {
+					t.Errorf("a call without input requests = %q", got)
+				}
+				r.f.bridges.mu.Lock()
+				n := len(r.f.bridges.by)
+				r.f.bridges.mu.Unlock()
+				if n != 0 {
+					t.Errorf("%d bridged calls left after the calls ended", n)
+				}
+			})
+		}
+	}
+}
