@@ -62,9 +62,11 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch p := req.GetParams().(type) {
 			case *mcp.ElicitParams:
-				return f.forwardElicit(ctx, server, p)
+				res, err := f.forwardElicit(ctx, server, p)
+				return res, wireError(err)
 			case *mcp.CreateMessageParams:
-				return f.forwardSampling(ctx, server, p)
+				res, err := f.forwardSampling(ctx, server, p)
+				return res, wireError(err)
 			case *mcp.ProgressNotificationParams:
 				if f.relayProgress(ctx, server, p) {
 					return nil, nil
@@ -78,7 +80,7 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 			if b := f.bridgeFor(ctx, server); b != nil {
 				r, err := f.askClient(ctx, b, &mcp.ListRootsParams{})
 				if err != nil {
-					return nil, err
+					return nil, wireError(err)
 				}
 				if roots, ok := r.(*mcp.ListRootsResult); ok {
 					return roots, nil

@@ -161,6 +161,7 @@ func New(o Options) *Front {
 		// template, or named by a tool's resource link, reaches its server.
 		f.server.AddReceivingMiddleware(f.readMiddleware)
 	}
+	f.server.AddReceivingMiddleware(f.eraMiddleware) // outermost: added last
 	return f
 }
 
