@@ -83,6 +83,12 @@ var bridgeMachines = sync.OnceValue(func() *fsm.Compiled[BridgeState, BridgeEven
 	return c
 })
 
+// bridgeOptions are a bridged call's machine's: no callbacks, since the
+// front fires every event itself and logs what matters.
+func bridgeOptions() fsm.Options[BridgeState, BridgeEvent, struct{}] {
+	return fsm.Options[BridgeState, BridgeEvent, struct{}]{OnError: func(BridgeEvent, error) {}}
+}
+
 // inputWait bounds how long a bridged call waits for the client's next
 // round trip: a person may take a while to answer an elicitation.
 const inputWait = 5 * time.Minute
@@ -189,8 +195,7 @@ func (f *Front) bridged(ctx context.Context, req *mcp.CallToolRequest, server st
 	}
 	b := &bridge{id: fmt.Sprintf("mcpfsm-bridge-%d", f.bridges.next.Add(1)), server: server,
 		asks: make(chan *ask, 16), done: make(chan outcome, 1), pend: map[string]*ask{}}
-	m, err := bridgeMachines().New(fsm.Options[BridgeState, BridgeEvent, struct{}]{
-		OnError: func(ev BridgeEvent, err error) { f.opts.Logger.Debug("bridged call: "+err.Error(), "server", server) }})
+	m, err := bridgeMachines().New(bridgeOptions())
 	if err != nil {
 		return nil, err
 	}
