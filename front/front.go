@@ -155,7 +155,7 @@ func New(o Options) *Front {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	f.server = mcp.NewServer(o.Implementation, opts)
-	f.server.AddReceivingMiddleware(f.levelMiddleware, f.downMiddleware)
+	f.server.AddReceivingMiddleware(f.rootsMiddleware, f.levelMiddleware, f.downMiddleware)
 	if o.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.

@@ -23,10 +23,11 @@ type peers struct {
 
 // peer is one front session's share.
 type peer struct {
-	calls      map[string][]*inflight // server -> requests of this session in flight there, oldest first
-	roots      []*mcp.Root
-	rootsKnown bool
-	level      mcp.LoggingLevel // "" until the session sets one
+	calls        map[string][]*inflight // server -> requests of this session in flight there, oldest first
+	roots        []*mcp.Root
+	rootsKnown   bool
+	rootsPending bool             // not read at initialized: read at the next request
+	level        mcp.LoggingLevel // "" until the session sets one
 }
 
 // get returns ss's share, making it; the caller holds mu.
@@ -146,6 +147,22 @@ func (f *Front) setRoots(ss *mcp.ServerSession, roots []*mcp.Root) (only bool) {
 	pe := f.peers.get(ss)
 	pe.roots, pe.rootsKnown = cloneRoots(roots), true
 	return len(live) == 1 && live[0] == ss
+}
+
+// setRootsPending marks whether the roots of ss are to be read at its
+// next request, and reports whether they were.
+func (f *Front) setRootsPending(ss *mcp.ServerSession, pending bool) (was bool) {
+	f.peers.mu.Lock()
+	defer f.peers.mu.Unlock()
+	if !pending {
+		if pe := f.peers.by[ss]; pe != nil {
+			was, pe.rootsPending = pe.rootsPending, false
+		}
+		return was
+	}
+	pe := f.peers.get(ss)
+	was, pe.rootsPending = pe.rootsPending, true
+	return was
 }
 
 // rootsOf returns the roots of ss as last read, and whether any were.

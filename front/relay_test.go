@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots and sampling are deprecated upstream (SEP-2577) but still relayed, and tested.
+
 package front
 
 import (
@@ -43,6 +45,18 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(token)}}}, nil
+		})
+	srv.MCP.AddTool(&mcp.Tool{Name: "roots", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil
 		})
 	srv.MCP.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -99,7 +113,7 @@ type relayClient struct {
 
 // connect connects a client over front ("http", without a GET stream,
 // or "stdio", in memory) asking for protocol ("" for the SDK's default).
-func (r *relayRig) connect(t *testing.T, front, name, protocol string) *relayClient {
+func (r *relayRig) connect(t *testing.T, front, name, protocol string, roots ...string) *relayClient {
 	t.Helper()
 	c := &relayClient{progress: make(chan string, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
@@ -110,6 +124,9 @@ func (r *relayRig) connect(t *testing.T, front, name, protocol string) *relayCli
 			c.progress <- fmt.Sprintf("%v %v/%v %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message)
 		},
 	})
+	for _, uri := range roots {
+		client.AddRoots(&mcp.Root{URI: uri})
+	}
 	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true}
 	if front == "stdio" {
 		ct, st := mcp.NewInMemoryTransports()
@@ -236,5 +253,21 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Over HTTP a client's roots cannot be read at initialized (its GET
+// stream, if it ever opens one, is not there yet): they are read on the
+// stream of its first call, and the backend's roots/list during a call
+// gets the calling client's, with two clients connected.
+func TestRootsAreReadOverHTTPWithoutAGETStream(t *testing.T) {
+	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion, "file:///alice")
+	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion, "file:///bob")
+	if got := alice.call(t, "roots", nil); got != "file:///alice" {
+		t.Errorf("alice's call saw roots %q", got)
+	}
+	if got := bob.call(t, "roots", nil); got != "file:///bob" {
+		t.Errorf("bob's call saw roots %q", got)
 	}
 }
