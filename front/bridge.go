@@ -153,20 +153,16 @@ func (bs *bridges) remove(b *bridge) {
 	delete(bs.by, b.id)
 }
 
-// only is the one call bridged on server, if exactly one is.
-func (bs *bridges) only(server string) *bridge {
+// on counts the calls bridged on server, and returns one of them.
+func (bs *bridges) on(server string) (one *bridge, n int) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	var found *bridge
 	for _, b := range bs.by {
 		if b.server == server {
-			if found != nil {
-				return nil
-			}
-			found = b
+			one, n = b, n+1
 		}
 	}
-	return found
+	return one, n
 }
 
 // modern reports whether ss speaks 2026-07-28 or later: it takes a
@@ -315,12 +311,29 @@ func (b *bridge) deliver(ctx context.Context, answers mcp.InputResponseMap) erro
 // bridgeFor is the bridged call a request of server belongs to: the one
 // its context carries (a backend on 2026-07-28 asks in its call's
 // result, and the SDK's client answers under the call's context), or
-// else the only call bridged on server.
-func (f *Front) bridgeFor(ctx context.Context, server string) *bridge {
+// else the only call of server's in flight when it is a bridged one. It
+// returns nil for a request of a classic session's call, and an error
+// matching [ErrNoPeer] when calls of several clients are in flight
+// there and nothing tells which one the request is for.
+func (f *Front) bridgeFor(ctx context.Context, server string) (*bridge, error) {
 	if b, ok := ctx.Value(bridgeKey{}).(*bridge); ok && f.bridges.get(b.id) != nil {
-		return b
+		return b, nil
 	}
-	return f.bridges.only(server)
+	b, n := f.bridges.on(server)
+	if n == 0 {
+		return nil, nil
+	}
+	classic := 0
+	for _, ss := range f.connected() {
+		if !modern(ss) && f.requestContext(ss, server) != nil {
+			classic++
+		}
+	}
+	if n+classic > 1 {
+		return nil, fmt.Errorf("%w: %d calls of clients of mcpfsm are in flight on server %q, and it cannot tell which one this request is for",
+			ErrNoPeer, n+classic, server)
+	}
+	return b, nil
 }
 
 // askClient sends the backend's request req to the client of b, in the

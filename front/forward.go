@@ -77,7 +77,10 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			res := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
-			if b := f.bridgeFor(ctx, server); b != nil {
+			if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+				if err != nil {
+					return res, nil // no session's roots on another's behalf
+				}
 				r, err := f.askClient(ctx, b, &mcp.ListRootsParams{})
 				if err != nil {
 					return nil, wireError(err)
@@ -100,7 +103,10 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 // forwardElicit sends a server's elicitation to the front session it
 // belongs to.
 func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if b := f.bridgeFor(ctx, server); b != nil {
+	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+		if err != nil {
+			return nil, err
+		}
 		r, err := f.askClient(ctx, b, p)
 		if err != nil {
 			return nil, err
@@ -122,7 +128,10 @@ func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitP
 // forwardSampling sends a server's sampling request to the front session
 // it belongs to.
 func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	if b := f.bridgeFor(ctx, server); b != nil {
+	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+		if err != nil {
+			return nil, err
+		}
 		r, err := f.askClient(ctx, b, p)
 		if err != nil {
 			return nil, err

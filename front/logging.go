@@ -112,6 +112,8 @@ func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessa
 	} else {
 		m.Logger = server + "/" + m.Logger
 	}
+	ctx, cancel := f.onStream(ctx, ss, server) // on the stream of the call it is about, if any
+	defer cancel()
 	if err := ss.Log(ctx, &m); err != nil {
 		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
 	}

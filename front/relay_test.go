@@ -22,8 +22,9 @@ import (
 // "progress" reports two steps under the token it got and answers with
 // that token, and whose tool "ask" elicits a name and answers with it.
 type relayRig struct {
-	f   *Front
-	url string // the front over Streamable HTTP
+	f       *Front
+	url     string        // the front over Streamable HTTP
+	arrived chan struct{} // a value per call of "together"
 }
 
 // newRelayRig supervises the backend on protocol (conn's default when
@@ -57,6 +58,24 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 				uris = append(uris, r.URI)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil
+		})
+	arrived := make(chan struct{}, 16)
+	srv.MCP.AddTool(&mcp.Tool{Name: "together", InputSchema: map[string]any{"type": "object"}},
+		// Elicits once two calls are in flight.
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			arrived <- struct{}{}
+			for len(arrived) < 2 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object"}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(res.Content["name"])}}}, nil
 		})
 	srv.MCP.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -101,7 +120,7 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 		f.roots.wait()
 		f.logs.wg.Wait()
 	})
-	return &relayRig{f: f, url: hs.URL}
+	return &relayRig{f: f, url: hs.URL, arrived: arrived}
 }
 
 // relayClient is a front client that answers elicitations with its
@@ -269,5 +288,43 @@ func TestRootsAreReadOverHTTPWithoutAGETStream(t *testing.T) {
 	}
 	if got := bob.call(t, "roots", nil); got != "file:///bob" {
 		t.Errorf("bob's call saw roots %q", got)
+	}
+}
+
+// A classic backend's request says nothing of the call it is for: with
+// two modern clients' calls in flight on it, it is refused (ErrNoPeer),
+// and never sent to a third, idle client that happens to be the only
+// session connected. (Once one call has ended on its refusal, the
+// other's request may be its own client's.)
+func TestAmbiguousRequestsAreRefusedNotGuessed(t *testing.T) {
+	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	r.connect(t, "http", "bob", conn.ClassicProtocolVersion) // idle
+	type answer struct{ client, text string }
+	got := make(chan answer, 2)
+	for _, name := range []string{"alice", "carol"} {
+		c := r.connect(t, "http", name, "")
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			res, err := c.sess.CallTool(ctx, &mcp.CallToolParams{Name: "together", Arguments: map[string]any{}})
+			if err != nil {
+				got <- answer{name, err.Error()}
+				return
+			}
+			got <- answer{name, res.Content[0].(*mcp.TextContent).Text}
+		}()
+	}
+	refused := 0
+	for range 2 {
+		a := recv(t, got, "an answer")
+		switch {
+		case strings.Contains(a.text, "cannot tell which one"):
+			refused++
+		case a.text != a.client:
+			t.Errorf("%s's call answered %q; want its own name or the refusal", a.client, a.text)
+		}
+	}
+	if refused == 0 {
+		t.Error("no request was refused although two calls were in flight")
 	}
 }
