@@ -252,6 +252,8 @@ func (f *Front) finish(b *bridge, o outcome) {
 	ev := BridgeComplete
 	if o.lost {
 		ev = BridgeLose
+		f.opts.Logger.Warn("bridged call lost: the server's connection ended during it; it is not sent again",
+			"server", b.server, "request_state", b.id)
 	}
 	f.fire(b, ev)
 }
@@ -263,6 +265,9 @@ func (f *Front) lose(b *bridge, why string) {
 		return
 	}
 	f.bridges.remove(b)
+	b.mu.Lock()
+	b.stopExpiry()
+	b.mu.Unlock()
 	b.cancel()
 	f.opts.Logger.Warn("bridged call lost: "+why+"; it is not sent again", "server", b.server, "request_state", b.id)
 	f.fire(b, BridgeLose)

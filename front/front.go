@@ -15,6 +15,18 @@
 //
 // never with a protocol error and never by waiting for the server.
 //
+// With Options.Names set to [NamesRaw] tools and prompts keep their
+// servers' own names instead (a name two servers share stays prefixed
+// for the later one).
+//
+// It speaks protocol 2026-07-28 and the classic versions over stdio and
+// over Streamable HTTP ([Front.HTTPHandler] routes each request to the
+// handler of its era), whatever era each backend speaks: a backend's
+// elicitation, sampling and roots requests during a call reach a modern
+// client as input requests of the call's result (a bridged call,
+// [BridgeSpec]) and a classic one as requests, on the stream of the call
+// they belong to; progress comes back under the client's own token.
+//
 // With Options.Catalog it serves the servers' resources, resource
 // templates and prompts the same way: prompts as mcp__<server>__<prompt>,
 // resources under their servers' own URIs. A URI (or template) that

@@ -5,8 +5,10 @@ package front
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,18 +24,24 @@ import (
 // "progress" reports two steps under the token it got and answers with
 // that token, and whose tool "ask" elicits a name and answers with it.
 type relayRig struct {
-	f       *Front
-	url     string        // the front over Streamable HTTP
-	arrived chan struct{} // a value per call of "together"
+	f     *Front
+	srv   *conntest.Server
+	asked atomic.Int32 // calls of "ask" the backend received
+	// beforeAnswer, if set, runs in a client's elicitation handler.
+	beforeAnswer func()
+	logs         syncBuffer    // the front's
+	url          string        // the front over Streamable HTTP
+	arrived      chan struct{} // a value per call of "together"
 }
 
 // newRelayRig supervises the backend on protocol (conn's default when
 // empty).
 func newRelayRig(t *testing.T, protocol string) *relayRig {
 	t.Helper()
+	r := &relayRig{}
 	reg := conn.NewRegistry()
 	var sup *conn.Supervisor
-	f := New(Options{Registry: reg, Names: NamesRaw, Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
+	f := New(Options{Registry: reg, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
 		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
@@ -79,6 +87,9 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 		})
 	srv.MCP.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.Params.InputResponses == nil {
+				r.asked.Add(1)
+			}
 			ask := &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
 				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
 			res, answered := req.Params.InputResponses["name"].(*mcp.ElicitResult)
@@ -120,7 +131,8 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 		f.roots.wait()
 		f.logs.wg.Wait()
 	})
-	return &relayRig{f: f, url: hs.URL, arrived: arrived}
+	r.f, r.url, r.srv, r.arrived = f, hs.URL, srv, arrived
+	return r
 }
 
 // relayClient is a front client that answers elicitations with its
@@ -137,6 +149,9 @@ func (r *relayRig) connect(t *testing.T, front, name, protocol string, roots ...
 	c := &relayClient{progress: make(chan string, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if r.beforeAnswer != nil {
+				r.beforeAnswer()
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -326,5 +341,30 @@ func TestAmbiguousRequestsAreRefusedNotGuessed(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Error("no request was refused although two calls were in flight")
+	}
+}
+
+// A backend lost while its request is out to a modern client ends the
+// bridged call as lost: the client is told the call may or may not have
+// taken effect, and the call is not sent again.
+func TestBridgedCallLostMidRequest(t *testing.T) {
+	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	r.beforeAnswer = r.srv.Crash
+	alice := r.connect(t, "http", "alice", "")
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := alice.sess.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if want := "the connection ended during the call of tool \"ask\", which may or may not have taken effect"; !res.IsError || !strings.Contains(text, want) {
+		t.Errorf("call answered %q (isError %v); want it to say %q", text, res.IsError, want)
+	}
+	if n := r.asked.Load(); n != 1 {
+		t.Errorf("the backend got the call %d times, want 1: a lost call is never sent again", n)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "bridged call lost") {
+		t.Errorf("the loss was not logged:\n%s", logs)
 	}
 }
