@@ -18,33 +18,72 @@ import (
 // reconnect goes to the new session.
 func (f *Front) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		t, ok := f.opts.Registry.Lookup(name)
-		if !ok {
-			return errorResult(f.describe(serverOf(name), name, nil, "the tool is no longer available")), nil
+		public := f.publicTool(name)
+		t, ok := f.opts.Registry.Lookup(public)
+		bridging := req.Session != nil && modern(req.Session)
+		if !ok && (!bridging || req.Params.RequestState == "") {
+			return errorResult(f.describe(serverOf(public), name, nil, "the tool is no longer available")), nil
 		}
-		var args any
-		if req.Params.Arguments != nil {
-			args = req.Params.Arguments
+		if bridging {
+			return f.bridged(ctx, req, t.Server, func(ctx context.Context) outcome { return f.invoke(ctx, req, name, t) })
 		}
-		start := f.opts.Clock.Now()
-		end := f.begin(req.Session, t.Server)
-		res, err := t.Call(ctx, args)
-		end()
-		f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
-		var wire *jsonrpc.Error
-		switch {
-		case err == nil:
-			return res, nil
-		case errors.Is(err, conn.ErrUnavailable):
-			f.awaitLoss(ctx, t.Server)
-			return errorResult(f.describe(t.Server, name, err, "")), nil
-		case errors.As(err, &wire):
-			return nil, err // the server's own answer, such as invalid params
-		case ctx.Err() != nil:
-			return nil, err // the client cancelled: nobody reads the result
-		}
-		return errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err)), nil
+		o := f.invoke(ctx, req, name, t)
+		return o.res, o.err
 	}
+}
+
+// invoke calls t, served as name, for req, and says what the client gets.
+func (f *Front) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool) outcome {
+	var args any
+	if req.Params.Arguments != nil {
+		args = req.Params.Arguments
+	}
+	start := f.opts.Clock.Now()
+	end := f.begin(ctx, req.Session, t.Server)
+	res, err := f.callTool(ctx, req, t, args)
+	end()
+	f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
+	var wire *jsonrpc.Error
+	switch {
+	case err == nil:
+		return outcome{res: res}
+	case errors.Is(err, conn.ErrUnavailable):
+		f.awaitLoss(ctx, t.Server)
+		return outcome{res: errorResult(f.describe(t.Server, name, err, "")), lost: errors.Unwrap(err) != nil}
+	case errors.As(err, &wire):
+		return outcome{err: err} // the server's own answer, such as invalid params
+	case ctx.Err() != nil:
+		return outcome{err: err} // the client cancelled: nobody reads the result
+	}
+	return outcome{res: errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err))}
+}
+
+// callTool calls t for req. A call whose client asked for progress
+// carries a token of the front's own to the server (see progressTokens),
+// so it goes through the supervisor's session: conn.Tool.Call sends no
+// _meta. Such a call is still bounded by the supervisor's CallTimeout and
+// fails with conn.ErrUnavailable during an outage, but it is not counted
+// against MaxConcurrentCalls nor held by HoldCalls.
+func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (*mcp.CallToolResult, error) {
+	token := req.Params.GetProgressToken()
+	sup, ok := (*conn.Supervisor)(nil), false
+	if token != nil && f.opts.Supervisor != nil {
+		sup, ok = f.opts.Supervisor(t.Server)
+	}
+	if !ok || sup == nil || req.Session == nil {
+		return t.Call(ctx, args)
+	}
+	ours, route, forget := f.progress.add(ctx, req.Session, token)
+	defer forget()
+	var res *mcp.CallToolResult
+	err := sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": ours}, Name: t.Raw.Name, Arguments: args})
+		return err
+	})
+	if err == nil {
+		f.settle(ctx, route)
+	}
+	return res, err
 }
 
 // lossWait bounds how long a call whose connection ended waits for its

@@ -37,9 +37,19 @@ func parseRouted(uri string) (server, rest string, ok bool) {
 // catalogView is one sync's view of the catalog: what is served, and how
 // front URIs route back to servers.
 type catalogView struct {
-	resources map[string]target // front URI -> server and the server's URI
-	templates []templateRoute   // every server's templates, in server order
-	prompts   map[string]conn.Prompt
+	resources map[string]target      // front URI -> server and the server's URI
+	templates []templateRoute        // every server's templates, in server order
+	prompts   map[string]conn.Prompt // served name -> prompt
+}
+
+// publicPrompt is the public name of the prompt served as name.
+func (v *catalogView) publicPrompt(name string) string {
+	if v != nil {
+		if p, ok := v.prompts[name]; ok {
+			return p.Name
+		}
+	}
+	return name
 }
 
 // target is a resource of one server.
@@ -94,11 +104,17 @@ func (f *Front) syncCatalog() {
 		view.templates = append(view.templates, templateRoute{server: t.Server, front: front, raw: t.Raw, tmpl: tmpl})
 	}
 	prompts := map[string]*mcp.Prompt{}
-	for _, p := range f.opts.Catalog.Prompts() {
+	listed := f.opts.Catalog.Prompts()
+	entries := make([]named, 0, len(listed))
+	for _, p := range listed {
+		entries = append(entries, named{server: p.Server, raw: p.Raw.Name, public: p.Name})
+	}
+	names := f.servedNames("prompt", entries)
+	for _, p := range listed {
 		def := *p.Raw
-		def.Name = p.Name
-		prompts[p.Name] = &def
-		view.prompts[p.Name] = p
+		def.Name = names[p.Name]
+		prompts[def.Name] = &def
+		view.prompts[def.Name] = p
 	}
 
 	f.mu.Lock()

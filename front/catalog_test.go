@@ -31,7 +31,8 @@ type catalogRig struct {
 	logged                    chan string // logger: data of each relayed log message
 }
 
-func newCatalogRig(t *testing.T) *catalogRig {
+// newCatalogRig makes a catalog rig; names, if given, are the front's Names.
+func newCatalogRig(t *testing.T, names ...Names) *catalogRig {
 	cr := &catalogRig{resChanged: make(chan struct{}, 100), promptChanged: make(chan struct{}, 100), updated: make(chan string, 100),
 		rootsChanged: map[string]chan struct{}{"a": make(chan struct{}, 100), "b": make(chan struct{}, 100)},
 		subscribed:   map[string]chan string{"a": make(chan string, 100), "b": make(chan string, 100)},
@@ -41,7 +42,12 @@ func newCatalogRig(t *testing.T) *catalogRig {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{Text: s}}}
 	}
 	cat := conn.NewCatalog()
+	var nm Names
+	if len(names) > 0 {
+		nm = names[0]
+	}
 	cr.rig = newRigWith(t, rigOptions{
+		names:   nm,
 		catalog: cat,
 		ready:   func() bool { return len(cat.Prompts()) == 2 },
 		serverOpts: func(name string) *mcp.ServerOptions {

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still forwarded.
+
 package front
 
 import (
@@ -28,27 +30,16 @@ var ErrNoPeer = errors.New("no front client can answer this request")
 func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
-			if err != nil {
-				return nil, err
-			}
-			return ss.Elicit(ctx, req.Params)
+			return f.forwardElicit(ctx, server, req.Params)
 		},
-		//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			ss, err := f.peer(server, "sampling", hasSampling)
-			if err != nil {
-				return nil, err
-			}
-			//lint:ignore SA1019 see above.
-			return ss.CreateMessage(ctx, req.Params)
+			return f.forwardSampling(ctx, server, req.Params)
 		},
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if req.Params != nil {
 				f.relayUpdate(ctx, server, req.Params.URI)
 			}
 		},
-		//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			f.relayLog(ctx, server, req.Params)
 		},
@@ -56,18 +47,49 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
 }
 
 // ClientMiddlewareFor returns the receiving middleware of the supervisor
-// of server's clients: it answers the server's roots/list with the roots
+// of server's clients. It answers the server's roots/list with the roots
 // of the front session the request belongs to ([Front.route]), and with
 // no roots when none can be named, so that no session's roots reach a
-// server on another's behalf. Pass it as conn.Config.ClientMiddleware.
+// server on another's behalf. It forwards the server's elicitation and
+// sampling requests to that session as they came, on the stream of the
+// session's call in flight on server (the SDK's client would otherwise
+// check an elicitation's schema more strictly than the protocol does,
+// and refuse schemas a direct client accepts). It relays the server's
+// progress notifications to the call they report on, under the client's
+// own progress token. Pass it as conn.Config.ClientMiddleware.
 func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 	return []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch p := req.GetParams().(type) {
+			case *mcp.ElicitParams:
+				res, err := f.forwardElicit(ctx, server, p)
+				return res, wireError(err)
+			case *mcp.CreateMessageParams:
+				res, err := f.forwardSampling(ctx, server, p)
+				return res, wireError(err)
+			case *mcp.ProgressNotificationParams:
+				if f.relayProgress(ctx, server, p) {
+					return nil, nil
+				}
+				return next(ctx, method, req)
+			}
 			if method != "roots/list" {
 				return next(ctx, method, req)
 			}
-			//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 			res := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+			if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+				if err != nil {
+					return res, nil // no session's roots on another's behalf
+				}
+				r, err := f.askClient(ctx, b, &mcp.ListRootsParams{})
+				if err != nil {
+					return nil, wireError(err)
+				}
+				if roots, ok := r.(*mcp.ListRootsResult); ok {
+					return roots, nil
+				}
+				return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
+			}
 			if ss, err := f.route(server); err == nil {
 				if roots, ok := f.rootsOf(ss); ok {
 					res.Roots = roots
@@ -76,6 +98,61 @@ func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
 			return res, nil
 		}
 	}}
+}
+
+// forwardElicit sends a server's elicitation to the front session it
+// belongs to.
+func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+		if err != nil {
+			return nil, err
+		}
+		r, err := f.askClient(ctx, b, p)
+		if err != nil {
+			return nil, err
+		}
+		if res, ok := r.(*mcp.ElicitResult); ok {
+			return res, nil
+		}
+		return nil, fmt.Errorf("the client of mcpfsm answered an elicitation with a %T", r)
+	}
+	ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.onStream(ctx, ss, server)
+	defer cancel()
+	return ss.Elicit(ctx, p)
+}
+
+// forwardSampling sends a server's sampling request to the front session
+// it belongs to.
+func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
+		if err != nil {
+			return nil, err
+		}
+		r, err := f.askClient(ctx, b, p)
+		if err != nil {
+			return nil, err
+		}
+		switch res := r.(type) {
+		case *mcp.CreateMessageResult:
+			return res, nil
+		case *mcp.CreateMessageWithToolsResult:
+			if len(res.Content) == 1 {
+				return &mcp.CreateMessageResult{Meta: res.Meta, Content: res.Content[0], Model: res.Model, Role: res.Role, StopReason: res.StopReason}, nil
+			}
+		}
+		return nil, fmt.Errorf("the client of mcpfsm answered a sampling request with a %T, not one message", r)
+	}
+	ss, err := f.peer(server, "sampling", hasSampling)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.onStream(ctx, ss, server)
+	defer cancel()
+	return ss.CreateMessage(ctx, p)
 }
 
 // peer is the front session a request of server belongs to, if it
@@ -91,6 +168,4 @@ func (f *Front) peer(server, capability string, has func(*mcp.ClientCapabilities
 	}
 	return ss, nil
 }
-
-//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still forwarded.
 func hasSampling(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }

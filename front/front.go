@@ -15,6 +15,18 @@
 //
 // never with a protocol error and never by waiting for the server.
 //
+// With Options.Names set to [NamesRaw] tools and prompts keep their
+// servers' own names instead (a name two servers share stays prefixed
+// for the later one).
+//
+// It speaks protocol 2026-07-28 and the classic versions over stdio and
+// over Streamable HTTP ([Front.HTTPHandler] routes each request to the
+// handler of its era), whatever era each backend speaks: a backend's
+// elicitation, sampling and roots requests during a call reach a modern
+// client as input requests of the call's result (a bridged call,
+// [BridgeSpec]) and a classic one as requests, on the stream of the call
+// they belong to; progress comes back under the client's own token.
+//
 // With Options.Catalog it serves the servers' resources, resource
 // templates and prompts the same way: prompts as mcp__<server>__<prompt>,
 // resources under their servers' own URIs. A URI (or template) that
@@ -77,6 +89,9 @@ type Options struct {
 	// Audit, if set, receives one record per tool call, resource read and
 	// prompt get of the front's clients.
 	Audit *audit.Log
+	// Names says what tools and prompts are called: "" or NamesPrefixed
+	// for mcp__<server>__<name>, NamesRaw for the servers' own names.
+	Names Names
 }
 
 // Front is one MCP server that fronts the tools of a registry. Create it
@@ -87,7 +102,8 @@ type Front struct {
 	server *mcp.Server
 
 	mu              sync.Mutex                 // serialises sync and syncCatalog
-	served          map[string]json.RawMessage // public name -> served definition
+	served          map[string]json.RawMessage // served name -> served definition
+	toolPublic      map[string]string          // served name -> public name of the tool
 	servedResources map[string]string          // front URI -> served definition
 	servedTemplates map[string]string          // front URI template -> served definition
 	servedPrompts   map[string]string          // public name -> served definition
@@ -96,10 +112,12 @@ type Front struct {
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served
 
-	subs  subscriptions
-	peers peers
-	roots rootsRelay
-	logs  logRelay
+	subs     subscriptions
+	peers    peers
+	roots    rootsRelay
+	logs     logRelay
+	progress progressTokens
+	bridges  bridges
 
 	tmu   sync.Mutex
 	moved chan struct{} // closed and replaced at every Observe
@@ -117,17 +135,22 @@ func New(o Options) *Front {
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
 	}
-	f := &Front{opts: o, served: map[string]json.RawMessage{}, moved: make(chan struct{}),
+	f := &Front{opts: o, served: map[string]json.RawMessage{}, toolPublic: map[string]string{}, moved: make(chan struct{}),
 		servedResources: map[string]string{}, servedTemplates: map[string]string{}, servedPrompts: map[string]string{},
 		warned: map[string]bool{}}
 	f.subs.init()
 	// Tools (and resources and prompts) come and go with the supervised
 	// servers: always announce the capabilities with list_changed, even
 	// with nothing listed yet.
+	instructions := "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
+		"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry."
+	if o.Names == NamesRaw {
+		instructions = "Tools of several MCP servers, supervised by mcpfsm, under their servers' own names " +
+			"(mcp__<server>__<tool> for a name an earlier server has). While a server reconnects, its tools answer at once with an error saying when to retry."
+	}
 	opts := &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		Instructions: "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
-			"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry.",
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Instructions:       instructions,
 		InitializedHandler: f.initialized,
 		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 		RootsListChangedHandler: f.rootsChanged,
@@ -144,12 +167,13 @@ func New(o Options) *Front {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	f.server = mcp.NewServer(o.Implementation, opts)
-	f.server.AddReceivingMiddleware(f.levelMiddleware, f.downMiddleware)
+	f.server.AddReceivingMiddleware(f.rootsMiddleware, f.levelMiddleware, f.downMiddleware)
 	if o.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
 		f.server.AddReceivingMiddleware(f.readMiddleware)
 	}
+	f.server.AddReceivingMiddleware(f.eraMiddleware) // outermost: added last
 	return f
 }
 
@@ -226,16 +250,29 @@ func (f *Front) sync() {
 	defer f.mu.Unlock()
 	want := map[string]*mcp.Tool{}
 	defs := map[string]json.RawMessage{}
-	for _, t := range f.opts.Registry.Tools() {
-		def, raw, err := frontTool(t)
+	tools := f.opts.Registry.Tools()
+	entries := make([]named, 0, len(tools))
+	for _, t := range tools {
+		e := named{server: t.Server, public: t.Name}
+		if t.Raw != nil {
+			e.raw = t.Raw.Name
+		}
+		entries = append(entries, e)
+	}
+	names := f.servedNames("tool", entries)
+	public := map[string]string{}
+	for _, t := range tools {
+		name := names[t.Name]
+		def, raw, err := frontTool(t, name)
 		if err != nil {
-			if _, warned := f.served[t.Name]; !warned {
+			if _, warned := f.served[name]; !warned {
 				f.opts.Logger.Warn("tool not served: "+err.Error(), "server", t.Server, "tool", t.Name)
 			}
 			continue
 		}
-		want[t.Name], defs[t.Name] = def, raw
+		want[name], defs[name], public[name] = def, raw, t.Name
 	}
+	f.toolPublic = public
 	var gone []string
 	for name := range f.served {
 		if _, ok := want[name]; !ok {
@@ -259,14 +296,14 @@ func (f *Front) sync() {
 }
 
 // frontTool is the definition t is served under: the server's own, named
-// by its public name. The SDK panics on a tool without an object input
-// schema, so such a tool is refused here.
-func frontTool(t conn.Tool) (*mcp.Tool, json.RawMessage, error) {
+// name. The SDK panics on a tool without an object input schema, so such
+// a tool is refused here.
+func frontTool(t conn.Tool, name string) (*mcp.Tool, json.RawMessage, error) {
 	if t.Raw == nil {
 		return nil, nil, fmt.Errorf("tool %q has no definition", t.Name)
 	}
 	def := *t.Raw
-	def.Name = t.Name
+	def.Name = name
 	var schema struct {
 		Type any `json:"type"`
 	}
@@ -279,4 +316,15 @@ func frontTool(t conn.Tool) (*mcp.Tool, json.RawMessage, error) {
 		return nil, nil, fmt.Errorf("tool %q: %v", t.Name, err)
 	}
 	return &def, raw, nil
+}
+
+// publicTool is the public name of the tool served as name: the
+// registry's key for it.
+func (f *Front) publicTool(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.toolPublic[name]; ok {
+		return p
+	}
+	return name
 }

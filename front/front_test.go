@@ -5,6 +5,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ type backend struct {
 // client session to it.
 type rig struct {
 	clk      *clock.Mock
+	front    *Front
 	reg      *conn.ToolRegistry
 	backends map[string]*backend
 	sess     *mcp.ClientSession
@@ -53,13 +55,15 @@ type rigOptions struct {
 	sessOpts   *mcp.ClientSessionOptions
 	roots      []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
 	audit      *audit.Log
+	names      Names
+	logger     *slog.Logger
 }
 
 func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*backend{}, changes: make(chan struct{}, 100)}
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
-	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Audit: o.audit, Status: func(server string) (conn.Status, bool) {
+	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Audit: o.audit, Names: o.names, Logger: o.logger, Status: func(server string) (conn.Status, bool) {
 		b, ok := r.backends[server]
 		if !ok {
 			return conn.Status{}, false
@@ -74,6 +78,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	}, Supervisors: func() []*conn.Supervisor {
 		return []*conn.Supervisor{r.backends["a"].sup, r.backends["b"].sup}
 	}})
+	r.front = f
 	for _, name := range []string{"a", "b"} {
 		var so *mcp.ServerOptions
 		if o.serverOpts != nil {

@@ -102,7 +102,9 @@ func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *http
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url}, nil)
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url},
+		// Sessions, roots and logging/setLevel: protocol 2025-11-25.
+		&mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion})
 	if err != nil {
 		t.Fatalf("%s: connect: %v", name, err)
 	}

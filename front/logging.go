@@ -112,7 +112,15 @@ func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessa
 	} else {
 		m.Logger = server + "/" + m.Logger
 	}
-	if err := ss.Log(ctx, &m); err != nil {
+	// On the stream of the call it is about, if any; the session's other
+	// stream if that call has ended meanwhile.
+	sctx, cancel := f.onStream(ctx, ss, server)
+	err = ss.Log(sctx, &m)
+	cancel()
+	if err != nil {
+		err = ss.Log(ctx, &m)
+	}
+	if err != nil {
 		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
 	}
 }

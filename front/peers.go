@@ -3,7 +3,9 @@
 package front
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,10 +23,11 @@ type peers struct {
 
 // peer is one front session's share.
 type peer struct {
-	calls      map[string]int // server -> requests of this session in flight there
-	roots      []*mcp.Root
-	rootsKnown bool
-	level      mcp.LoggingLevel // "" until the session sets one
+	calls        map[string][]*inflight // server -> requests of this session in flight there, oldest first
+	roots        []*mcp.Root
+	rootsKnown   bool
+	rootsPending bool             // not read at initialized: read at the next request
+	level        mcp.LoggingLevel // "" until the session sets one
 }
 
 // get returns ss's share, making it; the caller holds mu.
@@ -34,20 +37,29 @@ func (p *peers) get(ss *mcp.ServerSession) *peer {
 	}
 	pe := p.by[ss]
 	if pe == nil {
-		pe = &peer{calls: map[string]int{}}
+		pe = &peer{calls: map[string][]*inflight{}}
 		p.by[ss] = pe
 	}
 	return pe
 }
 
-// begin records a request of ss in flight on server; the returned
-// function ends it.
-func (f *Front) begin(ss *mcp.ServerSession, server string) (end func()) {
+// inflight is one request of a front session in flight on a server.
+type inflight struct {
+	// ctx is the request's context in the front server: a message sent to
+	// the session under its values goes on the request's own stream.
+	ctx context.Context
+}
+
+// begin records a request of ss in flight on server, made under ctx; the
+// returned function ends it.
+func (f *Front) begin(ctx context.Context, ss *mcp.ServerSession, server string) (end func()) {
 	if ss == nil {
 		return func() {}
 	}
+	in := &inflight{ctx: ctx}
 	f.peers.mu.Lock()
-	f.peers.get(ss).calls[server]++
+	pe := f.peers.get(ss)
+	pe.calls[server] = append(pe.calls[server], in)
 	f.peers.mu.Unlock()
 	return func() {
 		f.peers.mu.Lock()
@@ -56,10 +68,24 @@ func (f *Front) begin(ss *mcp.ServerSession, server string) (end func()) {
 		if pe == nil {
 			return
 		}
-		if pe.calls[server]--; pe.calls[server] <= 0 {
+		pe.calls[server] = slices.DeleteFunc(pe.calls[server], func(x *inflight) bool { return x == in })
+		if len(pe.calls[server]) == 0 {
 			delete(pe.calls, server)
 		}
 	}
+}
+
+// requestContext is the context of the newest request of ss in flight on
+// server, or nil when it has none.
+func (f *Front) requestContext(ss *mcp.ServerSession, server string) context.Context {
+	f.peers.mu.Lock()
+	defer f.peers.mu.Unlock()
+	if pe := f.peers.by[ss]; pe != nil {
+		if calls := pe.calls[server]; len(calls) > 0 {
+			return calls[len(calls)-1].ctx
+		}
+	}
+	return nil
 }
 
 // connected returns the sessions connected (and initialized) now, and
@@ -92,7 +118,7 @@ func (f *Front) route(server string) (*mcp.ServerSession, error) {
 	f.peers.mu.Lock()
 	var calling []*mcp.ServerSession
 	for _, ss := range live {
-		if pe := f.peers.by[ss]; pe != nil && pe.calls[server] > 0 {
+		if pe := f.peers.by[ss]; pe != nil && len(pe.calls[server]) > 0 {
 			calling = append(calling, ss)
 		}
 	}
@@ -121,6 +147,22 @@ func (f *Front) setRoots(ss *mcp.ServerSession, roots []*mcp.Root) (only bool) {
 	pe := f.peers.get(ss)
 	pe.roots, pe.rootsKnown = cloneRoots(roots), true
 	return len(live) == 1 && live[0] == ss
+}
+
+// setRootsPending marks whether the roots of ss are to be read at its
+// next request, and reports whether they were.
+func (f *Front) setRootsPending(ss *mcp.ServerSession, pending bool) (was bool) {
+	f.peers.mu.Lock()
+	defer f.peers.mu.Unlock()
+	if !pending {
+		if pe := f.peers.by[ss]; pe != nil {
+			was, pe.rootsPending = pe.rootsPending, false
+		}
+		return was
+	}
+	pe := f.peers.get(ss)
+	was, pe.rootsPending = pe.rootsPending, true
+	return was
 }
 
 // rootsOf returns the roots of ss as last read, and whether any were.

@@ -43,7 +43,7 @@ func (f *Front) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Requ
 		return nil, notFound(uri)
 	}
 	start := f.opts.Clock.Now()
-	end := f.begin(ss, t.server)
+	end := f.begin(ctx, ss, t.server)
 	res, err := f.opts.Catalog.ReadResource(ctx, t.server, t.uri)
 	end()
 	f.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
@@ -70,13 +70,14 @@ func notFound(uri string) error {
 // promptHandler routes prompts/get of the prompt served as name.
 func (f *Front) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		p, ok := f.opts.Catalog.LookupPrompt(name)
+		public := f.view.Load().publicPrompt(name)
+		p, ok := f.opts.Catalog.LookupPrompt(public)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: f.describeOp(serverOf(name), promptOp(name), nil, "the prompt is no longer available")}
+				Message: f.describeOp(serverOf(public), promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := f.opts.Clock.Now()
-		end := f.begin(req.Session, p.Server)
+		end := f.begin(ctx, req.Session, p.Server)
 		res, err := p.Get(ctx, req.Params.Arguments)
 		end()
 		var args json.RawMessage
@@ -239,7 +240,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	var op operation
 	switch ref.Type {
 	case "ref/prompt":
-		p, ok := f.opts.Catalog.LookupPrompt(ref.Name)
+		p, ok := f.opts.Catalog.LookupPrompt(f.view.Load().publicPrompt(ref.Name))
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -259,7 +260,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 		return nil, err
 	}
 	var res *mcp.CompleteResult
-	defer f.begin(req.Session, t.server)()
+	defer f.begin(ctx, req.Session, t.server)()
 	err = sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)
 		return err

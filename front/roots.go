@@ -27,51 +27,82 @@ func (f *Front) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest
 	f.fetchRoots(req.Session)
 }
 
-// fetchRoots asks the front client ss for its roots, if it has any, off
-// the SDK's goroutine (a request made from a notification handler would
-// wait for itself), and keeps them as ss's: a server's roots/list is
-// answered with the roots of the session it belongs to
-// ([Front.ClientMiddlewareFor]). When ss is the only session, they are
-// also set on every supervisor, so that the servers hear of a change
-// (notifications/roots/list_changed); once a second session connects, the
-// supervisors hold none, where a request outside any call would read
-// another session's.
+// fetchRoots reads the roots of the front client ss ([Front.readRoots])
+// off the SDK's goroutine: a request made from a notification handler
+// would wait for itself.
 func (f *Front) fetchRoots(ss *mcp.ServerSession) {
 	if ss == nil {
 		return
 	}
-	p := ss.InitializeParams()
-	offers := p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
 	f.roots.wg.Add(1)
 	go func() {
 		defer f.roots.wg.Done()
-		f.roots.mu.Lock()
-		defer f.roots.mu.Unlock()
-		var roots []*mcp.Root
-		only := len(f.connected()) == 1
-		if offers {
-			ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
-			defer cancel()
-			res, err := ss.ListRoots(ctx, nil)
-			if err != nil {
-				f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
-				return
-			}
-			roots = res.Roots
-			only = f.setRoots(ss, roots)
-		}
-		if f.opts.Supervisors == nil || !offers && only {
-			return
-		}
-		if !only {
-			roots = nil
-		}
-		for _, sup := range f.opts.Supervisors() {
-			if err := sup.SetRoots(roots...); err != nil {
-				f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "err", err)
-			}
+		ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
+		defer cancel()
+		if err := f.readRoots(ctx, ss); err != nil {
+			// Over Streamable HTTP a request sent outside any call goes on
+			// the GET stream, which the client opens after initialized, if
+			// ever: read them on the stream of its first request instead.
+			f.setRootsPending(ss, true)
+			f.opts.Logger.Debug("roots of the client not read yet: "+err.Error()+"; they are read at its next request", "err", err)
 		}
 	}()
+}
+
+// rootsMiddleware reads the roots of a session whose roots could not be
+// read at initialized, at its first request that may reach a server,
+// under that request's context: over Streamable HTTP they travel on the
+// request's own stream.
+func (f *Front) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "resources/read", "prompts/get", "completion/complete", "resources/subscribe":
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && f.setRootsPending(ss, false) {
+				rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+				if err := f.readRoots(rctx, ss); err != nil {
+					f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
+				}
+				cancel()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// readRoots asks ss for its roots, if it offers any, and keeps them as
+// ss's: a server's roots/list is answered with the roots of the session
+// it belongs to ([Front.ClientMiddlewareFor]). When ss is the only
+// session, they are also set on every supervisor, so that the servers
+// hear of a change (notifications/roots/list_changed); once a second
+// session connects, the supervisors hold none, where a request outside
+// any call would read another session's.
+func (f *Front) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
+	p := ss.InitializeParams()
+	offers := p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
+	f.roots.mu.Lock()
+	defer f.roots.mu.Unlock()
+	var roots []*mcp.Root
+	only := len(f.connected()) == 1
+	if offers {
+		res, err := ss.ListRoots(ctx, nil)
+		if err != nil {
+			return err
+		}
+		roots = res.Roots
+		only = f.setRoots(ss, roots)
+	}
+	if f.opts.Supervisors == nil || !offers && only {
+		return nil
+	}
+	if !only {
+		roots = nil
+	}
+	for _, sup := range f.opts.Supervisors() {
+		if err := sup.SetRoots(roots...); err != nil {
+			f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "err", err)
+		}
+	}
+	return nil
 }
 
 // Roots returns the roots of the only front session connected, and

@@ -28,7 +28,8 @@ func connectHTTP(t *testing.T, url string) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
-	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion}) // sessions: 2025-11-25
 	if err == nil {
 		t.Cleanup(func() { _ = sess.Close() })
 	}

@@ -49,7 +49,9 @@ func TestReady(t *testing.T) {
 }
 
 func TestDrainTurnsReadyOff(t *testing.T) {
-	c := health.New(func() []health.Status { return []health.Status{{Name: "a", Status: conn.Status{State: conn.Established}}} })
+	c := health.New(func() []health.Status {
+		return []health.Status{{Name: "a", Status: conn.Status{State: conn.Established}}}
+	})
 	c.Drain()
 	if code, rep := probe(t, c.Ready()); code != http.StatusServiceUnavailable || rep.Ready || !rep.Draining {
 		t.Fatalf("draining: %d %+v, want 503 draining", code, rep)

@@ -33,7 +33,9 @@ Replace the servers of your host's config with one entry:
 
   {"mcpServers": {"mcpfsm": {"command": "mcpfsm", "args": ["serve", "-config", "/path/to/servers.json"]}}}
 
-Tools keep their public names, mcp__<server>__<tool>. When the set of
+Tools keep their public names, mcp__<server>__<tool> (with -names raw,
+the servers' own names; a name two servers share stays prefixed for the
+later one). When the set of
 tools changes (a server came up, or gave up), the client gets
 notifications/tools/list_changed; a reconnect that lists the same tools
 sends nothing. A call made while its server is down is answered at once
@@ -44,11 +46,14 @@ Resources, resource templates and prompts are served too: prompts as
 mcp__<server>__<prompt>, resources under their servers' URIs; a URI that
 two servers list is the first's (by name), the other's copy is listed as
 mcpfsm:<server>/<uri>. Reads, prompts, completions and subscriptions go
-to the right server; the client's roots become every server's roots.
+to the right server.
 
-Elicitation, sampling and roots requests of the servers are forwarded to
-the client when it declared the capability (on protocol 2025-11-25 and
-older).
+Both protocol eras are served on both fronts (2026-07-28 and 2025-11-25),
+whatever each server speaks. A server's elicitation, sampling and roots
+requests, progress and log messages during a call go to the client that
+made the call, on that call's stream (to a 2026-07-28 client as the
+call's input requests); each client's roots and logging level are its
+own.
 
 Before serving, serve waits (at most -timeout) for every server's first
 connection attempt, so the first tools/list has their tools; servers
@@ -76,6 +81,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	hf := addHostFlags(fs, "serve", "info")
 	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
+	names := front.NamesPrefixed
+	fs.Var(&names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
 	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
@@ -157,7 +164,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Roots:        func() []*mcp.Root { r, _ := f.Roots(); return r },
 		OnTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }})
 	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail,
-		Status: hs.StatusOf, Supervisor: hs.Supervisor, Supervisors: hs.Supervisors,
+		Status: hs.StatusOf, Supervisor: hs.Supervisor, Supervisors: hs.Supervisors, Names: names,
 		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
 	hc.attach(hs, sf, reg)
 	if *watch {

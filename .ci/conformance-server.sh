@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Runs every server scenario of the MCP conformance suite against
+# (a) go-sdk's conformance everything-server alone, over stateful
+# Streamable HTTP (a stateless one cannot send requests to its clients),
+# and (b) 'mcpfsm serve -names raw -listen' with that server as its one
+# stdio backend, and prints a Markdown table of both outcomes. It exits
+# non-zero when (b) passes fewer scenarios than (a): through serve a
+# client must be able to do what it does against the server directly.
+# Usage: conformance-server.sh [SCENARIO...] (default: every server
+# scenario). The suite is installed by .ci/conformance.sh.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+conformance=$(sh "$root/.ci/conformance.sh")
+PATH="$(sh "$root/.ci/node22.sh" --bin):$PATH"
+export PATH
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd "$root" && go build -o "$work/everything" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
+(cd "$root" && go build -o "$work/mcpfsm" ./cmd/mcpfsm)
+
+# freeport prints a TCP port of 127.0.0.1 that nothing listens on.
+freeport() {
+	local p
+	for p in $(seq $((20000 + $$ % 20000)) 65000); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "conformance-server: no free port" >&2
+	exit 1
+}
+
+# ready waits (at most 30s) until something listens on port $1.
+ready() {
+	local i
+	for i in $(seq 1 300); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "conformance-server: nothing listens on port $1 after 30s; its log:" >&2
+	cat "$2" >&2
+	exit 1
+}
+
+direct_port=$(freeport)
+"$work/everything" -http "127.0.0.1:$direct_port" -stateless=false >"$work/direct.log" 2>&1 &
+pids+=($!)
+ready "$direct_port" "$work/direct.log"
+
+serve_port=$(freeport)
+while [ "$serve_port" = "$direct_port" ]; do serve_port=$(freeport); done
+printf '{"mcpServers": {"everything": {"command": "%s"}}}\n' "$work/everything" >"$work/servers.json"
+"$work/mcpfsm" serve -config "$work/servers.json" -names raw -listen "127.0.0.1:$serve_port" >"$work/serve.log" 2>&1 &
+pids+=($!)
+ready "$serve_port" "$work/serve.log"
+
+if [ $# -gt 0 ]; then
+	scenarios="$*"
+else
+	# "conformance list" prints the server scenarios after the line
+	# "Server scenarios", one per line as "  - NAME [VERSIONS]".
+	scenarios=$("$conformance" list | sed -n '/^Server scenarios/,/^Client scenarios/p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
+fi
+
+# run prints "pass" or "FAIL (checks)" for scenario $1 at URL $2.
+run() {
+	if (cd "$work" && timeout 120 "$conformance" server --url "$2" --scenario "$1" >"$work/log" 2>&1) &&
+		grep -q ', 0 failed' "$work/log"; then
+		echo pass
+	else
+		why=$(sed 's/\x1b\[[0-9;]*m//g' "$work/log" | sed -n 's/.*\[\([^]]*\)\] *FAILURE.*/\1/p' | tr -d ' ' | sort -u | paste -sd, -)
+		echo "FAIL${why:+ ($why)}"
+		if [ -n "${CONFORMANCE_VERBOSE:-}" ]; then sed 's/\x1b\[[0-9;]*m//g' "$work/log" >&2; tail -20 "$work/serve.log" >&2; fi
+	fi
+}
+
+total=0 direct=0 served=0
+echo "| scenario | everything-server alone | through mcpfsm serve -names raw |"
+echo "|---|---|---|"
+for s in $scenarios; do
+	total=$((total + 1))
+	a=$(run "$s" "http://127.0.0.1:$direct_port/mcp")
+	b=$(run "$s" "http://127.0.0.1:$serve_port/mcp")
+	[ "$a" = pass ] && direct=$((direct + 1))
+	[ "$b" = pass ] && served=$((served + 1))
+	echo "| \`$s\` | $a | $b |"
+done
+echo
+echo "alone: passed $direct/$total; through serve: passed $served/$total"
+if [ "$served" -lt "$direct" ]; then
+	echo "conformance-server: through serve $served of $total scenarios pass, alone $direct; they must be equal" >&2
+	exit 1
+fi

