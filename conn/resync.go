@@ -94,6 +94,11 @@ func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncSt
 				s.resync(g)
 			},
 		},
+		Observer: func(st fsm.Step[SyncState, SyncEvent, struct{}]) {
+			if s.cfg.onStep != nil {
+				s.cfg.onStep("tool-sync", string(st.From), string(st.Event), st.When, string(st.To))
+			}
+		},
 		OnError: func(ev SyncEvent, err error) {
 			s.cfg.Logger.Error("tool-sync machine rejected a queued event; this is a bug in mcpfsm",
 				"server", s.cfg.Name, "event", string(ev), "err", err)
