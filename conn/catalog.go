@@ -313,7 +313,7 @@ func (g *generation) resyncCatalog() {
 		cancel()
 		if err != nil {
 			err = redact.Error(err)
-			if !g.down.Load() {
+			if !g.down() {
 				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
 					"server", s.cfg.Name, "generation", g.id, "err", err)
 			}
@@ -321,7 +321,7 @@ func (g *generation) resyncCatalog() {
 			s.publishCatalog(g, cat)
 		}
 		g.ext.mu.Lock()
-		if !g.ext.more || g.down.Load() {
+		if !g.ext.more || g.down() {
 			g.ext.syncing = false
 			g.ext.mu.Unlock()
 			return
@@ -338,7 +338,7 @@ func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
 	c := s.cfg.Catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.ext.live.Load() != g || g.down.Load() {
+	if s.ext.live.Load() != g || g.down() {
 		return
 	}
 	if e, ok := c.servers[s.cfg.Name]; ok {

@@ -63,12 +63,17 @@ type innerStep struct{ machine, from, event, when, to string }
 // newConnRun starts a supervisor whose transport is the scripted server,
 // or, while auth is set, an HTTP endpoint that answers 401.
 func newConnRun(t *testing.T, p policy.Policy, steps []connStep) *connRun {
-	return newConnRunHolding(t, p, steps, false)
+	return newConnRunWith(t, p, steps, false, nil)
 }
 
 // newConnRunHolding is newConnRun; with hold, every tools/list waits at
 // the server from the start until r.release is called.
 func newConnRunHolding(t *testing.T, p policy.Policy, steps []connStep, hold bool) *connRun {
+	return newConnRunWith(t, p, steps, hold, nil)
+}
+
+// newConnRunWith is newConnRunHolding with tweak applied to the Config.
+func newConnRunWith(t *testing.T, p policy.Policy, steps []connStep, hold bool, tweak func(*conn.Config)) *connRun {
 	t.Helper()
 	r := &connRun{t: t, clk: clock.NewMock(), srv: conntest.NewServer(), rec: conntest.NewRecorder(), inner: make(chan innerStep, 10000)}
 	r.srv.AddEchoTool("echo")
@@ -105,6 +110,9 @@ func newConnRunHolding(t *testing.T, p policy.Policy, steps []connStep, hold boo
 			t.Errorf("inner step %s %s --%s--> %s dropped: raise the buffer", machine, from, event, to)
 		}
 	})
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	r.prepare(steps)
 	sup, err := conn.Start(context.Background(), cfg)
 	if err != nil {
@@ -383,4 +391,51 @@ func TestCoverageFailsOnUntakenBranch(t *testing.T) {
 	if got, want := c.String(), "fsm coverage connection: 18/18 edges, 18/19 branches (94.7%)"; got != want {
 		t.Errorf("coverage = %q, want %q", got, want)
 	}
+}
+
+type genStep = fsmtest.Step[conn.GenState, conn.GenEvent]
+
+// nextGen waits for the next step of a generation machine, skipping the
+// other machines', as "from --event--> to".
+func (r *connRun) nextGen() string {
+	r.t.Helper()
+	st := r.waitInner("generation", func(innerStep) bool { return true }, "a generation step")
+	return st.from + " --" + st.event + "--> " + st.to
+}
+
+// TestCoverageGeneration drives the generation machine along every path:
+// an attempt that fails with no process to wait for, one whose process
+// outlives CloseTimeout, and a session that ends.
+func TestCoverageGeneration(t *testing.T) {
+	spec := conn.GenerationTable()
+	c := fsmtest.Drive(t, spec, func(p fsmtest.Path[conn.GenState, conn.GenEvent]) []genStep {
+		var took []genStep
+		t.Run(p.String(), func(t *testing.T) {
+			// The connection step the path's first generation needs.
+			var first []connStep
+			if p.Steps[0].Event == conn.GenClose {
+				first = []connStep{{Event: conn.EventAttemptFailed}}
+				if len(p.Steps) > 1 && p.Steps[1].Event == conn.GenExpire {
+					first[0].When = "not released"
+				}
+			}
+			r := newConnRun(t, coveragePolicy, first)
+			for _, st := range p.Steps {
+				switch st.Event {
+				case conn.GenWentBad:
+					r.srv.Crash()
+				case conn.GenExpire:
+					r.held = waitFor(t, r.srv.HeldTransports(), "the held transport")
+					<-r.held.Terminated()
+					r.clk.Add(conn.DefaultCloseTimeout)
+				}
+				r.waitInner("generation", func(got innerStep) bool {
+					took = append(took, genStep{From: conn.GenState(got.from), Event: conn.GenEvent(got.event), When: got.when, To: conn.GenState(got.to)})
+					return got.from == string(st.From) && got.event == string(st.Event) && got.to == string(st.To)
+				}, fmt.Sprintf("%s --%s--> %s", st.From, st.Event, st.To))
+			}
+		})
+		return took
+	})
+	coverageLine(c)
 }

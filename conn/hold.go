@@ -77,7 +77,7 @@ func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadl
 	for {
 		wake := s.holds.channel()
 		st := s.State()
-		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down.Load() {
+		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down() {
 			return g, nil
 		}
 		if !recovering(st) {

@@ -18,16 +18,11 @@ type keepAlive struct {
 	stopped bool // no more pings; guarded by generation.mu
 }
 
-// startKeepAlive arms the first ping. It runs on the generation's
-// goroutine while that goroutine holds its worker count.
-func (g *generation) startKeepAlive() {
+// startKeepAliveLocked arms the first ping, under g.mu, on the
+// transition into up (genlife.go).
+func (g *generation) startKeepAliveLocked() {
 	s := g.sup
-	if s.cfg.KeepAlive <= 0 {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed || g.ka.stopped {
+	if s.cfg.KeepAlive <= 0 || g.closingLocked() || g.ka.stopped {
 		return
 	}
 	g.ka.timer = s.clk.AfterFunc(s.cfg.KeepAlive, g.ping)
@@ -48,7 +43,7 @@ func (g *generation) stopKeepAlive() {
 func (g *generation) ping() {
 	s := g.sup
 	g.mu.Lock()
-	if g.ka.stopped || g.closed {
+	if g.ka.stopped || g.closingLocked() {
 		g.mu.Unlock()
 		return
 	}
@@ -63,7 +58,7 @@ func (g *generation) ping() {
 	err := g.probeLive(ctx)
 	cancel()
 	g.mu.Lock()
-	if g.ka.stopped || g.closed {
+	if g.ka.stopped || g.closingLocked() {
 		g.mu.Unlock()
 		return
 	}
@@ -72,7 +67,6 @@ func (g *generation) ping() {
 		// Nothing since the last answer shows the connection was good:
 		// not even that this probe was sent on time, on a loaded host.
 		g.markBad(g.lastGood(), fmt.Errorf("keep-alive %s got no answer within KeepAlive (%v): %w", g.probeName(), s.cfg.KeepAlive, causeOf(ctx, err)))
-		g.shutdown()
 		return
 	}
 	g.markGood(s.clk.Now())

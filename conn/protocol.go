@@ -175,16 +175,12 @@ func (g *generation) wireConn() *wireConn {
 // supervisor that list changes and resource updates no longer arrive, so
 // it is a lost connection, and the next generation re-subscribes and lists
 // everything again, so that no change is missed silently.
+//
+// During the attempt, the attempt fails instead: its context ends.
 func (g *generation) listenBroken(err error) {
-	if g.down.Load() {
-		return
-	}
-	g.mu.Lock()
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
+	if g.lifeState() == GenConnecting {
+		g.cancel()
 		return
 	}
 	g.markBad(g.sup.clk.Now(), err)
-	g.shutdown()
 }

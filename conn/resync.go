@@ -143,7 +143,7 @@ func (g *generation) syncState() SyncState {
 // attempt in flight, whose machine is still listing.
 func (s *Supervisor) listChanged() {
 	for _, g := range []*generation{s.current, s.pending} {
-		if g != nil && !g.down.Load() && g.changed.Swap(false) {
+		if g != nil && !g.down() && g.changed.Swap(false) {
 			s.syncFire(g, SyncChanged)
 		}
 	}
@@ -167,7 +167,7 @@ func (s *Supervisor) resync(g *generation) {
 // resyncDone swaps a re-sync's tools in, or logs why it could not; either
 // way the previous tools stay until a listing succeeds.
 func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
-	if g != s.current || g.down.Load() {
+	if g != s.current || g.down() {
 		// The generation was retired while it listed: whatever it fetched
 		// is stale, and a failure caused by closing it is no news.
 		return

@@ -303,7 +303,7 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 	// Where the system allows, the exit is awaited with no goroutine and
 	// no OS thread of this process's own, and cmd.Wait then reaps at
 	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
-	// Either way the reaping, and the loop that it may run (postHere), have
+	// Either way the reaping, and the loop that it may run (startLoop), have
 	// a goroutine of their own: never the SDK's reader, which may have to
 	// retire a call that a host's callback waits for.
 	if !exitWatch(p.pid, func() { go reaped() }) {
