@@ -74,10 +74,18 @@ func (g *generation) run() {
 	if !g.fire(GenConnected, genEvent{tools: tools, own: true}) {
 		return // retired meanwhile: disposal is waiting for its release
 	}
-	if g.watchEnd() {
+	if !g.reportsEnd() {
+		g.watch() // Streamable HTTP: nothing tells of the end but Wait
 		return
 	}
-	g.watch()
+	// The transport reports its end (sessionEnded); one that came while
+	// the attempt ran was kept for now.
+	g.mu.Lock()
+	early, exited := g.life.early, g.life.earlyExited
+	g.mu.Unlock()
+	if early {
+		g.ended(exited, true)
+	}
 }
 
 // connect opens the transport, initializes the session and fetches the

@@ -148,6 +148,9 @@ type genLife struct {
 	natural bool      // the session ended by itself
 	closed  genEvent  // the close event, for the report of the release
 	term    Terminator
+	// An end the transport reported while the attempt ran, which the
+	// machine defers until the attempt's outcome (run replays it once up).
+	early, earlyExited bool
 }
 
 // genStates holds one pointer per state, so that a transition stores a
@@ -330,20 +333,20 @@ func (g *generation) shutdownWork(own bool) {
 	g.life.term = term
 	g.mu.Unlock()
 	gone := terminateWithin(term, s.cfg.CloseTimeout)
-	// A transport that calls back when its process is gone, on the
-	// goroutine that reaped it, saves a goroutine's wake-up on the way
-	// from the process's end to the loop; any other is waited for. A
-	// process found gone already is released on this goroutine.
-	var registering atomic.Bool
-	registering.Store(true)
-	if n, ok := term.(exitNotifier); ok && n.onExit(func() { g.fire(GenRelease, genEvent{own: own || !registering.Load()}) }) {
-		registering.Store(false)
-		return
+	switch _, reports := term.(endReporter); {
+	case isDone(gone):
+		g.fire(GenRelease, genEvent{own: own}) // found gone already
+	case reports:
+		// Its processGone comes on the goroutine that reaped it, which
+		// saves a goroutine's wake-up on the way from the process's end
+		// to the loop. One that came before closing was ignored, and the
+		// process's channel was closed before it: isDone saw that.
+	default:
+		go func() {
+			<-gone
+			g.fire(GenRelease, genEvent{own: true})
+		}()
 	}
-	go func() {
-		<-gone
-		g.fire(GenRelease, genEvent{own: true})
-	}()
 }
 
 // shutdown retires the generation (a close the supervisor decides: its
@@ -352,6 +355,73 @@ func (g *generation) shutdownWork(own bool) {
 func (g *generation) shutdown() <-chan struct{} {
 	g.fire(GenClose, genEvent{cause: causeRetired})
 	return g.released
+}
+
+// reportsEnd reports whether g's transport tells of the session's end
+// (sessionEnded): a stdio process, or the wire around any transport but
+// Streamable HTTP.
+func (g *generation) reportsEnd() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.transport.(endReporter)
+	return ok || g.wire != nil
+}
+
+// sessionEnded implements endSink: the process of g's transport exited,
+// or its connection closed. Reports of a transport g no longer uses (the
+// first process of an attempt that learnt the classic handshake) are no
+// news. While the attempt runs, the end is kept for the attempt's outcome.
+func (g *generation) sessionEnded(src any, exited bool) {
+	g.mu.Lock()
+	if src != any(g.transport) && (g.wire == nil || src != any(g.wire)) {
+		g.mu.Unlock()
+		return
+	}
+	if g.lifeState() == GenConnecting {
+		if !g.life.early {
+			g.life.early, g.life.earlyExited = true, exited
+		}
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	g.ended(exited, exited)
+}
+
+// ended is the end of g's session as went-bad. An exit is reported by the
+// goroutine that reaps the process, which blocks on nothing: the
+// generation closes there (own), and its release reports the loss from
+// there too, once the process is reaped. The SDK retires pending calls
+// once it reads the rest of the pipe (a dead server's last replies are
+// delivered), so the calls are not cancelled (natural). A closed
+// connection is waited out off the caller (the SDK's reader) for the
+// session's error.
+func (g *generation) ended(exited, own bool) {
+	s := g.sup
+	if exited {
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
+		return
+	}
+	if g.lifeState() != GenUp {
+		return // already going: a shutdown closed the connection
+	}
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		err := g.sess.Wait()
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: err, natural: true})
+	}()
+}
+
+// processGone implements endSink: the release, when g is shutting down;
+// earlier, no news (shutdownWork finds the process gone).
+func (g *generation) processGone(src any) {
+	g.mu.Lock()
+	mine := src == any(g.transport)
+	g.mu.Unlock()
+	if mine {
+		g.fire(GenRelease, genEvent{own: true})
+	}
 }
 
 // markBad reports the first bad news about an established connection;

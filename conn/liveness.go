@@ -26,50 +26,6 @@ func (g *generation) markGood(t time.Time) { g.live.good.Store(t.UnixNano()) }
 // lastGood returns when the connection was last known good.
 func (g *generation) lastGood() time.Time { return time.Unix(0, g.live.good.Load()) }
 
-// watchEnd is watch without a goroutine waiting: where the transport tells
-// of the session's end (a stdio server's exit, which may come before its
-// stdout's EOF, or the SDK's close of the connection), the end is the
-// went-bad event, and watchEnd returns true at once. It returns false for
-// Streamable HTTP, whose connection the SDK keeps unwrapped.
-func (g *generation) watchEnd() bool {
-	s := g.sup
-	n, ok := g.transport.(endNotifier)
-	if !ok {
-		// Every transport but Streamable HTTP has a wire that sees the
-		// session's end.
-		w := g.wireConn()
-		if w == nil {
-			return false
-		}
-		n = w
-	}
-	registered := n.notifyEnd(func(exited bool) {
-		if exited {
-			// This is the goroutine that reaps the process, which blocks
-			// on nothing: the generation closes here, and its release
-			// reports the loss from here too, once the process is reaped
-			// (own). The SDK retires pending calls once it reads the rest
-			// of the pipe (a dead server's last replies are delivered),
-			// so the calls are not cancelled (natural).
-			g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: true})
-			return
-		}
-		// The SDK is closing the connection: the session ended by
-		// itself, or a shutdown (already past up) closes it.
-		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			err := g.sess.Wait()
-			g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: err, natural: true})
-		}()
-	})
-	if !registered {
-		// Never connected (cannot happen once established).
-		g.markBad(s.clk.Now(), errors.New("conn: transport lost its connection"))
-	}
-	return true
-}
-
 // errServerExited is the loss of a session whose server process exited.
 var errServerExited = errors.New("server process exited")
 
