@@ -232,7 +232,9 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 		report = func() { s.attemptDone(g, tools, nil, true) }
 	case GenBad:
 		g.life.badAt, g.life.badErr, g.life.natural = d.at, d.err, d.natural
+		g.stopKeepAliveLocked()
 	case GenClosing:
+		g.stopKeepAliveLocked() // a retired generation too: no timer keeps it in memory
 		g.life.cause, g.life.closed = d.cause, d
 		if d.cause == causeLost {
 			g.life.closed.err, g.life.closed.at = g.life.badErr, g.life.badAt
@@ -240,7 +242,7 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 		// One barrier deadline per generation, armed before anything is
 		// closed: every waiter shares it, and a test that sees the
 		// close begin can advance a fake clock past it.
-		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(GenExpire, genEvent{}) })
+		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(GenExpire, genEvent{own: true}) }) // the clock's own goroutine
 	case GenExpired:
 		close(g.expired)
 		report = g.releaseReport(false)
@@ -265,7 +267,6 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 
 	switch to {
 	case GenBad:
-		g.stopKeepAlive()
 		g.fire(GenClose, genEvent{cause: causeLost, own: d.own})
 	case GenClosing:
 		g.shutdownWork(d.own)
@@ -428,4 +429,18 @@ func (g *generation) processGone(src any) {
 // later news, and news about a generation not up, changes nothing.
 func (g *generation) markBad(at time.Time, err error) {
 	g.fire(GenWentBad, genEvent{at: at, err: err})
+}
+
+// boundedTerminator is a [Terminator] that can fit its shutdown schedule
+// into a deadline.
+type boundedTerminator interface {
+	terminateWithin(time.Duration) <-chan struct{}
+}
+
+// terminateWithin terminates t so that it ends within d if it can.
+func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
+	if bt, ok := t.(boundedTerminator); ok {
+		return bt.terminateWithin(d)
+	}
+	return t.Terminate()
 }

@@ -28,12 +28,9 @@ func (g *generation) startKeepAliveLocked() {
 	g.ka.timer = s.clk.AfterFunc(s.cfg.KeepAlive, g.ping)
 }
 
-// stopKeepAlive stops pinging. The generation's goroutine calls it before
-// it stops counting as a worker, so a ping never starts once no worker is
-// left.
-func (g *generation) stopKeepAlive() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// stopKeepAliveLocked stops pinging, under g.mu: the transition into bad
+// runs it, so a ping never starts once the connection is known bad.
+func (g *generation) stopKeepAliveLocked() {
 	g.ka.stopped = true
 	if g.ka.timer != nil {
 		g.ka.timer.Stop()

@@ -62,17 +62,3 @@ func (g *generation) requestFailed(err error) error {
 	}
 	return err
 }
-
-// boundedTerminator is a [Terminator] that can fit its shutdown schedule
-// into a deadline.
-type boundedTerminator interface {
-	terminateWithin(time.Duration) <-chan struct{}
-}
-
-// terminateWithin terminates t so that it ends within d if it can.
-func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
-	if bt, ok := t.(boundedTerminator); ok {
-		return bt.terminateWithin(d)
-	}
-	return t.Terminate()
-}
