@@ -206,10 +206,6 @@ func (c *Catalog) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	return e.sup.ReadResource(ctx, uri)
 }
 
-// MaxCatalog is the most resources, templates or prompts (each) one server
-// may list; a longer list is invalid, as with [MaxTools].
-const MaxCatalog = MaxTools
-
 // listCatalog is phase one of a catalog sync: list what the server
 // advertises, every page, or fail and change nothing.
 func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
@@ -248,7 +244,7 @@ func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
 }
 
 // listAll drains a paginated listing into entries sorted by key, refusing
-// duplicate keys and lists longer than MaxCatalog.
+// duplicate keys and lists longer than MaxTools.
 func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, error], mk func(*R) (T, string)) ([]T, error) {
 	type keyed struct {
 		key string
@@ -267,8 +263,8 @@ func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, e
 		if seen[key] {
 			return nil, fmt.Errorf("list %s: %q is listed twice", what, key)
 		}
-		if len(out) == MaxCatalog {
-			return nil, fmt.Errorf("list %s: more than %d", what, MaxCatalog)
+		if len(out) == MaxTools {
+			return nil, fmt.Errorf("list %s: more than %d", what, MaxTools)
 		}
 		seen[key] = true
 		out = append(out, keyed{key, v})

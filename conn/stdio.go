@@ -39,11 +39,11 @@ type Stdio struct {
 	// Args are the arguments after the program name.
 	Args []string
 	// Env holds KEY=VALUE entries for the child; they override the
-	// host's. See [ChildEnv].
+	// host's.
 	Env []string
 	// InheritEnv passes the host's whole environment except the
 	// variables that look like credentials by name or value (see
-	// [InheritedEnv]), instead of only [DefaultEnvNames]. The scrubbing is
+	// the package doc), instead of only [DefaultEnvNames]. The scrubbing is
 	// a heuristic: prefer naming variables in Env.
 	InheritEnv bool
 	// Dir is the working directory; empty means the host's.
@@ -196,9 +196,9 @@ func startProcess(ctx context.Context, cfg Stdio, r processReports) (*process, e
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Env = ChildEnv(os.Environ(), cfg.Env)
+	cmd.Env = allowedEnv(os.Environ(), cfg.Env)
 	if cfg.InheritEnv {
-		cmd.Env = InheritedEnv(os.Environ(), cfg.Env)
+		cmd.Env = inheritedEnv(os.Environ(), cfg.Env)
 	}
 	cmd.Dir = cfg.Dir
 	ownGroup(cmd)
