@@ -243,6 +243,9 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 		// closed: every waiter shares it, and a test that sees the
 		// close begin can advance a fake clock past it.
 		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(GenExpire, genEvent{own: true}) }) // the clock's own goroutine
+		// The session's close (shutdownWork) is a worker, counted here so
+		// that whoever sees closing (disposal) sees it counted.
+		s.workers.Add(1)
 	case GenExpired:
 		close(g.expired)
 		report = g.releaseReport(false)
@@ -317,9 +320,8 @@ func (g *generation) shutdownWork(own bool) {
 	// The session's Close may wait on the server (an HTTP DELETE, a write
 	// to a pipe nobody reads): the process is terminated beside it, not
 	// after it, and the barrier is the process.
-	s.workers.Add(1)
 	go func() {
-		defer s.workers.Done()
+		defer s.workers.Done() // added by the transition into closing
 		if sess != nil {
 			_ = sess.Close()
 		}
@@ -403,10 +405,16 @@ func (g *generation) ended(exited, own bool) {
 		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
 		return
 	}
+	// Counted as a worker under the lock, only while up: disposal, which
+	// waits for the workers, first moves every generation past up under
+	// the same lock, so no worker is added once it waits.
+	g.mu.Lock()
 	if g.lifeState() != GenUp {
+		g.mu.Unlock()
 		return // already going: a shutdown closed the connection
 	}
 	s.workers.Add(1)
+	g.mu.Unlock()
 	go func() {
 		defer s.workers.Done()
 		err := g.sess.Wait()
