@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,7 +27,7 @@ import (
 type Catalog struct {
 	mu      sync.RWMutex
 	servers map[string]*catalogServer
-	changed chan struct{}
+	changed broadcast.Signal
 }
 
 // catalogServer is one supervisor's entry: reserved at Start, filled by
@@ -87,21 +88,20 @@ func (p Prompt) Get(ctx context.Context, args map[string]string) (*mcp.GetPrompt
 
 // NewCatalog returns an empty catalog.
 func NewCatalog() *Catalog {
-	return &Catalog{servers: map[string]*catalogServer{}, changed: make(chan struct{})}
+	return &Catalog{servers: map[string]*catalogServer{}}
 }
 
 // Changed returns a channel closed at the next change of the catalog: one
 // server's listing swapped in or dropped is one change. Take the channel
 // before reading the catalog, as with [ToolRegistry.Changed].
 func (c *Catalog) Changed() <-chan struct{} {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.changed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed.C()
 }
 
 func (c *Catalog) notify() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.changed.Notify()
 }
 
 // reserve claims server for s, as Start does with a registry.
