@@ -162,7 +162,7 @@ func (x *callCtx) expired() bool {
 
 // call is Tool.Call on this generation.
 func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
-	if g.down.Load() {
+	if g.down() {
 		return nil, g.unavailable(public, nil)
 	}
 	// CallTimeout bounds the call, and shutting the generation down
@@ -177,7 +177,7 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
 			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
 	}
-	if err != nil && (g.down.Load() || connectionGone(err)) {
+	if err != nil && (g.down() || connectionGone(err)) {
 		return nil, g.unavailable(public, g.requestFailed(err))
 	}
 	// The caller may be a remote MCP client: the SDK's errors quote the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,7 +27,7 @@ import (
 type Catalog struct {
 	mu      sync.RWMutex
 	servers map[string]*catalogServer
-	changed chan struct{}
+	changed broadcast.Signal
 }
 
 // catalogServer is one supervisor's entry: reserved at Start, filled by
@@ -87,21 +88,20 @@ func (p Prompt) Get(ctx context.Context, args map[string]string) (*mcp.GetPrompt
 
 // NewCatalog returns an empty catalog.
 func NewCatalog() *Catalog {
-	return &Catalog{servers: map[string]*catalogServer{}, changed: make(chan struct{})}
+	return &Catalog{servers: map[string]*catalogServer{}}
 }
 
 // Changed returns a channel closed at the next change of the catalog: one
 // server's listing swapped in or dropped is one change. Take the channel
 // before reading the catalog, as with [ToolRegistry.Changed].
 func (c *Catalog) Changed() <-chan struct{} {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.changed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed.C()
 }
 
 func (c *Catalog) notify() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.changed.Notify()
 }
 
 // reserve claims server for s, as Start does with a registry.
@@ -206,10 +206,6 @@ func (c *Catalog) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	return e.sup.ReadResource(ctx, uri)
 }
 
-// MaxCatalog is the most resources, templates or prompts (each) one server
-// may list; a longer list is invalid, as with [MaxTools].
-const MaxCatalog = MaxTools
-
 // listCatalog is phase one of a catalog sync: list what the server
 // advertises, every page, or fail and change nothing.
 func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
@@ -251,7 +247,7 @@ func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
 }
 
 // listAll drains a paginated listing into entries sorted by key, refusing
-// duplicate keys and lists longer than MaxCatalog.
+// duplicate keys and lists longer than MaxTools.
 func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, error], mk func(*R) (T, string)) ([]T, error) {
 	type keyed struct {
 		key string
@@ -270,8 +266,8 @@ func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, e
 		if seen[key] {
 			return nil, fmt.Errorf("list %s: %q is listed twice", what, key)
 		}
-		if len(out) == MaxCatalog {
-			return nil, fmt.Errorf("list %s: more than %d", what, MaxCatalog)
+		if len(out) == MaxTools {
+			return nil, fmt.Errorf("list %s: more than %d", what, MaxTools)
 		}
 		seen[key] = true
 		out = append(out, keyed{key, v})
@@ -316,7 +312,7 @@ func (g *generation) resyncCatalog() {
 		cancel()
 		if err != nil {
 			err = redact.Error(err)
-			if !g.down.Load() {
+			if !g.down() {
 				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
 					"server", s.cfg.Name, "generation", g.id, "err", err)
 			}
@@ -324,7 +320,7 @@ func (g *generation) resyncCatalog() {
 			s.publishCatalog(g, cat)
 		}
 		g.ext.mu.Lock()
-		if !g.ext.more || g.down.Load() {
+		if !g.ext.more || g.down() {
 			g.ext.syncing = false
 			g.ext.mu.Unlock()
 			return
@@ -341,7 +337,7 @@ func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
 	c := s.cfg.Catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.ext.live.Load() != g || g.down.Load() {
+	if s.ext.live.Load() != g || g.down() {
 		return
 	}
 	if e, ok := c.servers[s.cfg.Name]; ok {

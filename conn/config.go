@@ -153,6 +153,12 @@ type Config struct {
 	// be safe for concurrent use, and it should be cheap: it delays the
 	// call's return. Package metrics provides one.
 	OnCall func(CallRecord)
+
+	// onStep, set only by tests (export_test.go), sees every step of the
+	// supervisor's inner machines (tool-sync, generation) as they are
+	// taken: the coverage tests drive the real supervisor along every
+	// edge of their tables.
+	onStep func(machine, from, event, when, to string)
 }
 
 // resolved is a validated Config with every default applied.

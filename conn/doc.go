@@ -66,7 +66,7 @@
 // The errors a supervisor records and logs (Status.LastErr,
 // Transition.Err, a tool call's error) have their messages redacted: an
 // endpoint URL's userinfo and query values, credential-shaped NAME=value
-// pairs ([IsCredentialName]), bearer tokens and tokens of a well-known
+// pairs (names with TOKEN, SECRET, PASSWORD, API_KEY and the like), bearer tokens and tokens of a well-known
 // shape read REDACTED. So do [HTTPError.Body] and [ServerExit.Stderr].
 // errors.Is and errors.As still reach every error of the chain, whose own
 // fields (a *url.Error's URL) are as the SDK made them.

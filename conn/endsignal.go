@@ -1,59 +1,22 @@
 package conn
 
-import "sync"
-
-// endNotifier is implemented by a transport that learns of a session's end
-// sooner than the session's Wait, or without a goroutine blocked in it: a
-// stdio transport knows when its process exits, and when the SDK closes its
-// connection. notifyEnd arranges for f to be called once, on the first of
-// those (exited reports which), and reports false if it cannot (the
-// transport never connected).
-type endNotifier interface {
-	notifyEnd(f func(exited bool)) bool
+// endSink is where a transport reports the end of its session and of its
+// process, as they happen: the generation that opened the transport (see
+// generation.sessionEnded and generation.processGone). It is set before
+// the transport is connected, so nothing is reported before there is
+// someone to hear it, and a report is an event of the generation machine,
+// whose table ignores what comes too late or twice.
+type endSink interface {
+	// sessionEnded: the process exited (exited, on the goroutine that
+	// reaps it, which blocks on nothing), or the connection closed.
+	sessionEnded(src any, exited bool)
+	// processGone: the process (group) is gone, and the channel its
+	// Terminate returns is closed; on the goroutine that reaped it.
+	processGone(src any)
 }
 
-// endSignal calls its function once, for the first event fired; a
-// function registered after that event is called at once.
-type endSignal struct {
-	mu     sync.Mutex
-	fired  bool
-	exited bool
-	f      func(exited bool)
-}
-
-// fire records the end; the function, if registered, runs on the caller's
-// goroutine and must not block.
-func (e *endSignal) fire(exited bool) {
-	e.mu.Lock()
-	if e.fired {
-		e.mu.Unlock()
-		return
-	}
-	e.fired, e.exited = true, exited
-	f := e.f
-	e.mu.Unlock()
-	if f != nil {
-		f(exited)
-	}
-}
-
-func (e *endSignal) notify(f func(exited bool)) {
-	e.mu.Lock()
-	if e.fired {
-		exited := e.exited
-		e.mu.Unlock()
-		f(exited)
-		return
-	}
-	e.f = f
-	e.mu.Unlock()
-}
-
-// exitNotifier is implemented by a [Terminator] that can call f, on the
-// goroutine that finds its process (group) gone, once the channel its
-// Terminate returns is closed: at once if it already is. f must not
-// block. onExit reports false if it cannot (no process was started); the
-// caller then waits for the channel.
-type exitNotifier interface {
-	onExit(f func()) bool
+// endReporter is a transport that reports to an endSink; src in its
+// reports is the transport itself.
+type endReporter interface {
+	reportTo(endSink)
 }

@@ -14,7 +14,7 @@ import (
 // holds a secret. HOME, LOGNAME, PATH, SHELL, TERM and USER are the
 // TypeScript SDK's list; TMPDIR and TZ say where temporary files go and
 // which time zone applies, and LANG, LANGUAGE and LC_* (see
-// [IsDefaultEnvName]) choose the locale, without which a server may
+// isDefaultEnvName) choose the locale, without which a server may
 // misread or garble non-ASCII text. On Windows the list is the one a
 // process needs to start and find its profile.
 func DefaultEnvNames() []string {
@@ -31,47 +31,33 @@ var (
 		"USERNAME", "USERPROFILE", "WINDIR"}
 )
 
-// IsDefaultEnvName reports whether a host variable passes to a stdio
+// isDefaultEnvName reports whether a host variable passes to a stdio
 // server by default: one of [DefaultEnvNames], or on Unix a locale
 // category (LC_ALL, LC_CTYPE, ...). Windows names compare case-insensitively.
-func IsDefaultEnvName(name string) bool {
+func isDefaultEnvName(name string) bool {
 	if runtime.GOOS == "windows" {
 		return slices.Contains(windowsEnvNames, strings.ToUpper(name))
 	}
 	return slices.Contains(unixEnvNames, name) || strings.HasPrefix(name, "LC_")
 }
 
-// IsCredentialName reports whether an environment variable name looks like it
-// holds a credential: its upper-cased name contains one of TOKEN, SECRET,
-// PASSWORD, PASSWD, PASSPHRASE, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY,
-// CREDENTIAL, SESSION_KEY or COOKIE, or has AUTH, PAT, JWT, BEARER, PASS,
-// PWD, KEY or DSN as one of its '_'-separated words (NPM_AUTH, MYSQL_PWD,
-// SENTRY_DSN, OPENAI_KEY; but not GIT_AUTHOR_NAME, nor PWD, the working
-// directory). [Stdio.InheritEnv] drops such host variables, and the
-// supervisor's errors and logs hide the values of such NAME=value pairs.
-func IsCredentialName(name string) bool { return redact.IsCredentialName(name) }
-
-// HasURLPassword reports whether an environment value is a URL with a
-// password in it, such as postgres://app:s3cret@db/app: innocent names
-// (DATABASE_URL, REDIS_URL) often hold one.
-func HasURLPassword(value string) bool { return redact.HasURLPassword(value) }
-
-// ChildEnv returns the default environment of a stdio server: the
-// variables of parent (in os.Environ form) that [IsDefaultEnvName]
+// allowedEnv returns the default environment of a stdio server: the
+// variables of parent (in os.Environ form) that isDefaultEnvName
 // allows, then extra, whose entries win over the parent's. Nothing else of
 // the host reaches the server: pass what it needs in [Stdio.Env].
-func ChildEnv(parent, extra []string) []string {
-	return childEnv(parent, extra, func(name, _ string) bool { return IsDefaultEnvName(name) })
+func allowedEnv(parent, extra []string) []string {
+	return childEnv(parent, extra, func(name, _ string) bool { return isDefaultEnvName(name) })
 }
 
-// InheritedEnv returns the environment of a stdio server with
+// inheritedEnv returns the environment of a stdio server with
 // [Stdio.InheritEnv]: parent without the variables whose name is
-// credential-shaped ([IsCredentialName]) or whose value is a URL with a
-// password ([HasURLPassword]), then extra, whose entries win. It is a
+// credential-shaped (redact.IsCredentialName: TOKEN, SECRET, PASSWORD,
+// API_KEY, ... in the name) or whose value is a URL with a password
+// (redact.HasURLPassword), then extra, whose entries win. It is a
 // heuristic: a secret under a name and value that look innocent passes.
-func InheritedEnv(parent, extra []string) []string {
+func inheritedEnv(parent, extra []string) []string {
 	return childEnv(parent, extra, func(name, value string) bool {
-		return !IsCredentialName(name) && !HasURLPassword(value)
+		return !redact.IsCredentialName(name) && !redact.HasURLPassword(value)
 	})
 }
 

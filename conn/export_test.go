@@ -7,3 +7,14 @@ func ReconnectWaiters(s *Supervisor) int {
 	s.post(func() { n <- len(s.waiters) })
 	return <-n
 }
+
+// ObserveSteps makes the supervisor started with cfg report every step of
+// its inner machines (tool-sync, generation) to f, with the machine's name.
+func ObserveSteps(cfg *Config, f func(machine, from, event, when, to string)) { cfg.onStep = f }
+
+// The environment helpers, for the tests of what reaches a child.
+var (
+	ChildEnv         = allowedEnv
+	InheritedEnv     = inheritedEnv
+	IsDefaultEnvName = isDefaultEnvName
+)

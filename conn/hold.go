@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -15,26 +16,20 @@ import (
 // transition, and each waiter looks again.
 type holdState struct {
 	mu   sync.Mutex
-	wake chan struct{}
+	wake broadcast.Signal
 }
 
 func (h *holdState) channel() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.wake == nil {
-		h.wake = make(chan struct{})
-	}
-	return h.wake
+	return h.wake.C()
 }
 
 // broadcast wakes every waiter; the observer calls it on every transition.
 func (h *holdState) broadcast() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.wake != nil {
-		close(h.wake)
-		h.wake = nil
-	}
+	h.wake.Notify()
 }
 
 // errNoRecovery is why a held call gave up waiting.
@@ -77,7 +72,7 @@ func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadl
 	for {
 		wake := s.holds.channel()
 		st := s.State()
-		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down.Load() {
+		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down() {
 			return g, nil
 		}
 		if !recovering(st) {

@@ -18,27 +18,19 @@ type keepAlive struct {
 	stopped bool // no more pings; guarded by generation.mu
 }
 
-// startKeepAlive arms the first ping. It runs on the generation's
-// goroutine while that goroutine holds its worker count.
-func (g *generation) startKeepAlive() {
+// startKeepAliveLocked arms the first ping, under g.mu, on the
+// transition into up (genlife.go).
+func (g *generation) startKeepAliveLocked() {
 	s := g.sup
-	if s.cfg.KeepAlive <= 0 {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed || g.ka.stopped {
+	if s.cfg.KeepAlive <= 0 || g.closingLocked() || g.ka.stopped {
 		return
 	}
 	g.ka.timer = s.clk.AfterFunc(s.cfg.KeepAlive, g.ping)
 }
 
-// stopKeepAlive stops pinging. The generation's goroutine calls it before
-// it stops counting as a worker, so a ping never starts once no worker is
-// left.
-func (g *generation) stopKeepAlive() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// stopKeepAliveLocked stops pinging, under g.mu: the transition into bad
+// runs it, so a ping never starts once the connection is known bad.
+func (g *generation) stopKeepAliveLocked() {
 	g.ka.stopped = true
 	if g.ka.timer != nil {
 		g.ka.timer.Stop()
@@ -48,7 +40,7 @@ func (g *generation) stopKeepAlive() {
 func (g *generation) ping() {
 	s := g.sup
 	g.mu.Lock()
-	if g.ka.stopped || g.closed {
+	if g.ka.stopped || g.closingLocked() {
 		g.mu.Unlock()
 		return
 	}
@@ -63,7 +55,7 @@ func (g *generation) ping() {
 	err := g.probeLive(ctx)
 	cancel()
 	g.mu.Lock()
-	if g.ka.stopped || g.closed {
+	if g.ka.stopped || g.closingLocked() {
 		g.mu.Unlock()
 		return
 	}
@@ -72,7 +64,6 @@ func (g *generation) ping() {
 		// Nothing since the last answer shows the connection was good:
 		// not even that this probe was sent on time, on a loaded host.
 		g.markBad(g.lastGood(), fmt.Errorf("keep-alive %s got no answer within KeepAlive (%v): %w", g.probeName(), s.cfg.KeepAlive, causeOf(ctx, err)))
-		g.shutdown()
 		return
 	}
 	g.markGood(s.clk.Now())

@@ -22,27 +22,36 @@ type turns struct {
 // it does. It reports false, and drops f, once the loop has finished.
 func (s *Supervisor) post(f func()) bool {
 	start, ok := s.turns.add(f)
-	if start {
-		go s.loop()
-	}
+	s.startLoop(start, false)
 	return ok
 }
 
-// postHere is post from a goroutine of the supervisor's own that has
-// nothing left to do that cannot wait (a generation's goroutine with the
-// attempt's outcome, the goroutine that reaped a server): if no goroutine
-// runs the loop, this one does, at once. That saves the start of a
+// startLoop starts the loop when a post found it idle (start). With own,
+// the caller is a goroutine of the supervisor's own that has nothing left
+// to do that cannot wait (a generation's goroutine with the attempt's
+// outcome, the goroutine that reaped a server: see genEvent.own), and
+// runs the loop itself, at once. That saves the start of a
 // goroutine, and on an idle machine the wake-up of another processor,
 // on the way from the event to the loop. Never from a caller's goroutine
 // or the SDK's: the loop may run there for a while, and a host's callback
 // on the loop (OnTransition, its Logger) that waits for something the SDK
 // must first do (retire a call at a session's end) would wait until the
 // call's CallTimeout.
+func (s *Supervisor) startLoop(start, own bool) {
+	switch {
+	case !start:
+	case own:
+		s.loop()
+	default:
+		go s.loop()
+	}
+}
+
+// postHere is post from a goroutine of the supervisor's own (see
+// startLoop).
 func (s *Supervisor) postHere(f func()) bool {
 	start, ok := s.turns.add(f)
-	if start {
-		s.loop()
-	}
+	s.startLoop(start, true)
 	return ok
 }
 

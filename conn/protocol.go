@@ -92,6 +92,9 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open transport: %w", err)
 	}
+	if r, ok := t.(endReporter); ok {
+		r.reportTo(g) // before it is connected: it reports from the start
+	}
 	if !g.attach(func() {
 		g.transport = t
 		if term, ok := t.(Terminator); ok {
@@ -110,7 +113,13 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 // the negotiated protocol version.
 func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version string) (*mcp.ClientSession, error) {
 	ack := newListenAck()
-	wt, w := wire(t, g.listenBroken, ack)
+	// A transport that reports its own end (a stdio process) needs no
+	// report from the wire.
+	var ended func(*wireTransport)
+	if _, ok := t.(endReporter); !ok {
+		ended = func(w *wireTransport) { g.sessionEnded(w, false) }
+	}
+	wt, w := wire(t, g.listenBroken, ended, ack)
 	g.mu.Lock()
 	g.wire = w
 	g.mu.Unlock()
@@ -175,16 +184,12 @@ func (g *generation) wireConn() *wireConn {
 // supervisor that list changes and resource updates no longer arrive, so
 // it is a lost connection, and the next generation re-subscribes and lists
 // everything again, so that no change is missed silently.
+//
+// During the attempt, the attempt fails instead: its context ends.
 func (g *generation) listenBroken(err error) {
-	if g.down.Load() {
-		return
-	}
-	g.mu.Lock()
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
+	if g.lifeState() == GenConnecting {
+		g.cancel()
 		return
 	}
 	g.markBad(g.sup.clk.Now(), err)
-	g.shutdown()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,7 +86,7 @@ type ToolRegistry struct {
 	mu      sync.RWMutex
 	tools   map[string]*registration
 	servers map[string]*reservation
-	changed chan struct{} // closed and replaced at every change of tools
+	changed broadcast.Signal // at every change of tools
 }
 
 type registration struct{ tool Tool }
@@ -100,7 +101,7 @@ func NewRegistry() *ToolRegistry { return new(ToolRegistry) }
 // init makes a zero registry usable; r.mu is held for writing.
 func (r *ToolRegistry) init() {
 	if r.tools == nil {
-		r.tools, r.servers, r.changed = map[string]*registration{}, map[string]*reservation{}, make(chan struct{})
+		r.tools, r.servers = map[string]*registration{}, map[string]*reservation{}
 	}
 }
 
@@ -138,13 +139,12 @@ func (r *ToolRegistry) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.init()
-	return r.changed
+	return r.changed.C()
 }
 
 // notify wakes the waiters of Changed; r.mu is held for writing.
 func (r *ToolRegistry) notify() {
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.changed.Notify()
 }
 
 func conflict(t, holder Tool) error {

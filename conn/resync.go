@@ -94,6 +94,11 @@ func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncSt
 				s.resync(g)
 			},
 		},
+		Observer: func(st fsm.Step[SyncState, SyncEvent, struct{}]) {
+			if s.cfg.onStep != nil {
+				s.cfg.onStep("tool-sync", string(st.From), string(st.Event), st.When, string(st.To))
+			}
+		},
 		OnError: func(ev SyncEvent, err error) {
 			s.cfg.Logger.Error("tool-sync machine rejected a queued event; this is a bug in mcpfsm",
 				"server", s.cfg.Name, "event", string(ev), "err", err)
@@ -138,7 +143,7 @@ func (g *generation) syncState() SyncState {
 // attempt in flight, whose machine is still listing.
 func (s *Supervisor) listChanged() {
 	for _, g := range []*generation{s.current, s.pending} {
-		if g != nil && !g.down.Load() && g.changed.Swap(false) {
+		if g != nil && !g.down() && g.changed.Swap(false) {
 			s.syncFire(g, SyncChanged)
 		}
 	}
@@ -162,7 +167,7 @@ func (s *Supervisor) resync(g *generation) {
 // resyncDone swaps a re-sync's tools in, or logs why it could not; either
 // way the previous tools stay until a listing succeeds.
 func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
-	if g != s.current || g.down.Load() {
+	if g != s.current || g.down() {
 		// The generation was retired while it listed: whatever it fetched
 		// is stale, and a failure caused by closing it is no news.
 		return

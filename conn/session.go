@@ -49,7 +49,7 @@ type genSession struct {
 // too. Otherwise it returns f's error as is.
 func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *mcp.ClientSession) error) error {
 	g := s.ext.live.Load()
-	if g == nil || g.down.Load() {
+	if g == nil || g.down() {
 		return &sessionError{server: s.cfg.Name, state: s.State()}
 	}
 	n, ok := g.calls.start(ctx, s.clk, s.cfg.CallTimeout)
@@ -62,7 +62,7 @@ func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *m
 		return fmt.Errorf("mcp server %q: no answer within CallTimeout (%v): %w: %w",
 			s.cfg.Name, s.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}
-	if err != nil && (g.down.Load() || connectionGone(err)) {
+	if err != nil && (g.down() || connectionGone(err)) {
 		return &sessionError{server: s.cfg.Name, state: s.State(), cause: redact.Error(err)}
 	}
 	return err

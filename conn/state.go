@@ -211,10 +211,36 @@ var (
 	released    = func(p Payload) bool { return p.Released }
 )
 
-// waiting lists the states [Supervisor.Reconnect] leaves at once: a
-// backoff, and every state where reconnecting stopped for a reason a human
-// may have fixed. Halted is left only once its process has exited.
-var waiting = []State{FailedRetrying, LostReconnecting, Exhausted, FailedDisabled, LostDisabled, FailedPermanent, AuthRefused}
+// The superstates of the connection machine. They group states that
+// share a transition, so that the table declares it once; the machine is
+// never in a superstate itself, and no Supervisor reports one.
+const (
+	// live holds every state but disposal's: Close leaves any of them.
+	live State = "live"
+	// waiting holds the states [Supervisor.Reconnect] leaves at once: a
+	// backoff, and every state where reconnecting stopped for a reason a
+	// human may have fixed. Halted is not among them: it is left only
+	// once its process has exited (its own, guarded, reconnect).
+	waiting State = "waiting"
+)
+
+// superstates declares the superstates and, for each state of the states
+// list, the superstate it lies in.
+var superstates = []fsm.State[State]{
+	{Name: live, Initial: Connecting, Doc: "Close leaves every state in here"},
+	{Name: waiting, Parent: live, Initial: FailedRetrying, Doc: "Reconnect leaves every state in here at once"},
+}
+
+// parentOf returns the superstate a state of the states list lies in.
+func parentOf(st State) State {
+	switch st {
+	case FailedRetrying, LostReconnecting, Exhausted, FailedDisabled, LostDisabled, FailedPermanent, AuthRefused:
+		return waiting
+	case Disposing, Disposed:
+		return ""
+	}
+	return live
+}
 
 // Table returns the connection machine's declaration: its states, events
 // and transitions, and the guards that choose among the outcomes of a
@@ -226,8 +252,13 @@ var waiting = []State{FailedRetrying, LostReconnecting, Exhausted, FailedDisable
 // disposed; dispose is possible from every other state except disposing
 // itself, which is already on its way to disposed.
 //
+// Two superstates declare the shared transitions once: live (every state
+// but disposing and disposed) carries dispose, and waiting (the states
+// Reconnect leaves at once) carries reconnect. Halted, inside live but not
+// waiting, has its own reconnect, guarded by its process's exit.
+//
 // Adding a state: declare it in the states list (doc, phrase, level,
-// kind), add its transitions here (with a guard if it is one outcome of an
+// kind) and its superstate (parentOf), add its transitions here (with a guard if it is one outcome of an
 // existing event, placed before the unguarded fallback), give it an entry
 // action in Start if it needs one, then regenerate the diagrams.
 func Table() fsm.Spec[State, Event, Payload] {
@@ -260,21 +291,19 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventConnectionLost, From: []State{Established}, To: LostReconnecting},
 
 			{Event: EventBackoffElapsed, From: []State{FailedRetrying, LostReconnecting}, To: Connecting},
-			{Event: EventReconnect, From: waiting, To: Connecting},
+			{Event: EventReconnect, From: []State{waiting}, To: Connecting},
 			{Event: EventReconnect, From: []State{Halted}, To: Connecting, Guard: released, When: "process gone"},
 			{Event: EventProbe, From: []State{Exhausted}, To: Connecting},
+			{Event: EventDispose, From: []State{live}, To: Disposing},
 			{Event: EventDisposed, From: []State{Disposing}, To: Disposed},
 		},
 	}
-	dispose := fsm.Transition[State, Event, Payload]{Event: EventDispose, To: Disposing}
 	for _, f := range states {
 		st := f.State
 		st.Alarm = f.kind != plain
+		st.Parent = parentOf(st.Name)
 		spec.States = append(spec.States, st)
-		if !st.Terminal && st.Name != Disposing {
-			dispose.From = append(dispose.From, st.Name)
-		}
 	}
-	spec.Transitions = append(spec.Transitions, dispose)
+	spec.States = append(spec.States, superstates...)
 	return spec
 }

@@ -12,9 +12,13 @@ import (
 // Transition is one step of the connection machine, as delivered to
 // Config.OnTransition.
 type Transition struct {
-	Server      string
-	From, To    State
-	Event       Event
+	Server   string
+	From, To State
+	Event    Event
+	// Guard is the condition (the When of [Table]) of the guard that
+	// chose the step among the outcomes of its event; empty for an
+	// unguarded transition.
+	Guard       string
 	At          time.Time     // on the supervisor's clock
 	Attempt     int           // reconnect attempt: 0 initial, n of MaxAttempts after a failure or loss
 	MaxAttempts int           // the policy's MaxAttempts where Attempt counts against it
@@ -69,7 +73,7 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	}
 	now := s.clk.Now()
 	t := Transition{
-		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, At: now,
+		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, Guard: st.When, At: now,
 		Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Delay: p.Delay, Err: p.Err, Generation: p.Generation,
 		Protocol: p.Protocol,
 	}

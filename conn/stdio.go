@@ -39,11 +39,11 @@ type Stdio struct {
 	// Args are the arguments after the program name.
 	Args []string
 	// Env holds KEY=VALUE entries for the child; they override the
-	// host's. See [ChildEnv].
+	// host's.
 	Env []string
 	// InheritEnv passes the host's whole environment except the
 	// variables that look like credentials by name or value (see
-	// [InheritedEnv]), instead of only [DefaultEnvNames]. The scrubbing is
+	// the package doc), instead of only [DefaultEnvNames]. The scrubbing is
 	// a heuristic: prefer naming variables in Env.
 	InheritEnv bool
 	// Dir is the working directory; empty means the host's.
@@ -83,6 +83,7 @@ type stdioTransport struct {
 	cfg Stdio
 
 	mu         sync.Mutex
+	sink       endSink // told of the process's end (reportTo); may be nil
 	proc       *process
 	terminated bool // Terminate ran before a process existed: never start one
 }
@@ -96,7 +97,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.terminated || t.proc != nil {
 		return nil, errors.New("conn: stdio transport already used or terminated")
 	}
-	p, err := startProcess(ctx, t.cfg)
+	p, err := startProcess(ctx, t.cfg, t.reporter())
 	if err != nil {
 		return nil, err
 	}
@@ -110,35 +111,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return &stdioConn{Connection: inner, p: p, w: newPipeWriter(p.stdin)}, nil
 }
 
-// notifyEnd implements endNotifier once the process has started.
-func (t *stdioTransport) notifyEnd(f func(exited bool)) bool {
+// reportTo implements endReporter: the process it starts reports its
+// exit and its connection's close to sink.
+func (t *stdioTransport) reportTo(sink endSink) {
 	t.mu.Lock()
-	p := t.proc
+	t.sink = sink
 	t.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	p.end.notify(f)
-	return true
-}
-
-// onExit implements exitNotifier once the process has started.
-func (t *stdioTransport) onExit(f func()) bool {
-	t.mu.Lock()
-	p := t.proc
-	t.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	p.exitMu.Lock()
-	if p.gone {
-		p.exitMu.Unlock()
-		f()
-		return true
-	}
-	p.exitFns = append(p.exitFns, f)
-	p.exitMu.Unlock()
-	return true
 }
 
 // Terminate implements [Terminator].
@@ -182,11 +160,10 @@ type process struct {
 	stdin  *os.File    // our write end
 	stdout *exitReader // our read end
 	exited chan struct{}
-	end    endSignal // the process exited or its connection closed
-
-	exitMu  sync.Mutex
-	exitFns []func() // run once exited is closed (onExit)
-	gone    bool     // exited is closed
+	// ended reports the process's exit and its connection's close, and
+	// gone the end of the group; nil when nobody listens.
+	ended func(exited bool)
+	gone  func()
 
 	termMu      sync.Mutex
 	termStarted bool
@@ -214,14 +191,14 @@ func (p *process) shutdownSignal(step terminateStep) {
 	p.signal(step)
 }
 
-func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
+func startProcess(ctx context.Context, cfg Stdio, r processReports) (*process, error) {
 	if err := checkDir(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Env = ChildEnv(os.Environ(), cfg.Env)
+	cmd.Env = allowedEnv(os.Environ(), cfg.Env)
 	if cfg.InheritEnv {
-		cmd.Env = InheritedEnv(os.Environ(), cfg.Env)
+		cmd.Env = inheritedEnv(os.Environ(), cfg.Env)
 	}
 	cmd.Dir = cfg.Dir
 	ownGroup(cmd)
@@ -265,13 +242,13 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
 	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR, eof: func() { exitedEarly(cmd.Process.Pid) }},
-		exited: make(chan struct{}), tail: &stderrTail{}}
+		exited: make(chan struct{}), tail: &stderrTail{}, ended: r.ended, gone: r.gone}
 	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
 	reaped := func() {
 		p.termMu.Lock()
 		p.reaping = true
 		p.termMu.Unlock()
-		p.end.fire(true)
+		p.reportEnd(true)
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
 		// The leader is reaped: what it wrote is in the pipes, and the
@@ -292,24 +269,46 @@ func startProcess(ctx context.Context, cfg Stdio) (*process, error) {
 		t.Stop()
 		p.stdout.processGone()
 		close(p.exited)
-		p.exitMu.Lock()
-		fns := p.exitFns
-		p.exitFns, p.gone = nil, true
-		p.exitMu.Unlock()
-		for _, f := range fns {
-			f()
+		if p.gone != nil {
+			p.gone()
 		}
 	}
 	// Where the system allows, the exit is awaited with no goroutine and
 	// no OS thread of this process's own, and cmd.Wait then reaps at
 	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
-	// Either way the reaping, and the loop that it may run (postHere), have
+	// Either way the reaping, and the loop that it may run (startLoop), have
 	// a goroutine of their own: never the SDK's reader, which may have to
 	// retire a call that a host's callback waits for.
 	if !exitWatch(p.pid, func() { go reaped() }) {
 		go reaped()
 	}
 	return p, nil
+}
+
+// processReports is what a process reports to, and how; the zero value
+// reports nothing.
+type processReports struct {
+	ended func(exited bool)
+	gone  func()
+}
+
+// reporter returns the reports of t's process, to t's sink.
+func (t *stdioTransport) reporter() processReports {
+	if t.sink == nil {
+		return processReports{}
+	}
+	sink := t.sink
+	return processReports{
+		ended: func(exited bool) { sink.sessionEnded(t, exited) },
+		gone:  func() { sink.processGone(t) },
+	}
+}
+
+// reportEnd reports the process's exit or its connection's close.
+func (p *process) reportEnd(exited bool) {
+	if p.ended != nil {
+		p.ended(exited)
+	}
 }
 
 // terminate shuts the process down: close stdin, wait grace, ask the

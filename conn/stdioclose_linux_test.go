@@ -21,7 +21,7 @@ func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
 	said := newChunkWriter(len("survived\n"))
 	cfg := Stdio{Path: "sh", Args: []string{"-c", "read x; echo late reply; echo survived >&2; exec sleep 60"},
 		Stderr: said, TerminateDuration: time.Second}
-	p, err := startProcess(context.Background(), cfg)
+	p, err := startProcess(context.Background(), cfg, processReports{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Close closes both pipes and starts terminating the process; it does not
 // wait for the process: [Terminator] is the barrier.
 func (c *stdioConn) Close() error {
-	c.p.end.fire(false)
+	c.p.reportEnd(false)
 	err := c.Connection.Close()
 	c.w.close()
 	c.p.terminate(c.p.grace)

@@ -229,7 +229,7 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 		if stderr != nil {
 			cfg.Stderr = stderr
 		}
-		p, err := startProcess(context.Background(), cfg)
+		p, err := startProcess(context.Background(), cfg, processReports{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -392,8 +392,10 @@ func (s *Supervisor) armTimer(p Payload) {
 // r's event, unless r was disarmed meanwhile (a timer that fired just
 // before its Stop is fenced here).
 func (s *Supervisor) afterDelay(r *retryTimer) *clock.Timer {
+	// The clock runs f on a goroutine of its own with nothing else to
+	// do: it may run the loop itself (postHere).
 	return s.clk.AfterFunc(r.payload.Delay, func() {
-		s.post(func() {
+		s.postHere(func() {
 			if s.retry == r {
 				p := r.payload
 				s.fire(r.event, Payload{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts})

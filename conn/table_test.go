@@ -46,9 +46,10 @@ func TestTableStateNames(t *testing.T) {
 		t.Errorf("state string values (-want +got):\n%s", diff)
 	}
 
+	// The machine is always in a leaf; the superstates only group them.
 	var declared, constants []string
-	for _, st := range conn.Table().States {
-		declared = append(declared, string(st.Name))
+	for _, st := range conn.Table().Leaves() {
+		declared = append(declared, string(st))
 	}
 	for _, name := range want {
 		constants = append(constants, name)
@@ -64,9 +65,23 @@ func TestTableStateNames(t *testing.T) {
 }
 
 // transitionsInto returns the sorted source states of every transition into
-// to, as "from --label-->" strings so a failure names the offending event
-// and guard.
+// to as the machine runs it (the flattened table: a superstate's
+// transition once per state inside it), as "from --label-->" strings so a
+// failure names the offending event and guard.
 func transitionsInto(to conn.State) []string {
+	var out []string
+	for _, e := range conn.Table().Flatten() {
+		if e.To == to {
+			out = append(out, string(e.From)+" --"+e.Label()+"-->")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// declaredInto is transitionsInto as declared, and drawn: a superstate's
+// transition once, from the superstate.
+func declaredInto(to conn.State) []string {
 	var out []string
 	for _, tr := range conn.Table().Transitions {
 		if tr.To == to {
@@ -77,6 +92,41 @@ func transitionsInto(to conn.State) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestTableSharedTransitionsOnce: dispose and the unguarded reconnect are
+// declared once each, from a superstate, and the superstates hold what
+// their names say.
+func TestTableSharedTransitionsOnce(t *testing.T) {
+	spec := conn.Table()
+	count := map[conn.Event][]string{}
+	for _, tr := range spec.Transitions {
+		for _, from := range tr.From {
+			count[tr.Event] = append(count[tr.Event], string(from)+" --"+tr.Label()+"-->")
+		}
+	}
+	if diff := cmp.Diff([]string{"live --dispose-->"}, count[conn.EventDispose]); diff != "" {
+		t.Errorf("dispose declarations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"waiting --reconnect-->", "halted --reconnect [process gone]-->"}, count[conn.EventReconnect]); diff != "" {
+		t.Errorf("reconnect declarations (-want +got):\n%s", diff)
+	}
+	var inWaiting, outsideLive []conn.State
+	for _, st := range spec.Leaves() {
+		if spec.Contains("waiting", st) {
+			inWaiting = append(inWaiting, st)
+		}
+		if !spec.Contains("live", st) {
+			outsideLive = append(outsideLive, st)
+		}
+	}
+	want := []conn.State{conn.AuthRefused, conn.Exhausted, conn.FailedDisabled, conn.FailedPermanent, conn.FailedRetrying, conn.LostDisabled, conn.LostReconnecting}
+	if diff := cmp.Diff(want, inWaiting); diff != "" {
+		t.Errorf("states inside waiting (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]conn.State{conn.Disposed, conn.Disposing}, outsideLive); diff != "" {
+		t.Errorf("states outside live (-want +got):\n%s", diff)
+	}
 }
 
 // TestTableFailedVersusLost checks the distinction the package is built
@@ -178,6 +228,9 @@ func TestTablePhrases(t *testing.T) {
 	const failedPrefix, lostPrefix = "connection failed", "connection lost"
 	var failedPhrase, lostPhrase, failed, lost []conn.State
 	for _, st := range conn.Table().States {
+		if conn.Table().Superstate(st.Name) {
+			continue // never current, never logged
+		}
 		s, phrase := st.Name, st.Name.Phrase()
 		if phrase == "" {
 			t.Errorf("%s has an empty Phrase", s)
@@ -212,11 +265,13 @@ func TestTablePhrases(t *testing.T) {
 	}
 }
 
-// dotEdge matches an edge line of fsm.Spec.DOT: "from" -> "to" [label="ev\nev"];
-var dotEdge = regexp.MustCompile(`^\t"([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"\])?;$`)
+// dotEdge matches an edge line of fsm.Spec.DOT, at any cluster depth:
+// "from" -> "to" [label="ev [when]", ltail="cluster_from"];
+var dotEdge = regexp.MustCompile(`^\t+"([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"(?:, [a-z]+="[^"]*")*\])?;$`)
 
-// dotEdges parses the edges of the rendered DOT, skipping the start arrow,
-// as "from -> to" strings, one per event.
+// dotEdges parses the edges of the rendered DOT, skipping the start
+// arrows (of the machine and of each superstate, which have no label),
+// as "from --label-->" strings keyed by target.
 func dotEdges(t *testing.T, dot string) map[string][]string {
 	t.Helper()
 	edges := map[string][]string{} // to -> "from --event-->"
@@ -229,8 +284,8 @@ func dotEdges(t *testing.T, dot string) map[string][]string {
 			continue
 		}
 		from, to, label := m[1], m[2], m[3]
-		if strings.HasPrefix(from, "__start") {
-			continue
+		if label == "" {
+			continue // an initial pseudo-state's arrow
 		}
 		for _, ev := range strings.Split(label, `\n`) {
 			edges[to] = append(edges[to], from+" --"+ev+"-->")
@@ -248,7 +303,7 @@ func TestTableDiagramEdges(t *testing.T) {
 	edges := dotEdges(t, conn.Table().DOT())
 
 	for _, st := range conn.Table().States {
-		if diff := cmp.Diff(transitionsInto(st.Name), edges[string(st.Name)]); diff != "" {
+		if diff := cmp.Diff(declaredInto(st.Name), edges[string(st.Name)]); diff != "" {
 			t.Errorf("DOT edges into %s differ from the table (-table +DOT):\n%s", st.Name, diff)
 		}
 	}

@@ -52,6 +52,24 @@ func PublicToolName(server, raw string) string {
 	return name + suffix
 }
 
+// SplitToolName splits a public tool name ([PublicToolName]) into the
+// server's name and the rest, the tool's part: "mcp__fs__read" is "fs" and
+// "read". A server name never holds "__", so the split is unambiguous; the
+// tool's part is the raw name only when PublicToolName changed nothing (it
+// may be normalised, truncated and hashed). ok is false for a name of no
+// such shape.
+func SplitToolName(public string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(public, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	if !ok || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
+}
+
 // looksHashed reports whether raw ends like a hashed public name.
 func looksHashed(raw string) bool {
 	if len(raw) < hashLen+1 || raw[len(raw)-hashLen-1] != '_' {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -74,7 +75,7 @@ func TestIsCredentialName(t *testing.T) {
 		"PATH": false, "HOME": false, "GIT_AUTHOR_NAME": false, "PWD": false, "OLDPWD": false, "LANG": false, "AUTHOR": false,
 		"PATTERN": false, "COMPASS_HOME": false, "KEYBOARD": false, "DATABASE_URL": false,
 	} {
-		if got := conn.IsCredentialName(name); got != want {
+		if got := redact.IsCredentialName(name); got != want {
 			t.Errorf("IsCredentialName(%q) = %v, want %v", name, got, want)
 		}
 	}
@@ -85,7 +86,7 @@ func TestHasURLPassword(t *testing.T) {
 		"postgres://app:s3cret@db/app": true, "redis://:pw@cache:6379/0": true, " https://u:p@host ": true,
 		"postgres://app@db/app": false, "https://example.com/a:b@c": false, "/usr/bin": false, "a:b@c": false, "": false,
 	} {
-		if got := conn.HasURLPassword(value); got != want {
+		if got := redact.HasURLPassword(value); got != want {
 			t.Errorf("HasURLPassword(%q) = %v, want %v", value, got, want)
 		}
 	}
@@ -218,4 +219,23 @@ func TestZeroToolRegistryIsUsable(t *testing.T) {
 		t.Errorf("Reserve while held = %v, want ErrDuplicateServer", err)
 	}
 	release2()
+}
+
+// TestSplitToolName: the server part of every public name is the server's
+// name, whatever the tool's name holds; names of no server are refused.
+func TestSplitToolName(t *testing.T) {
+	for _, tc := range []struct{ server, raw string }{
+		{"fs", "read"}, {"fs", "a__b"}, {"git-hub", "x.y"}, {"s", "tool_0123456789ab"},
+	} {
+		public := conn.PublicToolName(tc.server, tc.raw)
+		server, tool, ok := conn.SplitToolName(public)
+		if !ok || server != tc.server || public != "mcp__"+server+"__"+tool {
+			t.Errorf("SplitToolName(%q) = %q, %q, %v; want server %q", public, server, tool, ok, tc.server)
+		}
+	}
+	for _, bad := range []string{"", "read", "mcp__", "mcp__fs", "mcp____x", "mcp__fs__", "other__fs__read"} {
+		if s, tool, ok := conn.SplitToolName(bad); ok {
+			t.Errorf("SplitToolName(%q) = %q, %q, true; want false", bad, s, tool)
+		}
+	}
 }

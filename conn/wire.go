@@ -48,7 +48,8 @@ func markWritten(ctx context.Context) {
 // transport for its Terminator.
 type wireTransport struct {
 	mcp.Transport
-	broken func(error) // told when the server ends a subscriptions/listen stream
+	broken func(error)          // told when the server ends a subscriptions/listen stream
+	ended  func(*wireTransport) // told once when the connection ends; may be nil
 	ack    *listenAck
 	conn   atomic.Pointer[wireConn]
 }
@@ -59,6 +60,9 @@ func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	w := &wireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken, ack: t.ack}
+	if t.ended != nil {
+		w.ended = func() { t.ended(t) }
+	}
 	t.conn.Store(w)
 	return w, nil
 }
@@ -77,20 +81,23 @@ type wireConn struct {
 	listens       map[jsonrpc.ID]bool // subscriptions/listen requests written
 	broken        func(error)
 	ack           *listenAck
-	end           endSignal // a Read failed or the SDK closed the connection
+	ended         func() // told when a Read fails or the SDK closes the connection; may be nil
+	endOnce       sync.Once
 }
 
-// notifyEnd implements endNotifier: the session ends when its read loop
-// fails or the SDK closes the connection, and the wire sees both, so no
-// goroutine has to wait in the session's Wait.
-func (c *wireConn) notifyEnd(f func(exited bool)) bool {
-	c.end.notify(f)
-	return true
+// reportEnd tells, once, that the session ended: its read loop stopped
+// or the SDK closed the connection.
+func (c *wireConn) reportEnd() {
+	c.endOnce.Do(func() {
+		if c.ended != nil {
+			c.ended()
+		}
+	})
 }
 
 // Close tells of the end, then closes the connection.
 func (c *wireConn) Close() error {
-	c.end.fire(false)
+	c.reportEnd()
 	return c.Connection.Close()
 }
 
@@ -143,7 +150,7 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				delete(c.probes, id)
 			}
 			c.mu.Unlock()
-			c.end.fire(false)
+			c.reportEnd()
 			return nil, err
 		}
 		resp, ok := msg.(*jsonrpc.Response)
@@ -329,7 +336,9 @@ func (b *listenBody) Read(p []byte) (int, error) {
 // (on a copy: the caller's client is not modified). Either way a
 // subscriptions/listen stream that ends while the client wants it is
 // reported to broken.
-func wire(t mcp.Transport, broken func(error), ack *listenAck) (mcp.Transport, *wireTransport) {
+//
+// ended, if set, is told once when the wire's connection ends.
+func wire(t mcp.Transport, broken func(error), ended func(*wireTransport), ack *listenAck) (mcp.Transport, *wireTransport) {
 	if st := streamable(t); st != nil {
 		c := http.DefaultClient
 		if st.HTTPClient != nil {
@@ -344,7 +353,7 @@ func wire(t mcp.Transport, broken func(error), ack *listenAck) (mcp.Transport, *
 		st.HTTPClient = &cp
 		return t, nil
 	}
-	wt := &wireTransport{Transport: t, broken: broken, ack: ack}
+	wt := &wireTransport{Transport: t, broken: broken, ended: ended, ack: ack}
 	return wt, wt
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 )
 
 // T is the part of testing.TB the Recorder uses; *testing.T and
@@ -33,11 +34,11 @@ type Recorder struct {
 	seen    []conn.Transition
 	lines   []LogLine
 	attrs   []map[string]string
-	changed chan struct{} // closed and replaced at every new record
+	changed broadcast.Signal // at every new record
 }
 
 // NewRecorder returns an empty recorder.
-func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{})} }
+func NewRecorder() *Recorder { return &Recorder{} }
 
 // OnTransition records t; use it as conn.Config.OnTransition.
 func (r *Recorder) OnTransition(t conn.Transition) {
@@ -49,8 +50,7 @@ func (r *Recorder) OnTransition(t conn.Transition) {
 
 // notify wakes the waiters; r.mu is held.
 func (r *Recorder) notify() {
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.changed.Notify()
 }
 
 // await calls ready under the recorder's lock until it reports true, each
@@ -61,7 +61,7 @@ func (r *Recorder) await(limit time.Duration, ready func() bool) bool {
 	defer timer.Stop()
 	for {
 		r.mu.Lock()
-		ok, ch := ready(), r.changed
+		ok, ch := ready(), r.changed.C()
 		r.mu.Unlock()
 		if ok {
 			return true

@@ -14,10 +14,6 @@ var ErrInvalidSpec = errors.New("fsm: invalid spec")
 // is not permitted in the machine's current state.
 var ErrInvalidEvent = errors.New("fsm: event not permitted")
 
-// ErrNotPermitted is an alias of [ErrInvalidEvent]; both names match the same
-// errors.
-var ErrNotPermitted = ErrInvalidEvent
-
 // SpecError reports one offending entry of a [Spec] (or of the [Options]
 // passed to [New]). It matches errors.Is(err, ErrInvalidSpec).
 type SpecError struct {

@@ -31,7 +31,11 @@ func callKey(tool string, o conn.Outcome, errType string) string {
 // stateGauge is the expected mcpfsm.connection.state of server fx in state cur.
 func stateGauge(cur conn.State) map[string]float64 {
 	out := map[string]float64{}
-	for _, st := range conn.Table().States {
+	spec := conn.Table()
+	for _, st := range spec.States {
+		if spec.Superstate(st.Name) {
+			continue
+		}
 		v := 0.0
 		if st.Name == cur {
 			v = 1

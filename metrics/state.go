@@ -27,7 +27,11 @@ type stateSet struct {
 func (m *Metrics) Track(sup *conn.Supervisor) (untrack func()) {
 	server := sup.Status().Server
 	tr := &tracked{server: metric.WithAttributeSet(attribute.NewSet(serverAttr(server)))}
-	for _, st := range conn.Table().States {
+	spec := conn.Table()
+	for _, st := range spec.States {
+		if spec.Superstate(st.Name) {
+			continue // a group of states, never the current one
+		}
 		tr.states = append(tr.states, stateSet{st.Name, metric.WithAttributeSet(attribute.NewSet(
 			serverAttr(server), attribute.String(KeyState, string(st.Name))))})
 	}

@@ -134,13 +134,23 @@ func regenerateReadme(readme string) (string, error) {
 func stateTable() string {
 	cell := strings.NewReplacer("|", `\|`, "\n", " ").Replace
 	var b strings.Builder
-	b.WriteString("| state | phrase | meaning |\n|---|---|---|\n")
-	for _, st := range conn.Table().States {
+	b.WriteString("| state | inside | phrase | meaning |\n|---|---|---|---|\n")
+	spec := conn.Table()
+	for _, st := range spec.States {
 		name := "`" + string(st.Name) + "`"
 		if st.Terminal {
 			name += " (terminal)"
 		}
-		b.WriteString("| " + name + " | " + cell(st.Name.Phrase()) + " | " + cell(st.Doc) + " |\n")
+		phrase := cell(st.Name.Phrase())
+		if spec.Superstate(st.Name) {
+			name += " (superstate)"
+			phrase = "—"
+		}
+		inside := ""
+		if st.Parent != "" {
+			inside = "`" + string(st.Parent) + "`"
+		}
+		b.WriteString("| " + name + " | " + inside + " | " + phrase + " | " + cell(st.Doc) + " |\n")
 	}
 	return b.String()
 }

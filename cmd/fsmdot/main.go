@@ -30,7 +30,8 @@ const (
 )
 
 // The files -write produces and -check compares, in DIR: the connection
-// machine's, and the tool-sync machine's (conn.SyncTable).
+// machine's, the tool-sync machine's (conn.SyncTable) and the generation
+// machine's (conn.GenerationTable).
 const (
 	dotFile         = "connection.dot"
 	mermaidFile     = "connection.mmd"
@@ -38,6 +39,9 @@ const (
 	syncDotFile     = "tool-sync.dot"
 	syncMermaidFile = "tool-sync.mmd"
 	syncSvgFile     = "tool-sync.svg"
+	genDotFile      = "generation.dot"
+	genMermaidFile  = "generation.mmd"
+	genSvgFile      = "generation.svg"
 )
 
 // installHint tells the user how to get Graphviz, which only SVG needs.
@@ -75,7 +79,8 @@ first: a step the table does not allow is named and nothing is drawn.
 -write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
 is installed, DIR/connection.svg (otherwise it says so and skips the svg),
 and the same three files of the tool-sync machine (conn.SyncTable), named
-tool-sync.*. 'go generate ./conn' runs it on diagrams/.
+tool-sync.*, and of the generation machine (conn.GenerationTable), named
+generation.*. 'go generate ./conn' runs it on diagrams/.
 
 -check DIR exits 1, naming each file, when one of the .dot or .mmd files
 is missing or differs from fresh output. It does not need Graphviz and
@@ -268,12 +273,14 @@ func stateNames() []string {
 // textDiagrams returns the file names and contents that -write produces
 // and -check compares; they need no external tool.
 func textDiagrams() []struct{ name, body string } {
-	spec, sync := conn.Table(), conn.SyncTable()
+	spec, sync, gen := conn.Table(), conn.SyncTable(), conn.GenerationTable()
 	return []struct{ name, body string }{
 		{dotFile, spec.DOT()},
 		{mermaidFile, spec.Mermaid()},
 		{syncDotFile, sync.DOT()},
 		{syncMermaidFile, sync.Mermaid()},
+		{genDotFile, gen.DOT()},
+		{genMermaidFile, gen.Mermaid()},
 	}
 }
 
@@ -289,7 +296,7 @@ func checkDir(dir string) []string {
 		case err != nil:
 			stale = append(stale, fmt.Sprintf("%s cannot be read: %v", path, err))
 		case string(got) != d.body:
-			stale = append(stale, path+" is stale: it differs from conn.Table() or conn.SyncTable()")
+			stale = append(stale, path+" is stale: it differs from conn.Table(), conn.SyncTable() or conn.GenerationTable()")
 		}
 	}
 	return stale
@@ -310,6 +317,7 @@ func writeDir(dir string, stderr io.Writer) error {
 	for _, d := range []struct{ name, dot string }{
 		{svgFile, conn.Table().DOT()},
 		{syncSvgFile, conn.SyncTable().DOT()},
+		{genSvgFile, conn.GenerationTable().DOT()},
 	} {
 		svg, err := renderSVG(d.dot)
 		if errors.Is(err, errNoDot) {

@@ -20,8 +20,9 @@ func TestFsmdotTrace(t *testing.T) {
 	out := mustRun(t, "-trace", traceFile, "-server", "git")
 	for _, want := range []string{
 		`"connecting" -> "established" [label="connected ×2", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
-		`"lost-reconnecting" -> "connecting" [label="backoff-elapsed ×1\nreconnect", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
-		`"established" -> "disposing" [label="dispose ×1", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
+		`"lost-reconnecting" -> "connecting" [label="backoff-elapsed ×1", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
+		// dispose is declared once, from live, and drawn from its cluster.
+		`"live" -> "disposing" [label="dispose ×1", ltail="cluster_live", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
 		`"established" -> "lost-reconnecting" [label="connection-lost ×1", color="#0a58ca", fontcolor="#0a58ca", penwidth=3];`,
 		`"disposed" [label="disposed\nnothing left running", peripheries=2, fillcolor="#cfe2ff", color="#0a58ca", penwidth=3, style="rounded,filled,bold"];`,
 		`"connecting" -> "exhausted" [label="attempt-failed [budget spent]"];`,
@@ -40,7 +41,7 @@ func TestFsmdotTrace(t *testing.T) {
 			{From: conn.Connecting, To: conn.Established, Label: "connected"}:             2,
 			{From: conn.Established, To: conn.LostReconnecting, Label: "connection-lost"}: 1,
 			{From: conn.LostReconnecting, To: conn.Connecting, Label: "backoff-elapsed"}:  1,
-			{From: conn.Established, To: conn.Disposing, Label: "dispose"}:                1,
+			{From: "live", To: conn.Disposing, Label: "dispose"}:                          1,
 			{From: conn.Disposing, To: conn.Disposed, Label: "disposed"}:                  1,
 		},
 	})

@@ -1,6 +1,6 @@
 //lint:file-ignore SA1019 sampling and logging are deprecated upstream (SEP-2577) but still served, and tested.
 
-package fsm_test
+package behaviour_test
 
 import (
 	"context"

@@ -1,7 +1,7 @@
-// Package fsm_test holds the table tests of mcpfsm's connection machine: a
+// Package behaviour_test holds the behaviour tests of conn's supervisor: a
 // real supervisor over in-memory go-sdk servers on a mock clock, driven by
 // scripts of stimuli and compared with the expected transitions and logs.
-package fsm_test
+package behaviour_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package fsm_test
+package behaviour_test
 
 import (
 	"log/slog"

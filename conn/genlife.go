@@ -1,0 +1,454 @@
+package conn
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/fsm"
+)
+
+// GenState is a state of a generation's lifecycle ([GenerationTable]).
+type GenState string
+
+// The states of the generation machine.
+const (
+	// GenConnecting: the attempt opens the transport, initializes the
+	// session and lists the tools.
+	GenConnecting GenState = "connecting"
+	// GenUp: the attempt succeeded; the session serves calls.
+	GenUp GenState = "up"
+	// GenBad: the connection is known bad (the session ended, a
+	// keep-alive probe went unanswered, a request found the server gone);
+	// calls fail fast. The uptime ends at the moment recorded here.
+	GenBad GenState = "bad"
+	// GenClosing: shutdown started: in-flight calls retired (unless the
+	// session ended by itself), the session closing, the process
+	// terminating. The close barrier: nothing replaces the generation
+	// until it leaves this state.
+	GenClosing GenState = "closing"
+	// GenExpired: CloseTimeout passed before the process was confirmed
+	// gone: the supervisor halts (or disposal gives up) rather than risk
+	// two processes of one server. The process may still exit.
+	GenExpired GenState = "expired"
+	// GenReleased: the process is gone (at once for a transport without
+	// one). Terminal.
+	GenReleased GenState = "released"
+
+	genOpen     GenState = "open"     // superstate: connecting, up, bad
+	genShutting GenState = "shutting" // superstate: closing, expired
+)
+
+// GenEvent is an event of the generation machine.
+type GenEvent string
+
+// The events of the generation machine.
+const (
+	// GenConnected: the attempt initialized the session and listed its tools.
+	GenConnected GenEvent = "connected"
+	// GenWentBad: the first bad news about an established connection.
+	GenWentBad GenEvent = "went-bad"
+	// GenClose: the generation is shut down: its attempt failed, its
+	// connection went bad, or the supervisor retires it.
+	GenClose GenEvent = "close"
+	// GenExpire: CloseTimeout passed since the shutdown started.
+	GenExpire GenEvent = "expire"
+	// GenRelease: the transport's process is gone.
+	GenRelease GenEvent = "release"
+)
+
+// GenerationTable returns the declaration of the lifecycle every
+// generation (one transport, one session) goes through. A generation's
+// state changes only by a transition of this table, and each transition
+// the supervisor must hear about reports exactly one message to its loop:
+// connected the attempt's tools; the first of release and expire the
+// failed attempt or the lost connection (with whether the process is
+// gone); a release after the expiry a wake-up, so that a halted
+// supervisor sees the process gone.
+func GenerationTable() fsm.Spec[GenState, GenEvent, struct{}] {
+	return fsm.Spec[GenState, GenEvent, struct{}]{
+		Name:    "generation",
+		Initial: genOpen,
+		States: []fsm.State[GenState]{
+			{Name: genOpen, Initial: GenConnecting, Doc: "close leaves every state in here"},
+			{Name: GenConnecting, Parent: genOpen, Doc: "opening, initializing, listing tools"},
+			{Name: GenUp, Parent: genOpen, Doc: "session up; calls served"},
+			{Name: GenBad, Parent: genOpen, Doc: "connection known bad; calls fail fast", Alarm: true},
+			{Name: genShutting, Initial: GenClosing, Doc: "the close barrier: nothing replaces the generation in here"},
+			{Name: GenClosing, Parent: genShutting, Doc: "calls retired, session closing, process terminating"},
+			{Name: GenExpired, Parent: genShutting, Doc: "CloseTimeout passed; the process may still exit", Alarm: true},
+			{Name: GenReleased, Terminal: true, Doc: "the process is gone"},
+		},
+		Events: []fsm.Event[GenEvent]{
+			{Name: GenConnected, Doc: "the attempt's tools listed"},
+			{Name: GenWentBad, Doc: "the first bad news: session ended, probe unanswered, server gone"},
+			{Name: GenClose, Doc: "attempt failed, connection bad, or retired by the supervisor"},
+			{Name: GenExpire, Doc: "CloseTimeout passed"},
+			{Name: GenRelease, Doc: "the process is gone"},
+		},
+		Transitions: []fsm.Transition[GenState, GenEvent, struct{}]{
+			{Event: GenConnected, From: []GenState{GenConnecting}, To: GenUp},
+			{Event: GenWentBad, From: []GenState{GenUp}, To: GenBad},
+			{Event: GenClose, From: []GenState{genOpen}, To: GenClosing},
+			{Event: GenExpire, From: []GenState{GenClosing}, To: GenExpired},
+			{Event: GenRelease, From: []GenState{genShutting}, To: GenReleased},
+		},
+	}
+}
+
+// genMoves is GenerationTable flattened once: the next state for every
+// (state, event) the table permits. Every generation's transitions look
+// it up; nothing else changes a generation's state.
+var genMoves = func() map[GenState]map[GenEvent]GenState {
+	spec := GenerationTable()
+	if err := spec.Validate(); err != nil {
+		panic(fmt.Sprintf("conn: generation table: %v", err)) // tested to be valid
+	}
+	out := map[GenState]map[GenEvent]GenState{}
+	for _, e := range spec.Flatten() {
+		if out[e.From] == nil {
+			out[e.From] = map[GenEvent]GenState{}
+		}
+		out[e.From][e.Event] = e.To
+	}
+	return out
+}()
+
+// genCause is why a generation was closed, which decides what its
+// release reports to the loop.
+type genCause uint8
+
+const (
+	causeRetired genCause = iota // the supervisor retired it: nothing to report
+	causeFailed                  // its attempt failed: report the failure
+	causeLost                    // its connection went bad: report the loss
+)
+
+// genEvent is what an event of the generation machine carries.
+type genEvent struct {
+	tools   []Tool    // connected: the attempt's tools
+	err     error     // went-bad, close: why
+	at      time.Time // went-bad: when the connection was first known bad
+	natural bool      // went-bad: the session ended by itself (the SDK retired its calls)
+	cause   genCause  // close
+	// own: the firing goroutine is the supervisor's own, with nothing
+	// left to do that cannot wait (the attempt's, the one that reaped
+	// the process), so the report may run the loop on it (startLoop).
+	own bool
+}
+
+// genLife is a generation's machine: its state and what its transitions
+// recorded. The state is written under the generation's mu, and also
+// kept in an atomic so that the call path reads it without the lock.
+type genLife struct {
+	state   atomic.Pointer[GenState]
+	cause   genCause
+	badAt   time.Time // when the connection was first known bad
+	badErr  error     // why; written once, before the state becomes bad
+	natural bool      // the session ended by itself
+	closed  genEvent  // the close event, for the report of the release
+	term    Terminator
+	// An end the transport reported while the attempt ran, which the
+	// machine defers until the attempt's outcome (run replays it once up).
+	early, earlyExited bool
+}
+
+// genStates holds one pointer per state, so that a transition stores a
+// pointer and allocates nothing.
+var genStates = func() map[GenState]*GenState {
+	out := map[GenState]*GenState{}
+	for _, st := range GenerationTable().States {
+		out[st.Name] = &st.Name
+	}
+	return out
+}()
+
+// lifeState returns the generation's state.
+func (g *generation) lifeState() GenState {
+	if p := g.life.state.Load(); p != nil {
+		return *p
+	}
+	return GenConnecting
+}
+
+// down reports whether the generation is past its useful life: calls
+// fail fast.
+func (g *generation) down() bool {
+	switch g.lifeState() {
+	case GenConnecting, GenUp:
+		return false
+	}
+	return true
+}
+
+// closingLocked reports, under g.mu, whether shutdown started: nothing new may
+// be attached.
+func (g *generation) closingLocked() bool {
+	switch g.lifeState() {
+	case GenClosing, GenExpired, GenReleased:
+		return true
+	}
+	return false
+}
+
+// badCause returns why the connection is bad, or nil if it is not known
+// to be.
+func (g *generation) badCause() error {
+	if g.lifeState() == GenConnecting || g.lifeState() == GenUp {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.life.badErr
+}
+
+// fire runs one event through g's machine and reports whether the table
+// permits it in g's state; an event it does not permit changes nothing,
+// so that the first bad news, the first close and the first of release
+// and expiry win. Under g.mu it moves the state, records the event's data,
+// does what must precede the report (close the channels the supervisor
+// reads, arm timers) and queues the transition's report on the loop; then,
+// unlocked, it runs the new state's entry action, and runs the loop if the
+// report started it.
+func (g *generation) fire(ev GenEvent, d genEvent) bool {
+	s := g.sup
+	g.mu.Lock()
+	from := g.lifeState()
+	to, ok := genMoves[from][ev]
+	if !ok {
+		g.mu.Unlock()
+		return false
+	}
+	g.life.state.Store(genStates[to])
+	var report func()
+	term := g.life.term
+	switch to {
+	case GenUp:
+		tools := d.tools
+		// Armed before the loop hears "up", so that whoever sees the
+		// established transition (a test advancing a fake clock) knows
+		// the first ping is already scheduled.
+		g.startKeepAliveLocked()
+		report = func() { s.attemptDone(g, tools, nil, true) }
+	case GenBad:
+		g.life.badAt, g.life.badErr, g.life.natural = d.at, d.err, d.natural
+		g.stopKeepAliveLocked()
+	case GenClosing:
+		g.stopKeepAliveLocked() // a retired generation too: no timer keeps it in memory
+		g.life.cause, g.life.closed = d.cause, d
+		if d.cause == causeLost {
+			g.life.closed.err, g.life.closed.at = g.life.badErr, g.life.badAt
+		}
+		// One barrier deadline per generation, armed before anything is
+		// closed: every waiter shares it, and a test that sees the
+		// close begin can advance a fake clock past it.
+		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(GenExpire, genEvent{own: true}) }) // the clock's own goroutine
+		// The session's close (shutdownWork) is a worker, counted here so
+		// that whoever sees closing (disposal) sees it counted.
+		s.workers.Add(1)
+	case GenExpired:
+		close(g.expired)
+		report = g.releaseReport(false)
+	case GenReleased:
+		close(g.released)
+		if from == GenExpired {
+			// Released after the barrier gave up: the loop, which may
+			// have halted on it, is woken to see (afterTurn).
+			report = func() {}
+		} else {
+			report = g.releaseReport(true)
+		}
+	}
+	var start bool
+	if report != nil {
+		start, _ = s.turns.add(report)
+	}
+	g.mu.Unlock()
+	if s.cfg.onStep != nil {
+		s.cfg.onStep("generation", string(from), string(ev), "", string(to))
+	}
+
+	switch to {
+	case GenBad:
+		g.fire(GenClose, genEvent{cause: causeLost, own: d.own})
+	case GenClosing:
+		g.shutdownWork(d.own)
+	case GenReleased:
+		if term != nil {
+			s.procs.remove(term)
+		}
+		// A retired generation keeps no timer that would hold it in
+		// memory for CloseTimeout.
+		g.expiry.Stop()
+	}
+	s.startLoop(start, d.own)
+	return true
+}
+
+// releaseReport is the report of the first of release and expiry, under
+// g.mu: the failed attempt, or the lost connection, with whether the
+// process is gone; nil for a generation the supervisor retired.
+func (g *generation) releaseReport(released bool) func() {
+	s, c := g.sup, g.life.closed
+	switch g.life.cause {
+	case causeFailed:
+		return func() { s.attemptDone(g, nil, markPermanent(g.withCause(c.err)), released) }
+	case causeLost:
+		return func() { s.lost(g, g.withCause(c.err), c.at, released) }
+	}
+	return nil
+}
+
+// shutdownWork is the entry action of closing: retire the in-flight calls
+// (so that the SDK's graceful Close cannot wait on them), close the
+// session, and terminate the transport's process beside it; the release
+// fires when the process is gone.
+func (g *generation) shutdownWork(own bool) {
+	s := g.sup
+	g.mu.Lock()
+	natural := g.life.natural
+	sess, t := g.sess, g.transport
+	g.mu.Unlock()
+	if !natural {
+		// A session that ended by itself has had its calls retired by
+		// the SDK already, and cancelling would race the wait of a call
+		// whose reply did arrive; its context is then never cancelled,
+		// which holds no goroutine.
+		g.cancel()
+		g.calls.close(true)
+	}
+	// The session's Close may wait on the server (an HTTP DELETE, a write
+	// to a pipe nobody reads): the process is terminated beside it, not
+	// after it, and the barrier is the process.
+	go func() {
+		defer s.workers.Done() // added by the transition into closing
+		if sess != nil {
+			_ = sess.Close()
+		}
+		g.calls.close(false)
+	}()
+	term, ok := t.(Terminator)
+	if !ok {
+		g.fire(GenRelease, genEvent{own: own}) // no process: nothing can outlive the session
+		return
+	}
+	g.mu.Lock()
+	g.life.term = term
+	g.mu.Unlock()
+	gone := terminateWithin(term, s.cfg.CloseTimeout)
+	switch _, reports := term.(endReporter); {
+	case isDone(gone):
+		g.fire(GenRelease, genEvent{own: own}) // found gone already
+	case reports:
+		// Its processGone comes on the goroutine that reaped it, which
+		// saves a goroutine's wake-up on the way from the process's end
+		// to the loop. One that came before closing was ignored, and the
+		// process's channel was closed before it: isDone saw that.
+	default:
+		go func() {
+			<-gone
+			g.fire(GenRelease, genEvent{own: true})
+		}()
+	}
+}
+
+// shutdown retires the generation (a close the supervisor decides: its
+// own disposal, a strict startup) and returns the released channel; a
+// generation already closing is left as it is.
+func (g *generation) shutdown() <-chan struct{} {
+	g.fire(GenClose, genEvent{cause: causeRetired})
+	return g.released
+}
+
+// reportsEnd reports whether g's transport tells of the session's end
+// (sessionEnded): a stdio process, or the wire around any transport but
+// Streamable HTTP.
+func (g *generation) reportsEnd() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.transport.(endReporter)
+	return ok || g.wire != nil
+}
+
+// sessionEnded implements endSink: the process of g's transport exited,
+// or its connection closed. Reports of a transport g no longer uses (the
+// first process of an attempt that learnt the classic handshake) are no
+// news. While the attempt runs, the end is kept for the attempt's outcome.
+func (g *generation) sessionEnded(src any, exited bool) {
+	g.mu.Lock()
+	if src != any(g.transport) && (g.wire == nil || src != any(g.wire)) {
+		g.mu.Unlock()
+		return
+	}
+	if g.lifeState() == GenConnecting {
+		if !g.life.early {
+			g.life.early, g.life.earlyExited = true, exited
+		}
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	g.ended(exited, exited)
+}
+
+// ended is the end of g's session as went-bad. An exit is reported by the
+// goroutine that reaps the process, which blocks on nothing: the
+// generation closes there (own), and its release reports the loss from
+// there too, once the process is reaped. The SDK retires pending calls
+// once it reads the rest of the pipe (a dead server's last replies are
+// delivered), so the calls are not cancelled (natural). A closed
+// connection is waited out off the caller (the SDK's reader) for the
+// session's error.
+func (g *generation) ended(exited, own bool) {
+	s := g.sup
+	if exited {
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
+		return
+	}
+	// Counted as a worker under the lock, only while up: disposal, which
+	// waits for the workers, first moves every generation past up under
+	// the same lock, so no worker is added once it waits.
+	g.mu.Lock()
+	if g.lifeState() != GenUp {
+		g.mu.Unlock()
+		return // already going: a shutdown closed the connection
+	}
+	s.workers.Add(1)
+	g.mu.Unlock()
+	go func() {
+		defer s.workers.Done()
+		err := g.sess.Wait()
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: err, natural: true})
+	}()
+}
+
+// processGone implements endSink: the release, when g is shutting down;
+// earlier, no news (shutdownWork finds the process gone).
+func (g *generation) processGone(src any) {
+	g.mu.Lock()
+	mine := src == any(g.transport)
+	g.mu.Unlock()
+	if mine {
+		g.fire(GenRelease, genEvent{own: true})
+	}
+}
+
+// markBad reports the first bad news about an established connection;
+// later news, and news about a generation not up, changes nothing.
+func (g *generation) markBad(at time.Time, err error) {
+	g.fire(GenWentBad, genEvent{at: at, err: err})
+}
+
+// boundedTerminator is a [Terminator] that can fit its shutdown schedule
+// into a deadline.
+type boundedTerminator interface {
+	terminateWithin(time.Duration) <-chan struct{}
+}
+
+// terminateWithin terminates t so that it ends within d if it can.
+func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
+	if bt, ok := t.(boundedTerminator); ok {
+		return bt.terminateWithin(d)
+	}
+	return t.Terminate()
+}
