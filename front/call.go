@@ -41,6 +41,9 @@ func (f *Front) invoke(ctx context.Context, req *mcp.CallToolRequest, name strin
 	start := f.opts.Clock.Now()
 	end := f.begin(ctx, req.Session, t.Server)
 	res, err := f.callTool(ctx, req, t, args)
+	if err == nil {
+		f.settleLogs(ctx, req.Session, t.Server)
+	}
 	end()
 	f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
 	var wire *jsonrpc.Error

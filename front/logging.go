@@ -122,5 +122,12 @@ func (f *Front) relayLog(ctx context.Context, server string, p *mcp.LoggingMessa
 	}
 	if err != nil {
 		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		return
+	}
+	if in := f.newest(ss, server); in != nil {
+		select {
+		case in.logged <- struct{}{}: // the call waits for its messages (settleLogs)
+		default:
+		}
 	}
 }

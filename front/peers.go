@@ -48,6 +48,9 @@ type inflight struct {
 	// ctx is the request's context in the front server: a message sent to
 	// the session under its values goes on the request's own stream.
 	ctx context.Context
+	// logged has a value once a log message of the server was relayed
+	// during the request (see Front.settleLogs).
+	logged chan struct{}
 }
 
 // begin records a request of ss in flight on server, made under ctx; the
@@ -56,7 +59,7 @@ func (f *Front) begin(ctx context.Context, ss *mcp.ServerSession, server string)
 	if ss == nil {
 		return func() {}
 	}
-	in := &inflight{ctx: ctx}
+	in := &inflight{ctx: ctx, logged: make(chan struct{}, 1)}
 	f.peers.mu.Lock()
 	pe := f.peers.get(ss)
 	pe.calls[server] = append(pe.calls[server], in)
@@ -78,11 +81,19 @@ func (f *Front) begin(ctx context.Context, ss *mcp.ServerSession, server string)
 // requestContext is the context of the newest request of ss in flight on
 // server, or nil when it has none.
 func (f *Front) requestContext(ss *mcp.ServerSession, server string) context.Context {
+	if in := f.newest(ss, server); in != nil {
+		return in.ctx
+	}
+	return nil
+}
+
+// newest is the newest request of ss in flight on server, or nil.
+func (f *Front) newest(ss *mcp.ServerSession, server string) *inflight {
 	f.peers.mu.Lock()
 	defer f.peers.mu.Unlock()
 	if pe := f.peers.by[ss]; pe != nil {
 		if calls := pe.calls[server]; len(calls) > 0 {
-			return calls[len(calls)-1].ctx
+			return calls[len(calls)-1]
 		}
 	}
 	return nil
@@ -191,6 +202,16 @@ func (f *Front) setLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.Logg
 		}
 	}
 	return most
+}
+
+// levelOf is the logging level ss set, "" if none.
+func (f *Front) levelOf(ss *mcp.ServerSession) mcp.LoggingLevel {
+	f.peers.mu.Lock()
+	defer f.peers.mu.Unlock()
+	if pe := f.peers.by[ss]; pe != nil {
+		return pe.level
+	}
+	return ""
 }
 
 // severity orders the logging levels, debug (0) to emergency (7).

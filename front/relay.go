@@ -131,13 +131,30 @@ const (
 // once, but its notifications (sent before the answer) to the
 // middleware only in turn, and a client drops progress that arrives
 // after the result.
-func (f *Front) settle(ctx context.Context, r progressRoute) {
+func (f *Front) settle(ctx context.Context, r progressRoute) { f.quietFor(ctx, r.relayed) }
+
+// settleLogs is settle for the log messages of a call of ss to server,
+// when ss asked for log messages (set a logging level): a message the
+// server sent during the call still reaches it before the result, on the
+// call's stream.
+func (f *Front) settleLogs(ctx context.Context, ss *mcp.ServerSession, server string) {
+	if f.levelOf(ss) == "" {
+		return
+	}
+	if in := f.newest(ss, server); in != nil {
+		f.quietFor(ctx, in.logged)
+	}
+}
+
+// quietFor waits until relayed has had no value for progressQuiet, at
+// most progressSettle, or until ctx ends.
+func (f *Front) quietFor(ctx context.Context, relayed <-chan struct{}) {
 	deadline := f.opts.Clock.Timer(progressSettle)
 	defer deadline.Stop()
 	for {
 		quiet := f.opts.Clock.Timer(progressQuiet)
 		select {
-		case <-r.relayed:
+		case <-relayed:
 			quiet.Stop()
 		case <-quiet.C:
 			return

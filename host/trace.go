@@ -17,18 +17,11 @@ import (
 // be checked against conn.Table with trace.Check and drawn with
 // fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
 type Tracer struct {
-	path   string
-	guards map[edgeKey]string // the guard of each declared (from, event, to)
+	path string
 
 	mu  sync.Mutex
 	f   *os.File
 	err error // the first write error
-}
-
-type edgeKey struct {
-	from  conn.State
-	event conn.Event
-	to    conn.State
 }
 
 // OpenTrace appends a trace to the file at path (created with mode 0600).
@@ -37,14 +30,7 @@ func OpenTrace(path string) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
 	}
-	t := &Tracer{path: path, f: f, guards: map[edgeKey]string{}}
-	for _, e := range conn.Table().Flatten() {
-		k := edgeKey{e.From, e.Event, e.To}
-		if _, seen := t.guards[k]; !seen {
-			t.guards[k] = e.When
-		}
-	}
-	return t, nil
+	return &Tracer{path: path, f: f}, nil
 }
 
 // Path is the trace's file.
@@ -56,7 +42,7 @@ func (t *Tracer) Record(tr conn.Transition) {
 	s := trace.Step{
 		Time: tr.At.UTC().Format(time.RFC3339Nano), Server: tr.Server,
 		From: string(tr.From), Event: string(tr.Event), To: string(tr.To),
-		Guard:   t.guards[edgeKey{tr.From, tr.Event, tr.To}],
+		Guard:   tr.Guard,
 		Attempt: tr.Attempt, Generation: tr.Generation,
 	}
 	if tr.Delay > 0 {
