@@ -172,7 +172,7 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 		return nil, g.unavailable(public, nil)
 	}
 	defer g.calls.end(n)
-	res, err := g.sess.CallTool(n, &mcp.CallToolParams{Name: raw, Arguments: args})
+	res, err := g.sess.CallTool(n, &mcp.CallToolParams{Meta: callMeta(ctx), Name: raw, Arguments: args})
 	if err != nil && n.expired() {
 		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
 			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)

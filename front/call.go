@@ -62,27 +62,15 @@ func (f *Front) invoke(ctx context.Context, req *mcp.CallToolRequest, name strin
 }
 
 // callTool calls t for req. A call whose client asked for progress
-// carries a token of the front's own to the server (see progressTokens),
-// so it goes through the supervisor's session: conn.Tool.Call sends no
-// _meta. Such a call is still bounded by the supervisor's CallTimeout and
-// fails with conn.ErrUnavailable during an outage, but it is not counted
-// against MaxConcurrentCalls nor held by HoldCalls.
+// carries a token of the front's own to the server (see progressTokens).
 func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (*mcp.CallToolResult, error) {
 	token := req.Params.GetProgressToken()
-	sup, ok := (*conn.Supervisor)(nil), false
-	if token != nil && f.opts.Supervisor != nil {
-		sup, ok = f.opts.Supervisor(t.Server)
-	}
-	if !ok || sup == nil || req.Session == nil {
+	if token == nil || req.Session == nil {
 		return t.Call(ctx, args)
 	}
 	ours, route, forget := f.progress.add(ctx, req.Session, token)
 	defer forget()
-	var res *mcp.CallToolResult
-	err := sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": ours}, Name: t.Raw.Name, Arguments: args})
-		return err
-	})
+	res, err := t.Call(conn.WithCallMeta(ctx, mcp.Meta{"progressToken": ours}), args)
 	if err == nil {
 		f.settle(ctx, route)
 	}
@@ -124,8 +112,7 @@ func errorResult(text string) *mcp.CallToolResult {
 
 // serverOf is the server part of a public tool name.
 func serverOf(public string) string {
-	rest, _ := strings.CutPrefix(public, "mcp__")
-	server, _, _ := strings.Cut(rest, "__")
+	server, _, _ := conn.SplitToolName(public)
 	return server
 }
 

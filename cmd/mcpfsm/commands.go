@@ -241,11 +241,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // serverOf finds the server a public tool name belongs to: server names
 // hold no "__", so the name between "mcp__" and the next "__" is it.
 func serverOf(cfg *config.Config, tool string) (config.Server, bool) {
-	rest, ok := strings.CutPrefix(tool, "mcp__")
-	if !ok {
-		return config.Server{}, false
-	}
-	name, _, ok := strings.Cut(rest, "__")
+	name, _, ok := conn.SplitToolName(tool)
 	if !ok {
 		return config.Server{}, false
 	}
