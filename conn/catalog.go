@@ -106,24 +106,13 @@ func (c *Catalog) notify() {
 
 // reserve claims server for s, as Start does with a registry.
 func (c *Catalog) reserve(server string, s *Supervisor) (func(), error) {
-	entry := &catalogServer{sup: s}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.servers[server]; ok {
-		return nil, fmt.Errorf("%w: %q is already supervised with this catalog; give each server a distinct Name",
-			ErrDuplicateServer, server)
-	}
-	c.servers[server] = entry
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.servers[server] == entry {
-			delete(c.servers, server)
-			if entry.cat != nil {
-				c.notify()
-			}
+	return reserve(&c.mu, c.servers, server, &catalogServer{sup: s}, "catalog", func(entry *catalogServer) {
+		if entry.cat != nil {
+			c.notify()
 		}
-	}, nil
+	})
 }
 
 // publish swaps in a server's listing (nil drops it) in one step.

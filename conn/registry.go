@@ -206,22 +206,10 @@ func (r *ToolRegistry) Replace(old, next []Tool) ([]func(), error) {
 // Reserve claims a server name for one supervisor. It fails with
 // [ErrDuplicateServer] while another supervisor holds the name.
 func (r *ToolRegistry) Reserve(server string) (func(), error) {
-	tok := &reservation{server}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.init()
-	if _, ok := r.servers[server]; ok {
-		return nil, fmt.Errorf("%w: %q is already supervised with this registry; give each server a distinct Name",
-			ErrDuplicateServer, server)
-	}
-	r.servers[server] = tok
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.servers[server] == tok {
-			delete(r.servers, server)
-		}
-	}, nil
+	return reserve(&r.mu, r.servers, server, &reservation{server}, "registry", nil)
 }
 
 // Tools returns the registered tools sorted by public name.
