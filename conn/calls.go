@@ -162,27 +162,43 @@ func (x *callCtx) expired() bool {
 
 // call is Tool.Call on this generation.
 func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
-	if g.down() {
-		return nil, g.unavailable(public, nil)
-	}
-	// CallTimeout bounds the call, and shutting the generation down
-	// retires it at once.
-	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
-	if !ok {
-		return nil, g.unavailable(public, nil)
-	}
-	defer g.calls.end(n)
-	res, err := g.sess.CallTool(n, &mcp.CallToolParams{Meta: callMeta(ctx), Name: raw, Arguments: args})
-	if err != nil && n.expired() {
-		return nil, fmt.Errorf("mcp server %q: tool %q did not answer within CallTimeout (%v): %w",
-			g.sup.cfg.Name, public, g.sup.cfg.CallTimeout, context.DeadlineExceeded)
-	}
-	if err != nil && (g.down() || connectionGone(err)) {
-		return nil, g.unavailable(public, g.requestFailed(err))
-	}
+	var res *mcp.CallToolResult
+	err := g.request(ctx, public, func(ctx context.Context) (err error) {
+		res, err = g.sess.CallTool(ctx, &mcp.CallToolParams{Meta: callMeta(ctx), Name: raw, Arguments: args})
+		return err
+	})
 	// The caller may be a remote MCP client: the SDK's errors quote the
 	// endpoint's URL.
 	return res, redact.Error(err)
+}
+
+// request runs do on g's session as one request of a caller, the single
+// path of tool calls and WithSession: bounded by CallTimeout, retired at
+// once when g shuts down, and failing with the one unavailable error
+// (matching ErrUnavailable) when g is down or goes away under it. tool is
+// the public name of the tool called, "" for another request.
+func (g *generation) request(ctx context.Context, tool string, do func(context.Context) error) error {
+	if g.down() {
+		return g.unavailable(tool, nil)
+	}
+	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
+	if !ok {
+		return g.unavailable(tool, nil)
+	}
+	defer g.calls.end(n)
+	err := do(n)
+	if err != nil && n.expired() {
+		what := "the request"
+		if tool != "" {
+			what = fmt.Sprintf("tool %q", tool)
+		}
+		return fmt.Errorf("mcp server %q: %s did not answer within CallTimeout (%v): %w: %w",
+			g.sup.cfg.Name, what, g.sup.cfg.CallTimeout, context.DeadlineExceeded, err)
+	}
+	if err != nil && (g.down() || connectionGone(err)) {
+		return g.unavailable(tool, g.requestFailed(err))
+	}
+	return err
 }
 
 // connectionGone reports errors that mean the server went away under the

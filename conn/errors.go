@@ -100,9 +100,15 @@ type unavailableError struct {
 }
 
 func (e *unavailableError) Error() string {
-	if e.cause != nil {
+	switch {
+	case e.cause != nil && e.tool == "":
+		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the request: %v",
+			e.server, e.state, e.cause)
+	case e.cause != nil:
 		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the call of tool %q: %v",
 			e.server, e.state, e.tool, e.cause)
+	case e.tool == "":
+		return fmt.Sprintf("mcp server %q is unavailable (state %s): nothing was sent", e.server, e.state)
 	}
 	return fmt.Sprintf("mcp server %q is unavailable (state %s): tool %q was not called", e.server, e.state, e.tool)
 }

@@ -49,23 +49,10 @@ type genSession struct {
 // too. Otherwise it returns f's error as is.
 func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *mcp.ClientSession) error) error {
 	g := s.ext.live.Load()
-	if g == nil || g.down() {
-		return &sessionError{server: s.cfg.Name, state: s.State()}
+	if g == nil {
+		return &unavailableError{server: s.cfg.Name, state: s.State()}
 	}
-	n, ok := g.calls.start(ctx, s.clk, s.cfg.CallTimeout)
-	if !ok {
-		return &sessionError{server: s.cfg.Name, state: s.State()}
-	}
-	defer g.calls.end(n)
-	err := f(n, g.sess)
-	if err != nil && n.expired() {
-		return fmt.Errorf("mcp server %q: no answer within CallTimeout (%v): %w: %w",
-			s.cfg.Name, s.cfg.CallTimeout, context.DeadlineExceeded, err)
-	}
-	if err != nil && (g.down() || connectionGone(err)) {
-		return &sessionError{server: s.cfg.Name, state: s.State(), cause: redact.Error(err)}
-	}
-	return err
+	return g.request(ctx, "", func(ctx context.Context) error { return f(ctx, g.sess) })
 }
 
 // ReadResource reads a resource of the server through [Supervisor.WithSession].
@@ -177,24 +164,6 @@ func (s *Supervisor) established(g *generation) {
 		g.catalogChanged()
 	}
 }
-
-// sessionError is a fast-failed WithSession.
-type sessionError struct {
-	server string
-	state  State
-	cause  error
-}
-
-func (e *sessionError) Error() string {
-	if e.cause != nil {
-		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the request: %v",
-			e.server, e.state, e.cause)
-	}
-	return fmt.Sprintf("mcp server %q is unavailable (state %s): nothing was sent", e.server, e.state)
-}
-
-func (e *sessionError) Is(target error) bool { return target == ErrUnavailable }
-func (e *sessionError) Unwrap() error        { return e.cause }
 
 // startSession sets up what the supervisor keeps beyond tools: the
 // initial roots, the catalog reservation (released with the registry's)
