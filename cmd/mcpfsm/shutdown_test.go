@@ -83,6 +83,7 @@ func TestServeHTTPStopsPromptlyWithAClient(t *testing.T) {
 	at := stderr.waitFor(t, 0, "received terminated: draining")
 	at = stderr.waitFor(t, at, `msg=stopped took=`)
 	took, err := time.ParseDuration(strings.Fields(stderr.String()[at:])[0])
+	t.Logf("serve stopped %v after SIGTERM with a client connected (wall %v)", took, time.Since(start))
 	if err != nil || took >= time.Second {
 		t.Errorf("serve stopped %v (%v) after SIGTERM with a client connected, want under 1s; stderr:\n%s", took, err, stderr)
 	}
