@@ -72,6 +72,7 @@ func newIsolationRig(t *testing.T) *isolationRig {
 	}
 	rec.Expect(t, limit, conn.Established)
 	ctx, cancel := context.WithCancel(context.Background())
+	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
 	hs := httptest.NewServer(f.Handler())
@@ -115,11 +116,18 @@ func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *http
 
 func (p *httpPeer) call(t *testing.T, tool string, args any) string {
 	t.Helper()
+	return callText(t, p.sess, &mcp.CallToolParams{Name: "mcp__a__" + tool, Arguments: args})
+}
+
+// callText calls a tool on sess and returns the text of its result,
+// failing t on an error or a tool error.
+func callText(t *testing.T, sess *mcp.ClientSession, params *mcp.CallToolParams) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	res, err := p.sess.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__" + tool, Arguments: args})
+	res, err := sess.CallTool(ctx, params)
 	if err != nil {
-		t.Fatalf("call %s: %v", tool, err)
+		t.Fatalf("call %s: %v", params.Name, err)
 	}
 	var texts []string
 	for _, c := range res.Content {
@@ -128,7 +136,7 @@ func (p *httpPeer) call(t *testing.T, tool string, args any) string {
 		}
 	}
 	if res.IsError {
-		t.Fatalf("call %s: tool error %q", tool, texts)
+		t.Fatalf("call %s: tool error %q", params.Name, texts)
 	}
 	return strings.Join(texts, "")
 }

@@ -119,6 +119,7 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 	}
 	rec.Expect(t, limit, conn.Established)
 	ctx, cancel := context.WithCancel(context.Background())
+	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
 	hs := httptest.NewServer(f.Handler())
@@ -187,22 +188,7 @@ func (r *relayRig) connect(t *testing.T, front, name, protocol string, roots ...
 
 func (c *relayClient) call(t *testing.T, tool string, meta mcp.Meta) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	res, err := c.sess.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: map[string]any{}})
-	if err != nil {
-		t.Fatalf("call %s: %v", tool, err)
-	}
-	var texts []string
-	for _, ct := range res.Content {
-		if tc, ok := ct.(*mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	if res.IsError {
-		t.Fatalf("call %s: tool error %q", tool, texts)
-	}
-	return strings.Join(texts, "")
+	return callText(t, c.sess, &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: map[string]any{}})
 }
 
 // A backend's progress reaches the calling client under the client's own

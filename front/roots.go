@@ -50,14 +50,16 @@ func (f *Front) fetchRoots(ss *mcp.ServerSession) {
 }
 
 // rootsMiddleware reads the roots of a session whose roots could not be
-// read at initialized, at its first request that may reach a server,
-// under that request's context: over Streamable HTTP they travel on the
-// request's own stream.
+// read at initialized, or are not read yet (its first request may come
+// before the read at initialized is done), at its first request that may
+// reach a server, under that request's context and before the request
+// goes on: over Streamable HTTP they travel on the request's own stream,
+// and the server's roots/list during the request finds them.
 func (f *Front) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call", "resources/read", "prompts/get", "completion/complete", "resources/subscribe":
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && f.setRootsPending(ss, false) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && f.rootsUnread(ss) {
 				rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
 				if err := f.readRoots(rctx, ss); err != nil {
 					f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
@@ -115,6 +117,20 @@ func (f *Front) Roots() ([]*mcp.Root, bool) {
 		return nil, false
 	}
 	return f.rootsOf(live[0])
+}
+
+// rootsUnread reports whether ss offers roots that the front has not
+// read, or whose read at initialized failed; it clears the failure.
+func (f *Front) rootsUnread(ss *mcp.ServerSession) bool {
+	if f.setRootsPending(ss, false) {
+		return true
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
+		return false
+	}
+	_, known := f.rootsOf(ss)
+	return !known
 }
 
 // wait waits for the roots fetches in flight.
