@@ -1,12 +1,16 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,24 +66,7 @@ func TestInspectorOnBothEras(t *testing.T) {
 				if era == "modern" {
 					target = append(target, "--protocol-era", "modern")
 				}
-				run := func(args ...string) map[string]any {
-					t.Helper()
-					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-					defer cancel()
-					cmd := exec.CommandContext(ctx, "node", append(append([]string{launcher, "--cli"}, target...), args...)...)
-					cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+t.TempDir())
-					var stderr strings.Builder
-					cmd.Stderr = &stderr
-					out, err := cmd.Output()
-					if err != nil {
-						t.Fatalf("inspector %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
-					}
-					var v map[string]any
-					if err := json.Unmarshal(out, &v); err != nil {
-						t.Fatalf("inspector %v: output is not JSON: %v\n%s", args, err, out)
-					}
-					return v
-				}
+				run := func(args ...string) map[string]any { t.Helper(); return inspect(t, launcher, path, target, args...) }
 				v := run("--method", "tools/call", "--tool-name", "test_simple_text")
 				if b, _ := json.Marshal(v["content"]); !strings.Contains(string(b), "This is a simple text response for testing.") {
 					t.Errorf("tools/call test_simple_text = %s", b)
@@ -91,4 +78,98 @@ func TestInspectorOnBothEras(t *testing.T) {
 			})
 		}
 	}
+}
+
+// inspect runs the Inspector CLI on target with args and returns its JSON
+// output.
+func inspect(t *testing.T, launcher, path string, target []string, args ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append(append([]string{launcher, "--cli"}, target...), args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inspector %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("inspector %v: output is not JSON: %v\n%s", args, err, out)
+	}
+	return v
+}
+
+// TestInspectorAcrossABackendKill: the Inspector CLI calls a tool through
+// a long-running serve -listen on both eras, the backend is SIGKILLed,
+// and once serve has reconnected it the same calls succeed again.
+func TestInspectorAcrossABackendKill(t *testing.T) {
+	launcher, path := inspectorCLI(t)
+	cfg := serveConfig(t)
+	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody waits for this line
+			}
+		}
+	}()
+	await := func(what string) string {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l := <-lines:
+				if strings.Contains(l, what) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("serve never logged %q within 30s", what)
+			}
+		}
+	}
+	_, rest, _ := strings.Cut(await("serving MCP over Streamable HTTP at "), "serving MCP over Streamable HTTP at ")
+	url := strings.Trim(strings.Fields(rest)[0], `"`)
+	call := func() {
+		t.Helper()
+		for _, era := range [][]string{nil, {"--protocol-era", "modern"}} {
+			target := append([]string{url, "--transport", "http"}, era...)
+			v := inspect(t, launcher, path, target, "--method", "tools/call", "--tool-name", "test_simple_text")
+			if b, _ := json.Marshal(v["content"]); !strings.Contains(string(b), "This is a simple text response for testing.") {
+				t.Errorf("tools/call %v = %s", era, b)
+			}
+		}
+	}
+	call()
+	// A child is listed under the thread that started it.
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("cannot list serve's threads: %v", err)
+	}
+	var fields []string
+	for _, task := range tasks {
+		children, _ := os.ReadFile(task)
+		fields = append(fields, strings.Fields(string(children))...)
+	}
+	if len(fields) != 1 {
+		t.Fatalf("serve has children %q, want the one backend", fields)
+	}
+	pid, _ := strconv.Atoi(fields[0])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	await("reconnected")
+	call()
 }
