@@ -1,5 +1,7 @@
 package conn
 
+import "github.com/mcpfsm/mcpfsm/conn/internal/proc"
+
 // ReconnectWaiters returns how many Reconnect calls wait for the attempt
 // in flight, read on the supervisor's loop.
 func ReconnectWaiters(s *Supervisor) int {
@@ -14,7 +16,7 @@ func ObserveSteps(cfg *Config, f func(machine, from, event, when, to string)) { 
 
 // The environment helpers, for the tests of what reaches a child.
 var (
-	ChildEnv         = allowedEnv
-	InheritedEnv     = inheritedEnv
-	IsDefaultEnvName = isDefaultEnvName
+	ChildEnv         = proc.AllowedEnv
+	InheritedEnv     = proc.InheritedEnv
+	IsDefaultEnvName = proc.IsDefaultEnvName
 )

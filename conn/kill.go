@@ -57,8 +57,5 @@ func (p *processes) killAll() {
 // killNow terminates t with no grace period: for the package's own
 // transports the process group is SIGKILLed before it returns.
 func killNow(t Terminator) <-chan struct{} {
-	if bt, ok := t.(boundedTerminator); ok {
-		return bt.terminateWithin(time.Nanosecond) // no room for a grace period
-	}
-	return t.Terminate()
+	return terminateWithin(t, time.Nanosecond) // no room for a grace period
 }

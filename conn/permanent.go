@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"os/exec"
 	"syscall"
 )
@@ -81,26 +80,4 @@ func markPermanent(err error) error {
 		return &PermanentError{Fix: fix, Err: err}
 	}
 	return err
-}
-
-// checkDir reports a working directory that cannot be entered as the
-// "chdir" *fs.PathError os.StartProcess reports without SysProcAttr: with
-// one (the process group), a missing directory looks like a missing
-// program.
-func checkDir(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	fi, err := os.Stat(dir)
-	switch {
-	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return &fs.PathError{Op: "chdir", Path: dir, Err: err}
-	case !fi.IsDir():
-		return &fs.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR}
-	}
-	return nil
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -84,7 +82,7 @@ type stdioTransport struct {
 
 	mu         sync.Mutex
 	sink       endSink // told of the process's end (reportTo); may be nil
-	proc       *process
+	proc       *proc.Process
 	terminated bool // Terminate ran before a process existed: never start one
 }
 
@@ -97,18 +95,29 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.terminated || t.proc != nil {
 		return nil, errors.New("conn: stdio transport already used or terminated")
 	}
-	p, err := startProcess(ctx, t.cfg, t.reporter())
+	p, err := proc.Start(ctx, t.spec())
 	if err != nil {
 		return nil, err
 	}
 	t.proc = p
-	inner, err := (&mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}).Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: p.Stdout(), Writer: p.Stdin()}).Connect(ctx)
 	if err != nil {
-		_ = p.stdout.Close()
-		p.terminate(p.grace)
+		_ = p.Stdout().Close()
+		p.Terminate(0)
 		return nil, err
 	}
-	return &stdioConn{Connection: inner, p: p, w: newPipeWriter(p.stdin)}, nil
+	return &stdioConn{Connection: inner, t: t, sink: t.sink, p: p}, nil
+}
+
+// spec is the process t starts, reporting its end to t's sink.
+func (t *stdioTransport) spec() proc.Spec {
+	spec := proc.Spec{Path: t.cfg.Path, Args: t.cfg.Args, Env: t.cfg.Env, InheritEnv: t.cfg.InheritEnv,
+		Dir: t.cfg.Dir, Stderr: t.cfg.Stderr, Grace: t.cfg.TerminateDuration}
+	if sink := t.sink; sink != nil {
+		spec.OnExit = func() { sink.sessionEnded(t, true) }
+		spec.OnGone = func() { sink.processGone(t) }
+	}
+	return spec
 }
 
 // reportTo implements endReporter: the process it starts reports its
@@ -131,7 +140,7 @@ func (t *stdioTransport) terminateWithin(within time.Duration) <-chan struct{} {
 	if t.proc == nil {
 		return closedChan
 	}
-	return t.proc.terminate(graceWithin(t.proc.grace, within))
+	return t.proc.Terminate(within)
 }
 
 // GracePeriod is the grace period a Supervisor gives a stdio server with
@@ -141,226 +150,18 @@ func (t *stdioTransport) terminateWithin(within time.Duration) <-chan struct{} {
 // the kill and the reaping. The process group is always SIGKILLed within
 // CloseTimeout.
 func GracePeriod(grace, closeTimeout time.Duration) time.Duration {
-	return graceWithin(grace, closeTimeout)
+	return proc.GraceWithin(grace, closeTimeout)
 }
 
-func graceWithin(grace, within time.Duration) time.Duration {
-	if within <= 0 {
-		return grace
-	}
-	margin := min(within/4, 500*time.Millisecond)
-	return min(grace, (within-margin)/2)
-}
-
-// process is one running server and its process group.
-type process struct {
-	pid    int
-	os     *os.Process
-	grace  time.Duration
-	stdin  *os.File    // our write end
-	stdout *exitReader // our read end
-	exited chan struct{}
-	// ended reports the process's exit and its connection's close, and
-	// gone the end of the group; nil when nobody listens.
-	ended func(exited bool)
-	gone  func()
-
-	termMu      sync.Mutex
-	termStarted bool
-	reaping     bool          // the leader exited: the reaping kills the group, no schedule is needed
-	termGrace   time.Duration // of the schedule in progress
-	hurry       chan struct{} // closed when a shorter schedule replaces it
-
-	sent  atomic.Int32     // the last terminateStep+1 the shutdown signalled
-	tail  *stderrTail      // the end of standard error, for ServerExit
-	state *os.ProcessState // how it ended; written before exited is closed
-}
-
-// sentSignal names the last signal the shutdown schedule sent.
-func (p *process) sentSignal() string {
-	if n := p.sent.Load(); n > 0 {
-		return terminateStep(n - 1).signalName()
-	}
-	return ""
-}
-
-// shutdownSignal sends a step's signal as part of a shutdown the
-// supervisor started, and remembers it for ServerExit.
-func (p *process) shutdownSignal(step terminateStep) {
-	p.sent.Store(int32(step) + 1)
-	p.signal(step)
-}
-
-func startProcess(ctx context.Context, cfg Stdio, r processReports) (*process, error) {
-	if err := checkDir(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
-	}
-	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Env = allowedEnv(os.Environ(), cfg.Env)
-	if cfg.InheritEnv {
-		cmd.Env = inheritedEnv(os.Environ(), cfg.Env)
-	}
-	cmd.Dir = cfg.Dir
-	ownGroup(cmd)
-	// Own os.Pipe ends rather than StdinPipe/StdoutPipe: exec closes those
-	// when Wait returns, which would drop a reply the server wrote just
-	// before exiting.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	// Standard error always goes through a pipe of ours: its end is kept
-	// for ServerExit, and copied to cfg.Stderr if set.
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd.Stderr = errW
-	err = cmd.Start()
-	// The environment was the child's to copy; the command stays in
-	// memory, for Wait, as long as the server runs.
-	cmd.Env = nil
-	// The child holds its own copies of these ends now.
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
-	}
-	p := &process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.TerminateDuration, stdin: inW, stdout: &exitReader{f: outR, eof: func() { exitedEarly(cmd.Process.Pid) }},
-		exited: make(chan struct{}), tail: &stderrTail{}, ended: r.ended, gone: r.gone}
-	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
-	reaped := func() {
-		p.termMu.Lock()
-		p.reaping = true
-		p.termMu.Unlock()
-		p.reportEnd(true)
-		_ = cmd.Wait()
-		p.state = cmd.ProcessState
-		// The leader is reaped: what it wrote is in the pipes, and the
-		// readers stop once those are empty, whoever else holds them.
-		p.stdout.leaderExited()
-		errCopy.leaderExited()
-		// Whatever the leader started in its group goes too. The barrier
-		// is the process group, not the stderr copier.
-		p.signal(stepKill)
-		// Its last words are in the pipe: give the copier a moment to
-		// drain them into the tail for ServerExit, but no longer, since
-		// a grandchild that left the group may keep writing.
-		t := time.NewTimer(stderrDrain)
-		select {
-		case <-errCopy.copied():
-		case <-t.C:
-		}
-		t.Stop()
-		p.stdout.processGone()
-		close(p.exited)
-		if p.gone != nil {
-			p.gone()
-		}
-	}
-	// Where the system allows, the exit is awaited with no goroutine and
-	// no OS thread of this process's own, and cmd.Wait then reaps at
-	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
-	// Either way the reaping, and the loop that it may run (startLoop), have
-	// a goroutine of their own: never the SDK's reader, which may have to
-	// retire a call that a host's callback waits for.
-	if !exitWatch(p.pid, func() { go reaped() }) {
-		go reaped()
-	}
-	return p, nil
-}
-
-// processReports is what a process reports to, and how; the zero value
-// reports nothing.
-type processReports struct {
-	ended func(exited bool)
-	gone  func()
-}
-
-// reporter returns the reports of t's process, to t's sink.
-func (t *stdioTransport) reporter() processReports {
-	if t.sink == nil {
-		return processReports{}
-	}
-	sink := t.sink
-	return processReports{
-		ended: func(exited bool) { sink.sessionEnded(t, exited) },
-		gone:  func() { sink.processGone(t) },
-	}
-}
-
-// reportEnd reports the process's exit or its connection's close.
-func (p *process) reportEnd(exited bool) {
-	if p.ended != nil {
-		p.ended(exited)
-	}
-}
-
-// terminate shuts the process down: close stdin, wait grace, ask the
-// group to stop (SIGTERM), wait grace, kill the group (SIGKILL). It
-// returns the exited channel at once. A later call with a shorter grace
-// hurries a shutdown in progress.
-func (p *process) terminate(grace time.Duration) <-chan struct{} {
-	p.termMu.Lock()
-	defer p.termMu.Unlock()
-	if p.termStarted && grace >= p.termGrace {
-		return p.exited
-	}
-	first := !p.termStarted
-	p.termStarted, p.termGrace = true, grace
-	if first {
-		_ = p.stdin.Close()
-	} else {
-		close(p.hurry)
-	}
-	if p.reaping {
-		// The leader is dead and being reaped, which kills the group:
-		// no signal of the schedule's could hurry that.
-		p.hurry = make(chan struct{})
-		return p.exited
-	}
-	if grace <= 0 {
-		// No grace at all: kill now, before returning, so that a host
-		// that exits right after leaves nothing behind.
-		p.shutdownSignal(stepKill)
-		p.hurry = make(chan struct{})
-		return p.exited
-	}
-	hurry := make(chan struct{})
-	p.hurry = hurry
-	go func() {
-		start := time.Now()
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		for i, step := range []terminateStep{stepTerm, stepKill} {
-			select {
-			case <-p.exited:
-				return
-			case <-hurry:
-				return // a shorter schedule took over
-			case <-t.C:
-			}
-			p.shutdownSignal(step)
-			t.Reset(time.Duration(i+2)*grace - time.Since(start))
-		}
-	}()
-	return p.exited
-}
+// DefaultEnvNames are the host environment variables a stdio server gets
+// unless [Stdio.InheritEnv] is set: what a program needs to find its
+// tools, its home, its user and its locale, and nothing that commonly
+// holds a secret. HOME, LOGNAME, PATH, SHELL, TERM and USER are the
+// TypeScript SDK's list; TMPDIR and TZ say where temporary files go and
+// which time zone applies, and LANG, LANGUAGE and LC_* (on Unix) choose the locale, without which a server may
+// misread or garble non-ASCII text. On Windows the list is the one a
+// process needs to start and find its profile.
+func DefaultEnvNames() []string { return proc.DefaultEnvNames() }
 
 // validate reports a Stdio that could never start, so that Start rejects it.
 func (s *Stdio) validate() error {

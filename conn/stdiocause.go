@@ -3,23 +3,15 @@ package conn
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // StderrTailLines bounds how many of a stdio server's last standard error
 // lines a [ServerExit] quotes; [MaxCauseBytes] bounds their size.
 const StderrTailLines = 5
-
-// stderrDrain bounds how long, after a stdio server's process exited,
-// its standard error is still read: what it wrote before exiting is in
-// the pipe already, and a grandchild that keeps the pipe open must not
-// hold the close barrier.
-const stderrDrain = 100 * time.Millisecond
 
 // ServerExit is how a stdio server's process ended, with its last words:
 // the cause inside the [*FailedError] or [*LostError] of a generation
@@ -60,32 +52,12 @@ func (e *ServerExit) Error() string {
 	return b.String()
 }
 
-// stderrTail keeps the end of a server's standard error.
-type stderrTail struct {
-	mu  sync.Mutex
-	buf []byte // at most 2*MaxCauseBytes: the end of what was written
-}
+// The tail a process keeps must hold what a ServerExit may quote.
+var _ [proc.TailBytes - MaxCauseBytes]struct{}
 
-func (t *stderrTail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(p) >= MaxCauseBytes {
-		t.buf = append(t.buf[:0], p[len(p)-MaxCauseBytes:]...)
-		return len(p), nil
-	}
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*MaxCauseBytes {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-MaxCauseBytes:]...)
-	}
-	return len(p), nil
-}
-
-// lines returns the last StderrTailLines non-empty lines, at most
-// MaxCauseBytes in all (the newest kept).
-func (t *stderrTail) lines() []string {
-	t.mu.Lock()
-	b := bytes.Clone(t.buf)
-	t.mu.Unlock()
+// tailLines returns the last StderrTailLines non-empty lines of b, at
+// most MaxCauseBytes in all (the newest kept).
+func tailLines(b []byte) []string {
 	var out []string
 	size := 0
 	raw := bytes.Split(b, []byte("\n"))
@@ -106,16 +78,6 @@ func (t *stderrTail) lines() []string {
 	return out
 }
 
-// exitOf describes a reaped process; sent is the signal the supervisor's
-// shutdown sent it last, if any.
-func exitOf(st *os.ProcessState, sent string, tail []string) *ServerExit {
-	e := &ServerExit{Code: st.ExitCode(), Stderr: tail}
-	if sig := exitSignal(st); sig != "" {
-		e.Code, e.Signal, e.BySupervisor = -1, sig, sig == sent
-	}
-	return e
-}
-
 // cause implements causer: how the process ended, once it has.
 func (t *stdioTransport) cause() error {
 	t.mu.Lock()
@@ -124,13 +86,9 @@ func (t *stdioTransport) cause() error {
 	if p == nil {
 		return nil
 	}
-	select {
-	case <-p.exited:
-	default:
+	e, ok := p.Exit()
+	if !ok {
 		return nil // still running: the barrier expired
 	}
-	if p.state == nil {
-		return nil
-	}
-	return exitOf(p.state, p.sentSignal(), p.tail.lines())
+	return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Stderr: tailLines(p.StderrTail())}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
 )
 
 func TestStderrTailKeepsTheLastLinesWithinBounds(t *testing.T) {
@@ -24,26 +26,26 @@ func TestStderrTailKeepsTheLastLinesWithinBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var tail stderrTail
+			var tail proc.Tail
 			for _, w := range tt.write {
 				_, _ = tail.Write([]byte(w))
 			}
-			if diff := cmp.Diff(tt.want, tail.lines()); diff != "" {
+			if diff := cmp.Diff(tt.want, tailLines(tail.Bytes())); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
 	}
-	var tail stderrTail
+	var tail proc.Tail
 	for i := range 10000 {
 		fmt.Fprintf(&tail, "line %d %s\n", i, strings.Repeat("y", 700))
 	}
-	lines := tail.lines()
+	lines := tailLines(tail.Bytes())
 	size := 0
 	for _, l := range lines {
 		size += len(l)
 	}
-	if size > MaxCauseBytes || len(tail.buf) > 2*MaxCauseBytes || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "line 9999 ") {
-		t.Errorf("after a flood: %d lines of %d bytes, buffer %d bytes, last %q", len(lines), size, len(tail.buf), lines[len(lines)-1])
+	if size > MaxCauseBytes || len(tail.Bytes()) > 2*proc.TailBytes || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "line 9999 ") {
+		t.Errorf("after a flood: %d lines of %d bytes, buffer %d bytes, last %q", len(lines), size, len(tail.Bytes()), lines[len(lines)-1])
 	}
 }
 

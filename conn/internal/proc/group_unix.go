@@ -1,6 +1,6 @@
 //go:build unix
 
-package conn
+package proc
 
 import (
 	"io"
@@ -22,7 +22,7 @@ const (
 func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
 
 // signal sends the step's signal to the process's whole group.
-func (p *process) signal(step terminateStep) {
+func (p *Process) signal(step terminateStep) {
 	sig := syscall.SIGTERM
 	if step == stepKill {
 		sig = syscall.SIGKILL

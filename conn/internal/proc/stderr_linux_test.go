@@ -1,6 +1,6 @@
 //go:build linux
 
-package conn
+package proc
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
 	text := "one\ntwo\nthree\n"
 	for _, withOut := range []bool{false, true} {
 		out := newChunkWriter(len(text))
-		sink := &stderrSink{tail: &stderrTail{}}
+		sink := &stderrSink{tail: &Tail{}}
 		if withOut {
 			sink.out = out
 		}
@@ -117,7 +117,7 @@ func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
 		}
 		_ = w.Close()
 		awaitClosed(t, sw.copied(), "the copy to end with the pipe")
-		if diff := cmp.Diff([]string{"one", "two", "three"}, sink.tail.lines()); diff != "" {
+		if diff := cmp.Diff([]string{"one", "two", "three"}, lines(sink.tail)); diff != "" {
 			t.Errorf("with writer %v: tail (-want +got):\n%s", withOut, diff)
 		}
 	}
@@ -130,19 +130,19 @@ func TestStderrWatchFeedsTailAndWriter(t *testing.T) {
 func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	t.Run("idle", func(t *testing.T) {
-		sink := &stderrSink{tail: &stderrTail{}}
+		sink := &stderrSink{tail: &Tail{}}
 		w, sw := watchedPipe(t, sink)
 		mustWrite(t, w, "fatal: missing API key\n")
 		sw.leaderExited()
 		awaitClosed(t, sw.copied(), "the drain to end with the write end still open")
-		if diff := cmp.Diff([]string{"fatal: missing API key"}, sink.tail.lines()); diff != "" {
+		if diff := cmp.Diff([]string{"fatal: missing API key"}, lines(sink.tail)); diff != "" {
 			t.Errorf("tail (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("writer busy", func(t *testing.T) {
 		out := newChunkWriter(len("first\nsecond\n"))
 		out.entered, out.release = make(chan struct{}, 1), make(chan struct{})
-		sink := &stderrSink{tail: &stderrTail{}, out: out}
+		sink := &stderrSink{tail: &Tail{}, out: out}
 		w, sw := watchedPipe(t, sink)
 		mustWrite(t, w, "first\n")
 		awaitClosed(t, out.entered, "the writer to get the first chunk")
@@ -158,7 +158,7 @@ func TestStderrWatchDrainsAfterLeaderExit(t *testing.T) {
 		if got := out.String(); got != "first\nsecond\n" {
 			t.Errorf("the writer got %q, want both lines", got)
 		}
-		if diff := cmp.Diff([]string{"first", "second"}, sink.tail.lines()); diff != "" {
+		if diff := cmp.Diff([]string{"first", "second"}, lines(sink.tail)); diff != "" {
 			t.Errorf("tail (-want +got):\n%s", diff)
 		}
 	})
@@ -180,7 +180,7 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 		}
 		_ = w.Close()
 	}
-	sink := &stderrSink{tail: &stderrTail{}}
+	sink := &stderrSink{tail: &Tail{}}
 	w, sw := watchedPipe(t, sink)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -193,12 +193,12 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 	if grown > 16<<10 { // an allocation per chunk read (4096 reads at least) exceeds this
 		t.Errorf("copying a %d MiB flood allocated %d KiB, want at most 16", total>>20, grown>>10)
 	}
-	if got := sink.tail.lines(); len(got) != StderrTailLines || got[0] != "flood flood flood" {
-		t.Errorf("tail after the flood: %q", got)
+	if got := lines(sink.tail); len(got) == 0 || got[len(got)-1] != "flood flood flood" || len(sink.tail.Bytes()) > 2*TailBytes {
+		t.Errorf("tail after the flood: %d bytes, %q", len(sink.tail.Bytes()), got)
 	}
 
 	out := newChunkWriter(total)
-	sink = &stderrSink{tail: &stderrTail{}, out: out}
+	sink = &stderrSink{tail: &Tail{}, out: out}
 	w, sw = watchedPipe(t, sink)
 	flood(w)
 	awaitClosed(t, sw.copied(), "the end of the flood with a writer")
@@ -210,10 +210,10 @@ func TestStderrFloodCostsNoMemory(t *testing.T) {
 
 // TestSlowStderrWriterHoldsOnlyItsServer: a server whose configured
 // standard error writer blocks does not hold back another server's
-// standard error, nor its exit and ServerExit's last lines.
+// standard error, nor its exit and its last lines.
 func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	var procs []*process
+	var procs []*Process
 	stuck := newChunkWriter(len("stuck\n"))
 	stuck.entered, stuck.release = make(chan struct{}, 1), make(chan struct{})
 	defer func() {
@@ -223,13 +223,13 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 			_ = p.stdout.Close()
 		}
 	}()
-	start := func(script string, stderr *chunkWriter) *process {
+	start := func(script string, stderr *chunkWriter) *Process {
 		t.Helper()
-		cfg := Stdio{Path: "sh", Args: []string{"-c", script}, TerminateDuration: time.Second}
+		cfg := Spec{Path: "sh", Args: []string{"-c", script}, Grace: time.Second}
 		if stderr != nil {
 			cfg.Stderr = stderr
 		}
-		p, err := startProcess(context.Background(), cfg, processReports{})
+		p, err := startProcess(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,10 +246,11 @@ func TestSlowStderrWriterHoldsOnlyItsServer(t *testing.T) {
 
 	quitter := start("echo one >&2; echo 'fatal: missing API key' >&2; exit 3", nil)
 	awaitClosed(t, quitter.exited, "the exit of a server without a writer")
-	got := exitOf(quitter.state, quitter.sentSignal(), quitter.tail.lines())
-	want := &ServerExit{Code: 3, Stderr: []string{"one", "fatal: missing API key"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ServerExit (-want +got):\n%s", diff)
+	if got, ok := quitter.Exit(); !ok || got != (Exit{Code: 3}) {
+		t.Errorf("Exit() = %+v, %v; want status 3", got, ok)
+	}
+	if diff := cmp.Diff([]string{"one", "fatal: missing API key"}, lines(quitter.tail)); diff != "" {
+		t.Errorf("the exited server's tail (-want +got):\n%s", diff)
 	}
 }
 
@@ -267,7 +268,7 @@ func (f failingWriter) Write([]byte) (int, error) {
 func TestStderrWriterThatFailsIsDropped(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	out := failingWriter{calls: make(chan struct{}, 2)}
-	sink := &stderrSink{tail: &stderrTail{}, out: out}
+	sink := &stderrSink{tail: &Tail{}, out: out}
 	w, sw := watchedPipe(t, sink)
 	mustWrite(t, w, "a\n")
 	awaitClosed(t, out.calls, "the writer's first call")
@@ -277,7 +278,7 @@ func TestStderrWriterThatFailsIsDropped(t *testing.T) {
 	if n := len(out.calls); n != 0 {
 		t.Errorf("the failed writer was called %d more times", n)
 	}
-	if diff := cmp.Diff([]string{"a", "b"}, sink.tail.lines()); diff != "" {
+	if diff := cmp.Diff([]string{"a", "b"}, lines(sink.tail)); diff != "" {
 		t.Errorf("tail (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package conn
+package proc
 
 import (
 	"io"
@@ -132,7 +132,7 @@ func TestExitedEarly(t *testing.T) {
 
 // TestTerminateWhileReaping: a shutdown asked for while the process's exit
 // is being reaped closes its stdin and sends no signal of its own, even
-// with no grace at all: the reaping kills the group, and ServerExit must
+// with no grace at all: the reaping kills the group, and the exit report must
 // not blame a signal of the supervisor's for an exit that came first.
 func TestTerminateWhileReaping(t *testing.T) {
 	c := exec.Command("sleep", "60")
@@ -147,7 +147,7 @@ func TestTerminateWhileReaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p := &process{pid: c.Process.Pid, stdin: w, exited: make(chan struct{}), reaping: true}
+	p := &Process{pid: c.Process.Pid, stdin: w, exited: make(chan struct{}), reaping: true}
 	if ch := p.terminate(0); ch != p.exited {
 		t.Error("terminate did not return the exited channel")
 	}

@@ -1,4 +1,4 @@
-package conn
+package proc
 
 import (
 	"io"
@@ -6,12 +6,12 @@ import (
 )
 
 // stderrSink is where a server's standard error goes: the tail kept for
-// ServerExit, and the configured writer, if any, until that fails (the
+// the exit report, and the configured writer, if any, until that fails (the
 // server then still writes to a pipe that is read: a failing writer does
 // not kill it with SIGPIPE).
 type stderrSink struct {
-	tail *stderrTail
-	out  io.Writer // Stdio.Stderr; nil once it failed
+	tail *Tail
+	out  io.Writer // Spec.Stderr; nil once it failed
 }
 
 func (s *stderrSink) Write(b []byte) (int, error) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package conn
+package proc
 
 // exitWatch reports that this system has no way to wait for a process
 // without holding an OS thread; the caller waits in cmd.Wait.

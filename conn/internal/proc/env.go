@@ -1,4 +1,4 @@
-package conn
+package proc
 
 import (
 	"runtime"
@@ -9,12 +9,12 @@ import (
 )
 
 // DefaultEnvNames are the host environment variables a stdio server gets
-// unless [Stdio.InheritEnv] is set: what a program needs to find its
+// unless [Spec.InheritEnv] is set: what a program needs to find its
 // tools, its home, its user and its locale, and nothing that commonly
 // holds a secret. HOME, LOGNAME, PATH, SHELL, TERM and USER are the
 // TypeScript SDK's list; TMPDIR and TZ say where temporary files go and
 // which time zone applies, and LANG, LANGUAGE and LC_* (see
-// isDefaultEnvName) choose the locale, without which a server may
+// IsDefaultEnvName) choose the locale, without which a server may
 // misread or garble non-ASCII text. On Windows the list is the one a
 // process needs to start and find its profile.
 func DefaultEnvNames() []string {
@@ -31,31 +31,31 @@ var (
 		"USERNAME", "USERPROFILE", "WINDIR"}
 )
 
-// isDefaultEnvName reports whether a host variable passes to a stdio
+// IsDefaultEnvName reports whether a host variable passes to a stdio
 // server by default: one of [DefaultEnvNames], or on Unix a locale
 // category (LC_ALL, LC_CTYPE, ...). Windows names compare case-insensitively.
-func isDefaultEnvName(name string) bool {
+func IsDefaultEnvName(name string) bool {
 	if runtime.GOOS == "windows" {
 		return slices.Contains(windowsEnvNames, strings.ToUpper(name))
 	}
 	return slices.Contains(unixEnvNames, name) || strings.HasPrefix(name, "LC_")
 }
 
-// allowedEnv returns the default environment of a stdio server: the
-// variables of parent (in os.Environ form) that isDefaultEnvName
+// AllowedEnv returns the default environment of a stdio server: the
+// variables of parent (in os.Environ form) that IsDefaultEnvName
 // allows, then extra, whose entries win over the parent's. Nothing else of
-// the host reaches the server: pass what it needs in [Stdio.Env].
-func allowedEnv(parent, extra []string) []string {
-	return childEnv(parent, extra, func(name, _ string) bool { return isDefaultEnvName(name) })
+// the host reaches the server: pass what it needs in [Spec.Env].
+func AllowedEnv(parent, extra []string) []string {
+	return childEnv(parent, extra, func(name, _ string) bool { return IsDefaultEnvName(name) })
 }
 
-// inheritedEnv returns the environment of a stdio server with
-// [Stdio.InheritEnv]: parent without the variables whose name is
+// InheritedEnv returns the environment of a stdio server with
+// [Spec.InheritEnv]: parent without the variables whose name is
 // credential-shaped (redact.IsCredentialName: TOKEN, SECRET, PASSWORD,
 // API_KEY, ... in the name) or whose value is a URL with a password
 // (redact.HasURLPassword), then extra, whose entries win. It is a
 // heuristic: a secret under a name and value that look innocent passes.
-func inheritedEnv(parent, extra []string) []string {
+func InheritedEnv(parent, extra []string) []string {
 	return childEnv(parent, extra, func(name, value string) bool {
 		return !redact.IsCredentialName(name) && !redact.HasURLPassword(value)
 	})

@@ -1,6 +1,6 @@
 //go:build linux
 
-package conn
+package proc
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	said := newChunkWriter(len("survived\n"))
-	cfg := Stdio{Path: "sh", Args: []string{"-c", "read x; echo late reply; echo survived >&2; exec sleep 60"},
-		Stderr: said, TerminateDuration: time.Second}
-	p, err := startProcess(context.Background(), cfg, processReports{})
+	cfg := Spec{Path: "sh", Args: []string{"-c", "read x; echo late reply; echo survived >&2; exec sleep 60"},
+		Stderr: said, Grace: time.Second}
+	p, err := startProcess(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

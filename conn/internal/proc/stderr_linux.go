@@ -1,6 +1,6 @@
 //go:build linux
 
-package conn
+package proc
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package conn
+package proc
 
 import (
 	"os/exec"
@@ -20,7 +20,7 @@ const (
 func ownGroup(*exec.Cmd) {}
 
 // signal kills the process itself at the kill step.
-func (p *process) signal(step terminateStep) {
+func (p *Process) signal(step terminateStep) {
 	if step == stepKill {
 		_ = p.os.Kill()
 	}
