@@ -65,7 +65,7 @@
 // others) and answers only requests whose Host is a loopback name, so a
 // web page elsewhere cannot reach it by rebinding its own name; with one,
 // the Host must also be the connection's own address or a name the rule
-// allows (-allow-host). With a token (flag -http-token or
+// allows (-allow-host). With a token (flag -token-file, MCPFSM_TOKEN, or
 // MCPFSM_HTTP_TOKEN) every request needs "Authorization: Bearer TOKEN"; a
 // browser opens /?token=TOKEN once, which sets an HttpOnly,
 // SameSite=Strict cookie and redirects to the page without the token in

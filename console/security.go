@@ -49,7 +49,7 @@ const (
 // Listen opens a TCP listener for the console on addr. Without a token it
 // refuses any address that is not loopback (127.0.0.0/8, ::1, localhost):
 // ":7777" and "0.0.0.0:7777" listen on every interface and need a token
-// (flag -http-token or MCPFSM_HTTP_TOKEN). The check is made on the
+// (flag -token-file, or MCPFSM_TOKEN). The check is made on the
 // address actually bound, so a host name resolving elsewhere is refused
 // too. A token must pass access.CheckToken.
 //
@@ -62,7 +62,7 @@ func Listen(addr, token string) (net.Listener, error) {
 	}
 	ln, err := rule.Listen(addr)
 	if errors.Is(err, access.ErrNeedAuth) {
-		return nil, fmt.Errorf("console: -http %s: %w (for the console, -http-token or %s)", addr, err, EnvToken)
+		return nil, fmt.Errorf("console: -http %s: %w", addr, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("console: -http: %w", err)

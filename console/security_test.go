@@ -33,8 +33,8 @@ func TestListenLoopbackRule(t *testing.T) {
 			ln.Close()
 		}
 		if tc.refused {
-			if !errors.Is(err, ErrNeedToken) || !strings.Contains(err.Error(), EnvToken) || !strings.Contains(err.Error(), "-http-token") {
-				t.Errorf("Listen(%q, %q) = %v; want ErrNeedToken naming -http-token and %s", tc.addr, tc.token, err, EnvToken)
+			if !errors.Is(err, ErrNeedToken) || !strings.Contains(err.Error(), "MCPFSM_TOKEN") || !strings.Contains(err.Error(), "-token-file") {
+				t.Errorf("Listen(%q, %q) = %v; want ErrNeedToken naming -token-file and MCPFSM_TOKEN", tc.addr, tc.token, err)
 			}
 			continue
 		}

@@ -23,15 +23,16 @@ the state of its servers and prints a table: server, state, attempts
 (n/N of the current outage), time in that state, and the last cause.
 With -json it prints the console's /api/status JSON instead.
 
-ADDR defaults to $MCPFSM_HTTP, TOKEN to $MCPFSM_HTTP_TOKEN. Exits 1 when
-no host answers at ADDR.
+ADDR defaults to $MCPFSM_HTTP; the token comes from -token-file FILE,
+else $MCPFSM_TOKEN (or the older $MCPFSM_HTTP_TOKEN). Exits 1 when no host
+answers at ADDR.
 
 Examples:
   mcpfsm status -http 127.0.0.1:7777
   MCPFSM_HTTP=127.0.0.1:7777 mcpfsm status -json
 `
 
-const reconnectUsage = `Usage: mcpfsm reconnect [-http ADDR] [-http-token TOKEN] [-timeout 2m] NAME | -all
+const reconnectUsage = `Usage: mcpfsm reconnect [-http ADDR] [-token-file FILE] [-timeout 2m] NAME | -all
 
 Asks a running host (mcpfsm run or serve, started with -http ADDR) to
 reconnect server NAME now, or every server with -all, and waits for the
@@ -39,7 +40,10 @@ attempt: a server that gave up (exhausted), waits for a retry or was
 never connected starts again at once. Exits 0 when the server (every
 server) is connected, 1 with the cause otherwise.
 
-ADDR defaults to $MCPFSM_HTTP, TOKEN to $MCPFSM_HTTP_TOKEN.
+ADDR defaults to $MCPFSM_HTTP; the token comes from -token-file FILE,
+else $MCPFSM_TOKEN (or the older $MCPFSM_HTTP_TOKEN). The host takes one
+manual reconnect of a server a second; reconnect waits out a refusal
+once.
 
 Examples:
   mcpfsm reconnect -http 127.0.0.1:7777 everything
