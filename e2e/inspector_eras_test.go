@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -106,42 +105,21 @@ func inspect(t *testing.T, launcher, path string, target []string, args ...strin
 // and once serve has reconnected it the same calls succeed again.
 func TestInspectorAcrossABackendKill(t *testing.T) {
 	launcher, path := inspectorCLI(t)
-	cfg := serveConfig(t)
-	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 256)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default: // nobody waits for this line
-			}
-		}
-	}()
-	await := func(what string) string {
+	cmd, url, lines := serveListening(t, serveConfig(t))
+	await := func(what string) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
 		for {
 			select {
 			case l := <-lines:
 				if strings.Contains(l, what) {
-					return l
+					return
 				}
 			case <-deadline:
 				t.Fatalf("serve never logged %q within 30s", what)
 			}
 		}
 	}
-	_, rest, _ := strings.Cut(await("serving MCP over Streamable HTTP at "), "serving MCP over Streamable HTTP at ")
-	url := strings.Trim(strings.Fields(rest)[0], `"`)
 	call := func() {
 		t.Helper()
 		for _, era := range [][]string{nil, {"--protocol-era", "modern"}} {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +55,16 @@ func serveConfig(t *testing.T) string {
 // serveHTTP starts serve -listen on a free port and returns its URL.
 func serveHTTP(t *testing.T, cfg string) string {
 	t.Helper()
+	_, url, _ := serveListening(t, cfg)
+	return url
+}
+
+// serveListening starts serve -names raw -listen on a free port and
+// returns it, its URL and the later lines of its stderr (a line nobody
+// reads in time is dropped, never blocking serve). It is killed at the
+// end of the test.
+func serveListening(t *testing.T, cfg string) (*exec.Cmd, string, <-chan string) {
+	t.Helper()
 	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -66,23 +75,27 @@ func serveHTTP(t *testing.T, cfg string) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	found := make(chan string, 1)
+	lines := make(chan string, 256)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if _, rest, ok := strings.Cut(sc.Text(), "serving MCP over Streamable HTTP at "); ok {
 				found <- strings.Trim(strings.Fields(rest)[0], `"`)
-				break
+				continue
+			}
+			select {
+			case lines <- sc.Text():
+			default:
 			}
 		}
-		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	select {
 	case url := <-found:
-		return url
+		return cmd, url, lines
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve -listen did not start serving within 30s")
 	}
-	return ""
+	return nil, "", nil
 }
 
 // eraClient is a go-sdk client of serve that accepts every elicitation
