@@ -1,13 +1,10 @@
 package conn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 
@@ -25,23 +22,6 @@ import (
 
 // methodDiscover is the probe of protocol 2026-07-28.
 const methodDiscover = "server/discover"
-
-// wireMark travels in a call's context down to the wire, which sets it
-// before the first byte of the call's request can leave: a call whose mark
-// is unset was never sent and may be retried without risk.
-type wireMark struct{ written atomic.Bool }
-
-type wireMarkKey struct{}
-
-func withWireMark(ctx context.Context, m *wireMark) context.Context {
-	return context.WithValue(ctx, wireMarkKey{}, m)
-}
-
-func markWritten(ctx context.Context) {
-	if m, ok := ctx.Value(wireMarkKey{}).(*wireMark); ok {
-		m.written.Store(true)
-	}
-}
 
 // wireTransport wraps a non-HTTP transport so that its connection is a
 // wireConn the generation can query. The generation keeps the unwrapped
@@ -234,101 +214,6 @@ func (c *wireConn) probe(ctx context.Context, method string, params any) error {
 		drop()
 		return ctx.Err()
 	}
-}
-
-// markingRoundTripper sets the wire mark of a Streamable HTTP request once
-// it has a connection to write on: a request that failed before that (the
-// server refused the connection) never reached the server. It also
-// watches the response stream of subscriptions/listen (protocol
-// 2026-07-28), through which list changes and resource updates arrive:
-// one that ends while the client still wants it, without its completion
-// result (the connection broke) or with it (the server ended it), is
-// reported to broken.
-type markingRoundTripper struct {
-	base   http.RoundTripper
-	broken func(error)
-	ack    *listenAck
-}
-
-func (rt markingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if m, ok := req.Context().Value(wireMarkKey{}).(*wireMark); ok {
-		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { m.written.Store(true) }}
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-	}
-	resp, err := rt.base.RoundTrip(req)
-	if err == nil && rt.broken != nil && req.Header.Get("Mcp-Method") == methodSubscriptionsListen {
-		rt.ack.markSent()
-		resp.Body = &listenBody{ReadCloser: resp.Body, ctx: req.Context(), broken: rt.broken, ack: rt.ack}
-	}
-	return resp, err
-}
-
-// methodSubscriptionsListen is the stream of notifications of protocol
-// 2026-07-28; notificationListenAcked is the server's first message on
-// it, once the subscriptions are in place.
-const (
-	methodSubscriptionsListen = "subscriptions/listen"
-	notificationListenAcked   = "notifications/subscriptions/acknowledged"
-)
-
-// listenAck records whether a generation sent subscriptions/listen and
-// whether the server acknowledged it. Nil-safe.
-type listenAck struct {
-	sent atomic.Bool
-	once sync.Once
-	ch   chan struct{} // closed at the first acknowledgement
-}
-
-func newListenAck() *listenAck { return &listenAck{ch: make(chan struct{})} }
-
-func (a *listenAck) markSent() {
-	if a != nil {
-		a.sent.Store(true)
-	}
-}
-
-func (a *listenAck) acked() {
-	if a != nil {
-		a.once.Do(func() { close(a.ch) })
-	}
-}
-
-// listenBody is the response stream of a subscriptions/listen request.
-type listenBody struct {
-	io.ReadCloser
-	ctx    context.Context
-	broken func(error)
-	ack    *listenAck
-	tail   []byte // the end of the previous read, for a marker split across reads
-	done   bool   // the completion result arrived
-	once   sync.Once
-}
-
-var (
-	resultMarker = []byte(`"result"`)
-	ackMarker    = []byte(notificationListenAcked)
-)
-
-func (b *listenBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if !b.done && n > 0 {
-		buf := append(b.tail, p[:n]...)
-		b.done = bytes.Contains(buf, resultMarker)
-		if bytes.Contains(buf, ackMarker) {
-			b.ack.acked()
-		}
-		b.tail = append(b.tail[:0], buf[max(0, len(buf)-len(ackMarker)):]...)
-	}
-	if err != nil && b.ctx.Err() == nil {
-		// The SDK never sends the request again, so after either end no
-		// list change or resource update would arrive.
-		how := "closed without its completion result"
-		if b.done {
-			how = "was ended by the server"
-		}
-		b.once.Do(func() { b.broken(fmt.Errorf("the %s stream %s: %w", methodSubscriptionsListen, how, err)) })
-	}
-	return n, err
 }
 
 // wire prepares t for a generation: a wireTransport around anything but

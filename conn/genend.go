@@ -1,0 +1,82 @@
+package conn
+
+import "time"
+
+// reportsEnd reports whether g's transport tells of the session's end
+// (sessionEnded): a stdio process, or the wire around any transport but
+// Streamable HTTP.
+func (g *generation) reportsEnd() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.transport.(endReporter)
+	return ok || g.wire != nil
+}
+
+// sessionEnded implements endSink: the process of g's transport exited,
+// or its connection closed. Reports of a transport g no longer uses (the
+// first process of an attempt that learnt the classic handshake) are no
+// news. While the attempt runs, the end is kept for the attempt's outcome.
+func (g *generation) sessionEnded(src any, exited bool) {
+	g.mu.Lock()
+	if src != any(g.transport) && (g.wire == nil || src != any(g.wire)) {
+		g.mu.Unlock()
+		return
+	}
+	if g.lifeState() == GenConnecting {
+		if !g.life.early {
+			g.life.early, g.life.earlyExited = true, exited
+		}
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	g.ended(exited, exited)
+}
+
+// ended is the end of g's session as went-bad. An exit is reported by the
+// goroutine that reaps the process, which blocks on nothing: the
+// generation closes there (own), and its release reports the loss from
+// there too, once the process is reaped. The SDK retires pending calls
+// once it reads the rest of the pipe (a dead server's last replies are
+// delivered), so the calls are not cancelled (natural). A closed
+// connection is waited out off the caller (the SDK's reader) for the
+// session's error.
+func (g *generation) ended(exited, own bool) {
+	s := g.sup
+	if exited {
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
+		return
+	}
+	// Counted as a worker under the lock, only while up: disposal, which
+	// waits for the workers, first moves every generation past up under
+	// the same lock, so no worker is added once it waits.
+	g.mu.Lock()
+	if g.lifeState() != GenUp {
+		g.mu.Unlock()
+		return // already going: a shutdown closed the connection
+	}
+	s.workers.Add(1)
+	g.mu.Unlock()
+	go func() {
+		defer s.workers.Done()
+		err := g.sess.Wait()
+		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: err, natural: true})
+	}()
+}
+
+// processGone implements endSink: the release, when g is shutting down;
+// earlier, no news (shutdownWork finds the process gone).
+func (g *generation) processGone(src any) {
+	g.mu.Lock()
+	mine := src == any(g.transport)
+	g.mu.Unlock()
+	if mine {
+		g.fire(GenRelease, genEvent{own: true})
+	}
+}
+
+// markBad reports the first bad news about an established connection;
+// later news, and news about a generation not up, changes nothing.
+func (g *generation) markBad(at time.Time, err error) {
+	g.fire(GenWentBad, genEvent{at: at, err: err})
+}
