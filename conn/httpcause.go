@@ -2,7 +2,6 @@ package conn
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -144,39 +143,4 @@ func quote(b []byte, tail bool) string {
 		return r
 	}, s)
 	return strings.TrimSpace(s)
-}
-
-// causer is implemented by the package's own SDK transports: cause says
-// what the server did that a generation's error alone does not (an HTTP
-// error answer; a stdio server's exit and last words).
-type causer interface{ cause() error }
-
-// causedError is a generation's error with what the server did.
-type causedError struct {
-	err   error // what the SDK saw
-	cause error // what the server did
-}
-
-// Error puts what the server did first: it is what an operator acts on.
-func (e *causedError) Error() string   { return fmt.Sprintf("%v (%v)", e.cause, e.err) }
-func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
-
-// withCause adds what the server did to a generation's error (err may be
-// nil: a session that ended without an error).
-func (g *generation) withCause(err error) error {
-	g.mu.Lock()
-	t := g.transport
-	g.mu.Unlock()
-	c, ok := t.(causer)
-	if !ok {
-		return err
-	}
-	cause := c.cause()
-	switch {
-	case cause == nil:
-		return err
-	case err == nil:
-		return cause
-	}
-	return &causedError{err: err, cause: cause}
 }

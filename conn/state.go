@@ -200,3 +200,13 @@ func (s State) String() string { return string(s) }
 
 // String returns the event's name.
 func (e Event) String() string { return string(e) }
+
+// The guards of [Table], tried in declaration order.
+var (
+	notReleased = func(p Payload) bool { return !p.Released }
+	disabled    = func(p Payload) bool { return !p.Enabled }
+	spent       = func(p Payload) bool { return !p.Retry }
+	refused     = func(p Payload) bool { return p.Refused }
+	permanent   = func(p Payload) bool { return p.Permanent }
+	released    = func(p Payload) bool { return p.Released }
+)

@@ -2,16 +2,6 @@ package conn
 
 import "github.com/mcpfsm/mcpfsm/fsm"
 
-// The guards of [Table], tried in declaration order.
-var (
-	notReleased = func(p Payload) bool { return !p.Released }
-	disabled    = func(p Payload) bool { return !p.Enabled }
-	spent       = func(p Payload) bool { return !p.Retry }
-	refused     = func(p Payload) bool { return p.Refused }
-	permanent   = func(p Payload) bool { return p.Permanent }
-	released    = func(p Payload) bool { return p.Released }
-)
-
 // The superstates of the connection machine. They group states that
 // share a transition, so that the table declares it once; the machine is
 // never in a superstate itself, and no Supervisor reports one.

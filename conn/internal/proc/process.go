@@ -12,62 +12,14 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Spec describes the process to start.
-type Spec struct {
-	// Path is the program to run, looked up in PATH if it has no slash.
-	Path string
-	// Args are the arguments after the program name.
-	Args []string
-	// Env holds KEY=VALUE entries for the child, over the host's allowed
-	// variables (see [AllowedEnv], [InheritedEnv]).
-	Env []string
-	// InheritEnv passes the host's environment except what looks like a
-	// credential, instead of only [DefaultEnvNames].
-	InheritEnv bool
-	// Dir is the working directory; empty means the host's.
-	Dir string
-	// Stderr receives the child's standard error, one write at a time, until
-	// a Write fails; nil discards it. The tail is kept either way.
-	Stderr io.Writer
-	// Grace is the grace period after closing stdin before SIGTERM, and
-	// after SIGTERM before SIGKILL; it must be positive.
-	Grace time.Duration
-	// OnExit, if set, is called once the leader exited, before it is
-	// reaped, on the goroutine that reaps it, which must not block.
-	OnExit func()
-	// OnGone, if set, is called once the process is reaped and its group
-	// killed, after [Process.Done] is closed, on the same goroutine.
-	OnGone func()
-}
-
-// Exit is how a reaped process ended.
-type Exit struct {
-	// Code is the exit status, or -1 when a signal ended the process.
-	Code int
-	// Signal names the signal that ended the process, such as "SIGKILL";
-	// empty when it exited by itself.
-	Signal string
-	// BySupervisor reports that the shutdown schedule sent that signal.
-	BySupervisor bool
-}
-
-// GraceWithin is grace, shortened if needed so that both grace periods
-// and the kill fit in within (when positive), with a margin of a quarter
-// of it (at most 500ms) for the kill and the reaping.
-func GraceWithin(grace, within time.Duration) time.Duration {
-	if within <= 0 {
-		return grace
-	}
-	margin := min(within/4, 500*time.Millisecond)
-	return min(grace, (within-margin)/2)
-}
 
 // Process is one running server and its process group, from [Start]
 // until it is reaped. Its methods are safe for concurrent use.
@@ -145,16 +97,6 @@ func (p *Process) Exit() (e Exit, ok bool) {
 	return exitOf(p.state, p.sentSignal()), true
 }
 
-// exitOf describes a reaped process; sent is the signal the shutdown
-// sent it last, if any.
-func exitOf(st *os.ProcessState, sent string) Exit {
-	e := Exit{Code: st.ExitCode()}
-	if sig := exitSignal(st); sig != "" {
-		e.Code, e.Signal, e.BySupervisor = -1, sig, sig == sent
-	}
-	return e
-}
-
 // sentSignal names the last signal the shutdown schedule sent.
 func (p *Process) sentSignal() string {
 	if n := p.sent.Load(); n > 0 {
@@ -219,4 +161,107 @@ func (p *Process) terminate(grace time.Duration) <-chan struct{} {
 		}
 	}()
 	return p.exited
+}
+
+// Start starts the process described by spec. The process runs until it
+// exits or is terminated, whatever becomes of ctx.
+func Start(ctx context.Context, spec Spec) (*Process, error) {
+	return startProcess(ctx, spec)
+}
+
+func startProcess(_ context.Context, cfg Spec) (*Process, error) {
+	if err := checkDir(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
+	}
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Env = AllowedEnv(os.Environ(), cfg.Env)
+	if cfg.InheritEnv {
+		cmd.Env = InheritedEnv(os.Environ(), cfg.Env)
+	}
+	cmd.Dir = cfg.Dir
+	ownGroup(cmd)
+	// Own os.Pipe ends rather than StdinPipe/StdoutPipe: exec closes those
+	// when Wait returns, which would drop a reply the server wrote just
+	// before exiting.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	// Standard error always goes through a pipe of ours: its end is kept
+	// for StderrTail, and copied to cfg.Stderr if set.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stderr = errW
+	err = cmd.Start()
+	// The environment was the child's to copy; the command stays in
+	// memory, for Wait, as long as the server runs.
+	cmd.Env = nil
+	// The child holds its own copies of these ends now.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
+	}
+	p := &Process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.Grace, stdin: inW, w: newPipeWriter(inW), stdout: &exitReader{f: outR, eof: func() { exitedEarly(cmd.Process.Pid) }},
+		exited: make(chan struct{}), tail: &Tail{}, onExit: cfg.OnExit, onGone: cfg.OnGone}
+	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
+	reaped := func() {
+		p.termMu.Lock()
+		p.reaping = true
+		p.termMu.Unlock()
+		if p.onExit != nil {
+			p.onExit()
+		}
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		// The leader is reaped: what it wrote is in the pipes, and the
+		// readers stop once those are empty, whoever else holds them.
+		p.stdout.leaderExited()
+		errCopy.leaderExited()
+		// Whatever the leader started in its group goes too. The barrier
+		// is the process group, not the stderr copier.
+		p.signal(stepKill)
+		// Its last words are in the pipe: give the copier a moment to
+		// drain them into the tail for StderrTail, but no longer, since
+		// a grandchild that left the group may keep writing.
+		t := time.NewTimer(stderrDrain)
+		select {
+		case <-errCopy.copied():
+		case <-t.C:
+		}
+		t.Stop()
+		p.stdout.processGone()
+		close(p.exited)
+		if p.onGone != nil {
+			p.onGone()
+		}
+	}
+	// Where the system allows, the exit is awaited with no goroutine and
+	// no OS thread of this process's own, and cmd.Wait then reaps at
+	// once; elsewhere a goroutine waits in cmd.Wait, holding a thread.
+	// Either way the reaping, and what OnExit and OnGone run, have a
+	// goroutine of their own: never the reader of stdout (whose EOF may
+	// hurry the report, see exitedEarly), which its owner may need to go
+	// on reading meanwhile.
+	if !exitWatch(p.pid, func() { go reaped() }) {
+		go reaped()
+	}
+	return p, nil
 }
