@@ -1,5 +1,7 @@
 package conn
 
+import "time"
+
 // endSink is where a transport reports the end of its session and of its
 // process, as they happen: the generation that opened the transport (see
 // generation.sessionEnded and generation.processGone). It is set before
@@ -15,8 +17,13 @@ type endSink interface {
 	processGone(src any)
 }
 
-// endReporter is a transport that reports to an endSink; src in its
-// reports is the transport itself.
-type endReporter interface {
+// ownedProcess is a transport whose process the package runs itself (the
+// stdio transport): it reports the process's end to an endSink (src in
+// its reports is the transport itself) and fits its shutdown schedule
+// into a deadline. It is the one optional interface the generation
+// asserts beyond the exported [Terminator].
+type ownedProcess interface {
+	Terminator
 	reportTo(endSink)
+	terminateWithin(time.Duration) <-chan struct{}
 }

@@ -11,7 +11,7 @@ import (
 func (g *generation) reportsEnd() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, ok := g.transport.(endReporter)
+	_, ok := g.transport.(ownedProcess)
 	return ok || g.wire != nil
 }
 

@@ -217,7 +217,7 @@ func (g *generation) shutdownWork(own bool) {
 	g.life.term = term
 	g.mu.Unlock()
 	gone := terminateWithin(term, s.cfg.CloseTimeout)
-	switch _, reports := term.(endReporter); {
+	switch _, reports := term.(ownedProcess); {
 	case isDone(gone):
 		g.fire(GenRelease, genEvent{own: own}) // found gone already
 	case reports:

@@ -60,15 +60,9 @@ func killNow(t Terminator) <-chan struct{} {
 	return terminateWithin(t, time.Nanosecond) // no room for a grace period
 }
 
-// boundedTerminator is a [Terminator] that can fit its shutdown schedule
-// into a deadline.
-type boundedTerminator interface {
-	terminateWithin(time.Duration) <-chan struct{}
-}
-
 // terminateWithin terminates t so that it ends within d if it can.
 func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
-	if bt, ok := t.(boundedTerminator); ok {
+	if bt, ok := t.(ownedProcess); ok {
 		return bt.terminateWithin(d)
 	}
 	return t.Terminate()

@@ -92,7 +92,7 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open transport: %w", err)
 	}
-	if r, ok := t.(endReporter); ok {
+	if r, ok := t.(ownedProcess); ok {
 		r.reportTo(g) // before it is connected: it reports from the start
 	}
 	if !g.attach(func() {
@@ -116,7 +116,7 @@ func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version s
 	// A transport that reports its own end (a stdio process) needs no
 	// report from the wire.
 	var ended func(*wireTransport)
-	if _, ok := t.(endReporter); !ok {
+	if _, ok := t.(ownedProcess); !ok {
 		ended = func(w *wireTransport) { g.sessionEnded(w, false) }
 	}
 	wt, w := wire(t, g.listenBroken, ended, ack)

@@ -120,7 +120,7 @@ func (t *stdioTransport) spec() proc.Spec {
 	return spec
 }
 
-// reportTo implements endReporter: the process it starts reports its
+// reportTo implements ownedProcess: the process it starts reports its
 // exit and its connection's close to sink.
 func (t *stdioTransport) reportTo(sink endSink) {
 	t.mu.Lock()
