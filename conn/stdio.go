@@ -128,6 +128,11 @@ func (t *stdioTransport) reportTo(sink endSink) {
 	t.mu.Unlock()
 }
 
+// The stdio transport is the one whose process conn runs: without this,
+// its exits would be learnt late and its shutdown never fitted into
+// CloseTimeout.
+var _ ownedProcess = (*stdioTransport)(nil)
+
 // Terminate implements [Terminator].
 func (t *stdioTransport) Terminate() <-chan struct{} { return t.terminateWithin(0) }
 
