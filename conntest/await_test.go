@@ -99,16 +99,26 @@ func TestAwaitSharesTheCursorOfNextAndExpect(t *testing.T) {
 	}
 }
 
-// Await waits for a transition recorded after it began.
+// Await wakes for a transition recorded while it waits, long before its
+// limit.
 func TestAwaitWaitsForALaterTransition(t *testing.T) {
+	const limit = 10 * time.Second
 	rec := conntest.NewRecorder()
 	record(rec, conn.FailedRetrying)
 	go func() {
+		// Once Await has read the first transition, it waits.
+		for len(rec.Seen()) == 0 {
+			runtime.Gosched()
+		}
 		rec.OnTransition(conn.Transition{From: conn.FailedRetrying, To: conn.Connecting, Generation: 2})
 		rec.OnTransition(conn.Transition{From: conn.Connecting, To: conn.Established, Generation: 7})
 	}()
-	if got := rec.Await(t, 10*time.Second, conn.Established); got.Generation != 7 {
+	start := time.Now()
+	if got := rec.Await(t, limit, conn.Established); got.Generation != 7 {
 		t.Fatalf("Await = generation %d, want 7", got.Generation)
+	}
+	if took := time.Since(start); took >= limit {
+		t.Fatalf("Await returned after %v: the record did not wake it", took)
 	}
 }
 
@@ -160,25 +170,40 @@ func TestCountAndAllSeeReadAndUnread(t *testing.T) {
 	}
 }
 
-// stater is a supervisor's State, set by the test.
-type stater struct{ v atomic.Value }
+// stater is a supervisor's State, set by the test, counting its callers.
+type stater struct {
+	v     atomic.Value
+	calls atomic.Int64
+}
 
-func (s *stater) State() conn.State { return s.v.Load().(conn.State) }
+func (s *stater) State() conn.State {
+	s.calls.Add(1)
+	return s.v.Load().(conn.State)
+}
 
 // AwaitState returns once the supervisor reports the state, checked again
-// at each record, and reads no transition.
+// at each record long before the limit, and reads no transition.
 func TestAwaitStateWaitsForTheState(t *testing.T) {
+	const limit = 10 * time.Second
 	rec := conntest.NewRecorder()
 	sup := &stater{}
 	sup.v.Store(conn.Connecting)
 	rec.OnTransition(conn.Transition{From: conn.FailedRetrying, To: conn.Connecting})
 	go func() {
+		// Once AwaitState has asked, it waits.
+		for sup.calls.Load() == 0 {
+			runtime.Gosched()
+		}
 		// As a supervisor does: the state changes, then the transition
 		// is delivered.
 		sup.v.Store(conn.Established)
 		rec.OnTransition(conn.Transition{From: conn.Connecting, To: conn.Established})
 	}()
-	rec.AwaitState(t, 10*time.Second, sup, conn.Established)
+	start := time.Now()
+	rec.AwaitState(t, limit, sup, conn.Established)
+	if took := time.Since(start); took >= limit {
+		t.Fatalf("AwaitState returned after %v: the record did not wake it", took)
+	}
 	if n := len(rec.Seen()); n != 0 {
 		t.Errorf("AwaitState read %d transitions, want none", n)
 	}
