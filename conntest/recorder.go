@@ -28,10 +28,16 @@ type LogLine struct {
 // Config.OnTransition) and log lines (pass Logger() as Config.Logger).
 // Recording never blocks the supervisor, however many records the test
 // leaves unread.
+//
+// Next, Expect and Await read transitions in the order they were
+// recorded, from one cursor: each transition is read once, by whichever
+// of them reaches it first, so they mix freely (an Await after a Next
+// looks only at transitions after the one Next returned). All, Count and
+// Dump look at every transition, read or not, and move no cursor.
 type Recorder struct {
 	mu      sync.Mutex
-	unread  []conn.Transition // recorded, not yet read by Next
-	seen    []conn.Transition
+	unread  []conn.Transition // recorded, not yet read: the cursor of Next, Expect and Await
+	seen    []conn.Transition // read, in order; seen then unread is every transition
 	lines   []LogLine
 	attrs   []map[string]string
 	changed broadcast.Signal // at every new record
@@ -57,21 +63,29 @@ func (r *Recorder) notify() {
 // time something new is recorded, for up to limit; it reports whether
 // ready did.
 func (r *Recorder) await(limit time.Duration, ready func() bool) bool {
+	return r.wait(limit, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return ready()
+	})
+}
+
+// wait calls check, without the recorder's lock, until it reports true,
+// each time something new is recorded, for up to limit; it reports
+// whether check did. The channel is taken before each check, so a record
+// made during the check still wakes the next round.
+func (r *Recorder) wait(limit time.Duration, check func() bool) bool {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
-		r.mu.Lock()
-		ok, ch := ready(), r.changed.C()
-		r.mu.Unlock()
-		if ok {
+		ch := r.Changed()
+		if check() {
 			return true
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return ready()
+			return check()
 		}
 	}
 }
@@ -144,7 +158,8 @@ func (r *Recorder) WaitLog(tb T, limit time.Duration, level slog.Level, prefix s
 	return found
 }
 
-// Seen returns the transitions read by Next and Expect so far.
+// Seen returns the transitions read so far by Next, Expect and Await (the
+// transitions Await skipped included), in the order they were recorded.
 func (r *Recorder) Seen() []conn.Transition {
 	r.mu.Lock()
 	defer r.mu.Unlock()

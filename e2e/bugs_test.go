@@ -20,7 +20,7 @@ func TestReplyRightBeforeExitIsDelivered(t *testing.T) {
 	const rounds = 50
 	failed := 0
 	for range rounds {
-		e.rec.await(t, conn.Established, wait)
+		e.rec.Await(t, wait, conn.Established)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		_, err := callText(ctx, e.reg, conn.PublicToolName("fx", "crash"), map[string]any{})
 		cancel()
@@ -28,7 +28,7 @@ func TestReplyRightBeforeExitIsDelivered(t *testing.T) {
 			failed++
 			t.Logf("reply lost: %v", err)
 		}
-		e.rec.await(t, conn.LostReconnecting, wait)
+		e.rec.Await(t, wait, conn.LostReconnecting)
 	}
 	if failed > 0 {
 		t.Errorf("%d of %d calls failed although the server replied before exiting", failed, rounds)
@@ -42,7 +42,7 @@ func TestReplyRightBeforeExitIsDelivered(t *testing.T) {
 func TestToolSwapIsAtomic(t *testing.T) {
 	e := newEnv(t)
 	e.start(conn.Config{Transport: e.command("-list-changed-every", "12ms"), Reconnect: fast(3)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	echo := conn.PublicToolName("fx", "echo")
 	var misses, lookups atomic.Int64
 	var wg sync.WaitGroup

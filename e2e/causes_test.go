@@ -65,7 +65,7 @@ func TestCauseOfAServerThatExits(t *testing.T) {
 				Reconnect: disabled(),
 				Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 			})
-			tr := e.rec.await(t, tt.to, wait)
+			tr := e.rec.Await(t, wait, tt.to)
 			t.Logf("log: %s", logs.with(string(tt.to)))
 			var exit *conn.ServerExit
 			if !errors.As(tr.Err, &exit) {
@@ -91,12 +91,12 @@ func TestCauseOfAServerThatExits(t *testing.T) {
 func TestCauseOfAKilledServer(t *testing.T) {
 	e := newEnv(t)
 	e.start(conn.Config{Transport: e.command(), Reconnect: fast(3)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	pid := e.starts.await(t, wait)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	tr := e.rec.await(t, conn.LostReconnecting, wait)
+	tr := e.rec.Await(t, wait, conn.LostReconnecting)
 	t.Logf("err: %v", tr.Err)
 	var exit *conn.ServerExit
 	if !errors.As(tr.Err, &exit) || exit.Signal != "SIGKILL" || exit.BySupervisor {
@@ -105,5 +105,5 @@ func TestCauseOfAKilledServer(t *testing.T) {
 	if !strings.Contains(tr.Err.Error(), "killed by SIGKILL") {
 		t.Errorf("err = %q, want it to say killed by SIGKILL", tr.Err)
 	}
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 }

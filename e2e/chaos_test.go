@@ -78,7 +78,7 @@ func TestChaos(t *testing.T) {
 	// No two server processes: when an attempt starts, every process
 	// logged before the backoff began has exited.
 	var snapshot []int
-	e.rec.hook = func(tr conn.Transition) {
+	check := func(tr conn.Transition) { // on the supervisor's loop, before the recorder sees tr
 		switch tr.To {
 		case conn.LostReconnecting, conn.FailedRetrying:
 			snapshot = readPIDs(t, e.pidlog)
@@ -99,8 +99,9 @@ func TestChaos(t *testing.T) {
 	}
 	cmd := e.command("-list-changed-every", "15ms")
 	cmd.TerminateDuration = 100 * time.Millisecond
-	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(1 << 30)})
-	e.rec.await(t, conn.Established, wait)
+	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(1 << 30),
+		OnTransition: func(tr conn.Transition) { check(tr); e.rec.OnTransition(tr) }})
+	e.rec.Await(t, wait, conn.Established)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -134,11 +135,8 @@ func TestChaos(t *testing.T) {
 					unavailable.Add(1)
 					// Don't spin through an outage: wait for the next
 					// transition, or a moment.
-					e.rec.mu.Lock()
-					wake := e.rec.wake
-					e.rec.mu.Unlock()
 					select {
-					case <-wake:
+					case <-e.rec.Changed():
 					case <-time.After(5 * time.Millisecond):
 					case <-stop:
 					}
@@ -228,14 +226,14 @@ func TestChaos(t *testing.T) {
 	}
 
 	// After the killing stops, the supervisor settles in established.
-	e.rec.awaitState(t, sup, conn.Established, wait)
+	e.rec.AwaitState(t, wait, sup, conn.Established)
 	e.mustEcho("settled")
 	st := sup.Status()
 	if !slices.Contains(st.Tools, public("echo")) || !slices.Contains(st.Tools, public("crash")) {
 		t.Errorf("settled with tools %v", st.Tools)
 	}
 	t.Logf("%d kills, %d processes, %d calls: %d ok, %d unavailable, %d past deadline; known bugs: %d tool missing mid-swap, %d raw EPIPE; %d transitions",
-		kills, len(e.pids()), calls.Load(), okCalls.Load(), unavailable.Load(), deadline.Load(), missing.Load(), epipe.Load(), len(e.rec.all()))
+		kills, len(e.pids()), calls.Load(), okCalls.Load(), unavailable.Load(), deadline.Load(), missing.Load(), epipe.Load(), len(e.rec.All()))
 	if kills == 0 || okCalls.Load() == 0 {
 		t.Errorf("the soak tested nothing: %d kills, %d successful calls", kills, okCalls.Load())
 	}

@@ -39,7 +39,7 @@ func TestHostSecretsNeverReachTheServer(t *testing.T) {
 			cmd.Env = []string{"EXPLICIT=1", "DB_PASS=given-on-purpose"}
 			cmd.InheritEnv = inherit
 			e.start(conn.Config{Transport: cmd, Reconnect: disabled()})
-			e.rec.await(t, conn.Established, wait)
+			e.rec.Await(t, wait, conn.Established)
 			data, err := os.ReadFile(envFile)
 			if err != nil {
 				t.Fatal(err)

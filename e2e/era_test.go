@@ -25,7 +25,7 @@ func TestStatelessHTTPRestartIsALoss(t *testing.T) {
 	h.restart(true)
 	awaitRecovery(t, e, restarted)
 	var lost conn.Transition
-	for _, tr := range e.rec.all() {
+	for _, tr := range e.rec.All() {
 		if tr.To == conn.LostReconnecting {
 			lost = tr
 			break
@@ -58,13 +58,13 @@ func TestStatelessHTTPHangIsDetected(t *testing.T) {
 			t.Fatalf("%d keep-alive probes in %v, want 3", h.discovers.Load()-start, wait)
 		}
 	}
-	if n := e.rec.count(conn.LostReconnecting); n != 0 {
-		t.Fatalf("lost while the server answered its probes:\n%s", e.rec.dump())
+	if n := e.rec.Count(conn.LostReconnecting); n != 0 {
+		t.Fatalf("lost while the server answered its probes:\n%s", e.rec.Dump())
 	}
 	thaw := h.freeze()
 	defer thaw()
 	frozen := time.Now()
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	took := time.Since(frozen)
 	t.Logf("hang noticed after %v: %v", took, lost.Err)
 	if took > 2*every+every/2 {
@@ -74,6 +74,6 @@ func TestStatelessHTTPHangIsDetected(t *testing.T) {
 		t.Errorf("loss cause %v, want the unanswered server/discover probe", lost.Err)
 	}
 	thaw()
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("after the hang")
 }

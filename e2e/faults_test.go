@@ -25,7 +25,7 @@ import (
 func TestCrashRecoversWithIdenticalTools(t *testing.T) {
 	e := newEnv(t)
 	e.start(conn.Config{Transport: e.command(), Reconnect: fast(3)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	before := e.reg.Tools()
 	if len(before) != 2 {
 		t.Fatalf("registered %d tools, want 2 (echo, crash)", len(before))
@@ -33,13 +33,13 @@ func TestCrashRecoversWithIdenticalTools(t *testing.T) {
 	e.mustEcho("before")
 
 	e.crash()
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	var lerr *conn.LostError
 	if !errors.As(lost.Err, &lerr) {
 		t.Errorf("loss carries %T %v, want a *conn.LostError", lost.Err, lost.Err)
 	}
-	e.rec.await(t, conn.Connecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Connecting)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("after")
 
 	if diff := cmp.Diff(before, e.reg.Tools(), cmpopts.IgnoreUnexported(conn.Tool{})); diff != "" {
@@ -59,9 +59,9 @@ func TestCloseDuringOutageIsPrompt(t *testing.T) {
 	t.Run("backoff", func(t *testing.T) {
 		e := newEnv(t)
 		sup := e.start(conn.Config{Transport: e.command(), Reconnect: slow})
-		e.rec.await(t, conn.Established, wait)
+		e.rec.Await(t, wait, conn.Established)
 		e.crash()
-		e.rec.await(t, conn.LostReconnecting, wait)
+		e.rec.Await(t, wait, conn.LostReconnecting)
 		closePromptly(t, e, sup)
 	})
 	t.Run("attempt-in-flight", func(t *testing.T) {
@@ -118,9 +118,9 @@ func TestCrashLoopExhaustsAfterMaxAttempts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			sup := e.start(conn.Config{Transport: e.command(tc.flags...), Reconnect: tc.policy, ProtocolVersion: tc.protocol})
-			last := e.rec.await(t, conn.Exhausted, wait)
-			if got := e.rec.count(conn.Connecting); got != attempts {
-				t.Errorf("%d reconnect attempts, want exactly %d:\n%s", got, attempts, e.rec.dump())
+			last := e.rec.Await(t, wait, conn.Exhausted)
+			if got := e.rec.Count(conn.Connecting); got != attempts {
+				t.Errorf("%d reconnect attempts, want exactly %d:\n%s", got, attempts, e.rec.Dump())
 			}
 			if last.Attempt != attempts || last.MaxAttempts != attempts {
 				t.Errorf("exhausted at attempt %d/%d, want %d/%d", last.Attempt, last.MaxAttempts, attempts, attempts)
@@ -146,7 +146,7 @@ func TestCrashLoopExhaustsAfterMaxAttempts(t *testing.T) {
 			for _, pid := range e.pids() {
 				waitGone(t, pid, wait)
 			}
-			if got := e.rec.count(conn.Connecting); got != attempts {
+			if got := e.rec.Count(conn.Connecting); got != attempts {
 				t.Errorf("an attempt started after exhaustion: %d", got)
 			}
 		})
@@ -173,7 +173,7 @@ func TestNoInitializeAnswerFailsAfterConnectTimeout(t *testing.T) {
 	if took < timeout || took > timeout+2*time.Second {
 		t.Errorf("attempt failed after %v, want just after %v", took, timeout)
 	}
-	e.rec.await(t, conn.FailedDisabled, wait)
+	e.rec.Await(t, wait, conn.FailedDisabled)
 	for _, pid := range e.pids() {
 		waitGone(t, pid, wait)
 	}
@@ -185,7 +185,7 @@ func TestServerIgnoringSIGTERMAndEOFIsKilled(t *testing.T) {
 	cmd := e.command("-ignore-sigterm", "-ignore-eof")
 	cmd.TerminateDuration = grace
 	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("stubborn")
 	start := time.Now()
 	if err := sup.Close(context.Background()); err != nil {
@@ -229,13 +229,13 @@ func TestWrapperGrandchildNeverSurvives(t *testing.T) {
 		return pid
 	}
 
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	first := grandchild()
 	e.crash()
-	e.rec.await(t, conn.LostReconnecting, wait)
+	e.rec.Await(t, wait, conn.LostReconnecting)
 	// The close barrier ran before the loss was reported.
 	waitGone(t, first, time.Second)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	second := grandchild()
 	if second == first {
 		t.Fatalf("restart did not start a new grandchild")
@@ -264,7 +264,7 @@ func TestNeverTwoServerProcesses(t *testing.T) {
 			}
 		}
 	}
-	e.rec.hook = func(tr conn.Transition) {
+	check := func(tr conn.Transition) { // on the supervisor's loop, before the recorder sees tr
 		mu.Lock()
 		defer mu.Unlock()
 		switch tr.To {
@@ -277,14 +277,15 @@ func TestNeverTwoServerProcesses(t *testing.T) {
 			deadOrReport("entering connecting", snapshot)
 		}
 	}
-	e.start(conn.Config{Transport: e.command(), Reconnect: fast(100)})
+	e.start(conn.Config{Transport: e.command(), Reconnect: fast(100),
+		OnTransition: func(tr conn.Transition) { check(tr); e.rec.OnTransition(tr) }})
 	const crashes = 5
 	for i := range crashes {
-		e.rec.await(t, conn.Established, wait)
+		e.rec.Await(t, wait, conn.Established)
 		e.mustEcho(fmt.Sprint("round ", i))
 		e.crash()
 	}
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	mu.Lock()
 	defer mu.Unlock()
 	if checks != crashes {
@@ -309,7 +310,7 @@ func TestGarbageOnStdoutFailsClearly(t *testing.T) {
 	if !errors.As(err, &ferr) {
 		t.Fatalf("Ready: %T %v, want a *conn.FailedError", err, err)
 	}
-	e.rec.await(t, conn.FailedDisabled, wait)
+	e.rec.Await(t, wait, conn.FailedDisabled)
 	if n := len(e.reg.Tools()); n != 0 {
 		t.Errorf("%d tools registered", n)
 	}
@@ -335,7 +336,7 @@ func TestDuplicateToolNamesAreAnInvalidList(t *testing.T) {
 	if !strings.Contains(err.Error(), `"dup"`) {
 		t.Errorf("error %q does not name the duplicated tool", err)
 	}
-	tr := e.rec.await(t, conn.FailedDisabled, wait)
+	tr := e.rec.Await(t, wait, conn.FailedDisabled)
 	if !errors.Is(tr.Err, conn.ErrInvalidToolList) || !errors.Is(sup.Status().LastErr, conn.ErrInvalidToolList) {
 		t.Errorf("transition error %v / LastErr %v do not match ErrInvalidToolList", tr.Err, sup.Status().LastErr)
 	}
@@ -432,7 +433,7 @@ func TestStderrFloodKeepsMemoryBounded(t *testing.T) {
 	cmd := e.command("-stderr-flood")
 	cmd.Stderr = w
 	e.start(conn.Config{Transport: cmd, Reconnect: fast(3)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 
 	var peak uint64
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -469,7 +470,7 @@ func TestListChangedStormConverges(t *testing.T) {
 func listChangedStormConverges(t *testing.T, version string) {
 	e := newEnv(t)
 	sup := e.start(conn.Config{Transport: e.command("-list-changed-storm", "200"), Reconnect: fast(3), ProtocolVersion: version})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	want := []string{conn.PublicToolName("fx", "crash"), conn.PublicToolName("fx", "echo"), conn.PublicToolName("fx", "storm_done")}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -495,7 +496,7 @@ func listChangedStormConverges(t *testing.T, version string) {
 		t.Errorf("registry after the storm (-want +got):\n%s", diff)
 	}
 	e.mustEcho("calm")
-	if n := e.rec.count(conn.LostReconnecting); n != 0 {
+	if n := e.rec.Count(conn.LostReconnecting); n != 0 {
 		t.Errorf("the storm cost %d connections", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,78 +38,6 @@ func disabled() *policy.Policy {
 	p := fast(1)
 	p.Enabled = false
 	return p
-}
-
-// recorder collects the transitions of one supervisor. on is its
-// OnTransition; await consumes them in order from the test goroutine.
-type recorder struct {
-	hook func(conn.Transition) // runs on the supervisor's loop; set before Start
-
-	mu   sync.Mutex
-	ts   []conn.Transition
-	wake chan struct{}
-	next int // owned by the test goroutine
-}
-
-func newRecorder() *recorder { return &recorder{wake: make(chan struct{})} }
-
-func (r *recorder) on(tr conn.Transition) {
-	if r.hook != nil {
-		r.hook(tr)
-	}
-	r.mu.Lock()
-	r.ts = append(r.ts, tr)
-	close(r.wake)
-	r.wake = make(chan struct{})
-	r.mu.Unlock()
-}
-
-func (r *recorder) all() []conn.Transition {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]conn.Transition(nil), r.ts...)
-}
-
-// await returns the next transition into want, skipping others, or fails
-// the test after d.
-func (r *recorder) await(t testing.TB, want conn.State, d time.Duration) conn.Transition {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		r.mu.Lock()
-		for ; r.next < len(r.ts); r.next++ {
-			if tr := r.ts[r.next]; tr.To == want {
-				r.next++
-				r.mu.Unlock()
-				return tr
-			}
-		}
-		wake := r.wake
-		r.mu.Unlock()
-		select {
-		case <-wake:
-		case <-deadline:
-			t.Fatalf("no transition into %s within %v; transitions:\n%s", want, d, r.dump())
-		}
-	}
-}
-
-func (r *recorder) count(to conn.State) int {
-	n := 0
-	for _, tr := range r.all() {
-		if tr.To == to {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *recorder) dump() string {
-	var b strings.Builder
-	for _, tr := range r.all() {
-		fmt.Fprintf(&b, "  %s -(%s)-> %s attempt=%d/%d gen=%d err=%v\n", tr.From, tr.Event, tr.To, tr.Attempt, tr.MaxAttempts, tr.Generation, tr.Err)
-	}
-	return b.String()
 }
 
 // starts is a Stdio.Stderr writer that reports every "testserver: started
@@ -165,7 +94,7 @@ type env struct {
 	dir    string
 	pidlog string
 	reg    *conn.ToolRegistry
-	rec    *recorder
+	rec    *conntest.Recorder
 	starts *starts
 	sup    *conn.Supervisor
 }
@@ -182,7 +111,7 @@ func newEnv(t *testing.T) *env {
 		dir:    dir,
 		pidlog: filepath.Join(dir, "pids"),
 		reg:    conn.NewRegistry(),
-		rec:    newRecorder(),
+		rec:    conntest.NewRecorder(),
 		starts: newStarts(),
 	}
 }
@@ -210,7 +139,7 @@ func (e *env) start(cfg conn.Config) *conn.Supervisor {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.OnTransition == nil {
-		cfg.OnTransition = e.rec.on
+		cfg.OnTransition = e.rec.OnTransition
 	}
 	sup, err := conn.Start(context.Background(), cfg)
 	if err != nil {
@@ -338,25 +267,6 @@ func (e *env) crash() {
 	e.t.Helper()
 	if _, err := e.call("crash", map[string]any{}); err != nil {
 		e.t.Fatalf("crash: %v", err)
-	}
-}
-
-// awaitState waits until sup is in want, woken by its transitions.
-func (r *recorder) awaitState(t testing.TB, sup *conn.Supervisor, want conn.State, d time.Duration) {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		r.mu.Lock()
-		wake := r.wake
-		r.mu.Unlock()
-		if sup.State() == want {
-			return
-		}
-		select {
-		case <-wake:
-		case <-deadline:
-			t.Fatalf("not %s within %v but %s; transitions:\n%s", want, d, sup.State(), r.dump())
-		}
 	}
 }
 

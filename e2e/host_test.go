@@ -26,7 +26,7 @@ func TestCloseWhoseContextEndsKillsAtOnce(t *testing.T) {
 	cmd := e.command("-ignore-signals", "-ignore-eof")
 	cmd.TerminateDuration = 10 * time.Second
 	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), CloseTimeout: 30 * time.Second})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	pid := e.starts.await(t, wait)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -141,7 +142,7 @@ func (h *httpServer) transport() *conn.HTTP {
 // startHTTP supervises the server h with cfg on a fresh env.
 func startHTTP(t *testing.T, h *httpServer, cfg conn.Config) *env {
 	t.Helper()
-	e := &env{t: t, reg: conn.NewRegistry(), rec: newRecorder(), starts: newStarts()}
+	e := &env{t: t, reg: conn.NewRegistry(), rec: conntest.NewRecorder(), starts: newStarts()}
 	cfg.Transport = h.transport()
 	if cfg.Reconnect == nil {
 		cfg.Reconnect = fast(3)
@@ -150,7 +151,7 @@ func startHTTP(t *testing.T, h *httpServer, cfg conn.Config) *env {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	e.start(cfg)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	if got, want := toolNames(e.reg.Tools()), []string{conn.PublicToolName("fx", "echo")}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
@@ -162,18 +163,18 @@ func startHTTP(t *testing.T, h *httpServer, cfg conn.Config) *env {
 // calls work again.
 func awaitRecovery(t *testing.T, e *env, since time.Time) {
 	t.Helper()
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	t.Logf("loss reported %v after the restart: %v", time.Since(since), lost.Err)
 	var lerr *conn.LostError
 	if !errors.As(lost.Err, &lerr) {
 		t.Errorf("loss carries %T %v, want a *conn.LostError", lost.Err, lost.Err)
 	}
-	e.rec.await(t, conn.Connecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Connecting)
+	e.rec.Await(t, wait, conn.Established)
 	t.Logf("established again %v after the restart", time.Since(since))
 	e.mustEcho("after")
-	if n := e.rec.count(conn.LostReconnecting); n != 1 {
-		t.Errorf("%d losses, want 1:\n%s", n, e.rec.dump())
+	if n := e.rec.Count(conn.LostReconnecting); n != 1 {
+		t.Errorf("%d losses, want 1:\n%s", n, e.rec.Dump())
 	}
 }
 

@@ -83,22 +83,22 @@ func TestFrozenHTTPServerIsALossNeverHalted(t *testing.T) {
 	h := startHTTPProcess(t, e)
 	e.start(conn.Config{Transport: conn.Streamable(h.url), Reconnect: fast(100), KeepAlive: keepAlive,
 		ConnectTimeout: 500 * time.Millisecond, CloseTimeout: time.Second})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("before")
 	h.signal(t, syscall.SIGSTOP)
 	frozen := time.Now()
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	took := time.Since(frozen)
 	t.Logf("loss after %v: %v", took, lost.Err)
 	if limit := 2*keepAlive + 500*time.Millisecond; took > limit {
 		t.Errorf("loss after %v, want within about two keep-alive intervals (%v)", took, limit)
 	}
-	e.rec.await(t, conn.FailedRetrying, wait) // an attempt against the frozen server
+	e.rec.Await(t, wait, conn.FailedRetrying) // an attempt against the frozen server
 	h.signal(t, syscall.SIGCONT)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("after")
-	if n := e.rec.count(conn.Halted); n != 0 {
-		t.Errorf("halted %d times on a transport without a process:\n%s", n, e.rec.dump())
+	if n := e.rec.Count(conn.Halted); n != 0 {
+		t.Errorf("halted %d times on a transport without a process:\n%s", n, e.rec.Dump())
 	}
 }
 
@@ -109,7 +109,7 @@ func TestRefusedHTTPConnectionIsUnavailableAndALoss(t *testing.T) {
 	e := newEnv(t)
 	h := startHTTPProcess(t, e)
 	e.start(conn.Config{Transport: conn.Streamable(h.url), Reconnect: fast(2), KeepAlive: time.Hour})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("before")
 	h.kill(t)
 	start := time.Now()
@@ -118,7 +118,7 @@ func TestRefusedHTTPConnectionIsUnavailableAndALoss(t *testing.T) {
 	if !errors.Is(err, conn.ErrUnavailable) {
 		t.Errorf("call to a refused server: %v, want ErrUnavailable", err)
 	}
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	took := time.Since(start)
 	t.Logf("loss after %v: %v", took, lost.Err)
 	if took > 2*time.Second {
@@ -134,10 +134,10 @@ func TestHTTPOutageNoticedByDefault(t *testing.T) {
 	e := newEnv(t)
 	h := startHTTPProcess(t, e)
 	e.start(conn.Config{Transport: conn.Streamable(h.url), Reconnect: fast(2)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	h.kill(t)
 	killed := time.Now()
-	lost := e.rec.await(t, conn.LostReconnecting, 2*wait)
+	lost := e.rec.Await(t, 2*wait, conn.LostReconnecting)
 	took := time.Since(killed)
 	t.Logf("loss after %v: %v", took, lost.Err)
 	if limit := conn.DefaultHTTPKeepAlive + 2*time.Second; took > limit {

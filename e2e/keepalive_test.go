@@ -28,12 +28,12 @@ func TestKeepAliveDetectsHungServer(t *testing.T) {
 	e := newEnv(t)
 	cmd, log := e.hungCommand(50 * time.Millisecond)
 	e.start(conn.Config{Transport: cmd, Reconnect: fast(100), KeepAlive: keepAlive})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	first := e.starts.await(t, wait)
 	e.mustEcho("last answer") // the third request: the server hangs now
 	hung := time.Now()
 
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	detected := time.Since(hung)
 	t.Logf("hang detected after %v: %v", detected, lost.Err)
 	var lerr *conn.LostError
@@ -45,8 +45,8 @@ func TestKeepAliveDetectsHungServer(t *testing.T) {
 	if detected > 2*time.Second {
 		t.Errorf("hang detected after %v, want within a few keep-alive intervals of %v", detected, keepAlive)
 	}
-	e.rec.await(t, conn.Connecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Connecting)
+	e.rec.Await(t, wait, conn.Established)
 	second := e.starts.await(t, wait)
 	if second == first {
 		t.Fatalf("reconnected to the same process %d", first)
@@ -79,7 +79,7 @@ func TestHungServerWithoutKeepAlive(t *testing.T) {
 	e := newEnv(t)
 	cmd, _ := e.hungCommand(grace)
 	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), CallTimeout: callTimeout})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("last answer") // the server hangs now
 	echo := conn.PublicToolName("fx", "echo")
 
@@ -108,8 +108,8 @@ func TestHungServerWithoutKeepAlive(t *testing.T) {
 	if s := sup.State(); s != conn.Established {
 		t.Errorf("state %s, want established: without KeepAlive a hang is not a loss", s)
 	}
-	if n := e.rec.count(conn.LostReconnecting); n != 0 {
-		t.Errorf("%d losses without KeepAlive:\n%s", n, e.rec.dump())
+	if n := e.rec.Count(conn.LostReconnecting); n != 0 {
+		t.Errorf("%d losses without KeepAlive:\n%s", n, e.rec.Dump())
 	}
 	// The server ignores stdin EOF: Close needs SIGTERM, one grace period.
 	closePromptly(t, e, sup)

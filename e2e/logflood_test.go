@@ -58,7 +58,7 @@ func TestListChangedFloodLogsAtMostOneLineASecond(t *testing.T) {
 	e := newEnv(t)
 	lines := &resyncLines{wake: make(chan struct{}, 1)}
 	e.start(conn.Config{Transport: e.command("-list-changed-every", "15ms"), Reconnect: fast(3), Logger: slog.New(lines)})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	start := time.Now()
 	const changes = 40
 	deadline := time.After(wait)

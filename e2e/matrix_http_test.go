@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -142,12 +143,12 @@ func TestHTTPMatrix(t *testing.T) {
 			t.Run(era.name+"/"+fault, func(t *testing.T) {
 				t.Parallel()
 				p := newPortServer(t, era.stateless)
-				e := &env{t: t, reg: conn.NewRegistry(), rec: newRecorder(), starts: newStarts()}
+				e := &env{t: t, reg: conn.NewRegistry(), rec: conntest.NewRecorder(), starts: newStarts()}
 				tr := conn.Streamable(p.url())
 				tr.Client = &http.Client{Transport: &http.Transport{}}
 				t.Cleanup(tr.Client.CloseIdleConnections)
 				sup := e.start(conn.Config{Transport: tr, Reconnect: fast(100), KeepAlive: every, ProtocolVersion: era.pin})
-				e.rec.await(t, conn.Established, wait)
+				e.rec.Await(t, wait, conn.Established)
 				if got := sup.Status().Protocol; got != era.protocol {
 					t.Fatalf("negotiated %q, want %q", got, era.protocol)
 				}
@@ -162,7 +163,7 @@ func TestHTTPMatrix(t *testing.T) {
 					p.kill()
 					p.start()
 				}
-				lost := e.rec.await(t, conn.LostReconnecting, wait)
+				lost := e.rec.Await(t, wait, conn.LostReconnecting)
 				took := time.Since(hit)
 				t.Logf("%s: lost after %v: %v", fault, took, lost.Err)
 				if limit := 2*every + 250*time.Millisecond; took > limit {
@@ -179,7 +180,7 @@ func TestHTTPMatrix(t *testing.T) {
 					p.kill()
 					p.start()
 				}
-				e.rec.awaitState(t, sup, conn.Established, wait)
+				e.rec.AwaitState(t, wait, sup, conn.Established)
 				if after := sup.Status().Tools; !slices.Equal(after, before) {
 					t.Errorf("tools after recovery %v, want %v", after, before)
 				}

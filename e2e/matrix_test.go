@@ -76,7 +76,7 @@ func TestStdioMatrix(t *testing.T) {
 				cfg, newest := srv.setup(t, e)
 				cfg.Reconnect, cfg.KeepAlive = fast(3), matrixKeepAlive
 				sup := e.start(cfg)
-				e.rec.await(t, conn.Established, wait)
+				e.rec.Await(t, wait, conn.Established)
 				st := sup.Status()
 				if st.Protocol != srv.protocol {
 					t.Errorf("negotiated %q, want %q", st.Protocol, srv.protocol)
@@ -87,7 +87,7 @@ func TestStdioMatrix(t *testing.T) {
 					t.Fatalf("signal %v to %d: %v", fault, pid, err)
 				}
 				hit := time.Now()
-				lost := e.rec.await(t, conn.LostReconnecting, wait)
+				lost := e.rec.Await(t, wait, conn.LostReconnecting)
 				took := time.Since(hit)
 				t.Logf("%v: lost after %v: %v", fault, took, lost.Err)
 				// Detection within two intervals; the loss is reported after
@@ -96,8 +96,8 @@ func TestStdioMatrix(t *testing.T) {
 				if limit := 2*matrixKeepAlive + 2*matrixGrace + 250*time.Millisecond; took > limit {
 					t.Errorf("loss reported %v after %v, want within %v (2 x KeepAlive + the close barrier + scheduling)", took, fault, limit)
 				}
-				e.rec.await(t, conn.Connecting, wait)
-				e.rec.await(t, conn.Established, wait)
+				e.rec.Await(t, wait, conn.Connecting)
+				e.rec.Await(t, wait, conn.Established)
 				if alive(pid) {
 					t.Errorf("process %d alive after the reconnect", pid)
 				}
@@ -107,8 +107,8 @@ func TestStdioMatrix(t *testing.T) {
 				if sup.Status().Protocol != srv.protocol {
 					t.Errorf("renegotiated %q, want %q", sup.Status().Protocol, srv.protocol)
 				}
-				if n := e.rec.count(conn.LostReconnecting); n != 1 {
-					t.Errorf("%d losses, want 1:\n%s", n, e.rec.dump())
+				if n := e.rec.Count(conn.LostReconnecting); n != 1 {
+					t.Errorf("%d losses, want 1:\n%s", n, e.rec.Dump())
 				}
 			})
 		}

@@ -63,8 +63,8 @@ func TestEverythingServerRecoversFromSIGKILL(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill node %d: %v", pid, err)
 	}
-	e.rec.await(t, conn.LostReconnecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.LostReconnecting)
+	e.rec.Await(t, wait, conn.Established)
 	if alive(pid) {
 		t.Errorf("killed node %d still alive", pid)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
 )
@@ -63,9 +64,9 @@ func TestOAuthTokenSurvivesReconnect(t *testing.T) {
 	tr := conn.Streamable(front.URL)
 	tr.Client = front.Client()
 	tr.OAuthHandler = oauth
-	e := &env{t: t, reg: conn.NewRegistry(), rec: newRecorder(), starts: newStarts()}
+	e := &env{t: t, reg: conn.NewRegistry(), rec: conntest.NewRecorder(), starts: newStarts()}
 	e.start(conn.Config{Transport: tr, Reconnect: fast(3), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("before")
 	if n := oauth.count(); n != 1 {
 		t.Fatalf("%d logins to connect, want 1", n)

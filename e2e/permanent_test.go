@@ -41,7 +41,7 @@ func TestFailuresNoWaitCanFix(t *testing.T) {
 			p := policy.Default()
 			began := time.Now()
 			e.start(conn.Config{Transport: tt.cmd, Reconnect: &p})
-			tr := e.rec.await(t, conn.FailedPermanent, wait)
+			tr := e.rec.Await(t, wait, conn.FailedPermanent)
 			took := time.Since(began)
 			t.Logf("failed-permanent after %v: %v", took, tr.Err)
 			if took >= 2*time.Second {
@@ -51,8 +51,8 @@ func TestFailuresNoWaitCanFix(t *testing.T) {
 			if !errors.As(tr.Err, &pe) || pe.Fix != tt.fix || !errors.Is(tr.Err, conn.ErrPermanent) {
 				t.Errorf("err = %v, want a *PermanentError with fix %q", tr.Err, tt.fix)
 			}
-			if n := e.rec.count(conn.Connecting); n != 1 {
-				t.Errorf("%d retries, want exactly 1 confirming retry; transitions:\n%s", n, e.rec.dump())
+			if n := e.rec.Count(conn.Connecting); n != 1 {
+				t.Errorf("%d retries, want exactly 1 confirming retry; transitions:\n%s", n, e.rec.Dump())
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestReconnectAfterTheFix(t *testing.T) {
 		cmd := e.command()
 		cmd.Dir = dir
 		sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(10)})
-		e.rec.await(t, conn.FailedPermanent, wait)
+		e.rec.Await(t, wait, conn.FailedPermanent)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestReconnectAfterTheFix(t *testing.T) {
 			}
 			return bad.Open(ctx)
 		})})
-		e.rec.await(t, conn.Exhausted, wait)
+		e.rec.Await(t, wait, conn.Exhausted)
 		fixed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()

@@ -60,7 +60,7 @@ func TestOlderProtocolVersions(t *testing.T) {
 			e := newEnv(t)
 			cmd, log := e.rawCommand("-raw-protocol", version)
 			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: conn.ClassicProtocolVersion})
-			e.rec.await(t, conn.Established, wait)
+			e.rec.Await(t, wait, conn.Established)
 			if got, want := toolNames(e.reg.Tools()), []string{conn.PublicToolName("fx", "echo")}; !slices.Equal(got, want) {
 				t.Fatalf("tools %v, want %v", got, want)
 			}
@@ -69,8 +69,8 @@ func TestOlderProtocolVersions(t *testing.T) {
 			if len(reqs) == 0 || reqs[0] != "initialize "+conn.ClassicProtocolVersion {
 				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.ClassicProtocolVersion, reqs)
 			}
-			if e.rec.count(conn.LostReconnecting)+e.rec.count(conn.LostDisabled) != 0 {
-				t.Errorf("connection lost:\n%s", e.rec.dump())
+			if e.rec.Count(conn.LostReconnecting)+e.rec.Count(conn.LostDisabled) != 0 {
+				t.Errorf("connection lost:\n%s", e.rec.Dump())
 			}
 		})
 	}
@@ -90,7 +90,7 @@ func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
 			e := newEnv(t)
 			cmd, log := e.rawCommand("-raw-protocol", answer)
 			e.start(conn.Config{Transport: cmd, Reconnect: disabled(), ProtocolVersion: tc.pin})
-			e.rec.await(t, conn.Established, wait)
+			e.rec.Await(t, wait, conn.Established)
 			if got := e.sup.Status().Protocol; got != answer {
 				t.Errorf("Status.Protocol %q, want %q", got, answer)
 			}

@@ -144,8 +144,8 @@ func TestSessionSurvivesSIGKILL(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
 	}
-	e.rec.await(t, conn.LostReconnecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.LostReconnecting)
+	e.rec.Await(t, wait, conn.Established)
 	next := e.starts.await(t, wait)
 	awaitLine("testserver: subscribe res://pid")
 	check(next, "file:///b")

@@ -40,9 +40,9 @@ func TestSlowDeathsDoNotLaunderTheBudget(t *testing.T) {
 			cmd.TerminateDuration = 200 * time.Millisecond
 			p := &policy.Policy{Enabled: true, InitialDelay: 10 * time.Millisecond, MaxDelay: tc.window, MaxAttempts: attempts}
 			e.start(conn.Config{Transport: cmd, Reconnect: p, KeepAlive: tc.keepAlive})
-			e.rec.await(t, conn.Exhausted, wait)
+			e.rec.Await(t, wait, conn.Exhausted)
 			var losses []int
-			for _, tr := range e.rec.all() {
+			for _, tr := range e.rec.All() {
 				if tr.To == conn.LostReconnecting {
 					losses = append(losses, tr.Attempt)
 					if !strings.Contains(tr.Err.Error(), tc.wantErr) {
@@ -51,9 +51,9 @@ func TestSlowDeathsDoNotLaunderTheBudget(t *testing.T) {
 				}
 			}
 			if len(losses) != attempts || losses[0] != 1 || losses[attempts-1] != attempts {
-				t.Errorf("losses charged attempts %v, want 1..%d; transitions:\n%s", losses, attempts, e.rec.dump())
+				t.Errorf("losses charged attempts %v, want 1..%d; transitions:\n%s", losses, attempts, e.rec.Dump())
 			}
-			if n := e.rec.count(conn.Established); n != attempts+1 {
+			if n := e.rec.Count(conn.Established); n != attempts+1 {
 				t.Errorf("%d connections, want %d", n, attempts+1)
 			}
 		})
@@ -82,9 +82,9 @@ func TestLeaderExitIsALossWhateverHoldsStdout(t *testing.T) {
 	e := newEnv(t)
 	holders := holderPIDs(t, e)
 	e.start(conn.Config{Transport: e.command("-exit-after-answers", "2", "-setsid-holder", holders), Reconnect: disabled()})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	pid := e.starts.await(t, wait)
-	lost := e.rec.await(t, conn.LostDisabled, wait)
+	lost := e.rec.Await(t, wait, conn.LostDisabled)
 	t.Logf("loss: %v", lost.Err)
 	if alive(pid) {
 		t.Errorf("server %d alive after its loss", pid)
@@ -109,16 +109,16 @@ func TestGrandchildHoldingStderrDoesNotHalt(t *testing.T) {
 	cmd := e.command("-setsid-holder", holders)
 	cmd.TerminateDuration = 100 * time.Millisecond
 	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), CloseTimeout: time.Second})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.crash()
-	e.rec.await(t, conn.LostReconnecting, wait)
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.LostReconnecting)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("after the crash")
 	if err := sup.Close(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if n := e.rec.count(conn.Halted); n != 0 {
-		t.Errorf("halted %d times:\n%s", n, e.rec.dump())
+	if n := e.rec.Count(conn.Halted); n != 0 {
+		t.Errorf("halted %d times:\n%s", n, e.rec.Dump())
 	}
 	if hs := readPIDs(t, holders); len(hs) != 2 {
 		t.Errorf("holders %v, want one per server process", hs)

@@ -70,7 +70,7 @@ func TestStoppedServerEndsCallsAndIsKilled(t *testing.T) {
 	e := newEnv(t)
 	e.start(conn.Config{Transport: e.command(), Reconnect: fast(100), KeepAlive: keepAlive,
 		CallTimeout: callTimeout, CloseTimeout: closeTimeout})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	pid := e.starts.await(t, wait)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestStoppedServerEndsCallsAndIsKilled(t *testing.T) {
 			t.Errorf("call %d took %v, beyond CallTimeout %v", i, o.took, callTimeout)
 		}
 	}
-	lost := e.rec.await(t, conn.LostReconnecting, wait)
+	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	took := time.Since(stopped)
 	t.Logf("loss after %v: %v", took, lost.Err)
 	if !strings.Contains(lost.Err.Error(), "keep-alive") {
@@ -103,7 +103,7 @@ func TestStoppedServerEndsCallsAndIsKilled(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("stopped server %d alive after its generation was released", pid)
 	}
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	e.mustEcho("fresh process")
 }
 
@@ -120,7 +120,7 @@ func TestServerThatStopsReadingNeverHoldsACall(t *testing.T) {
 	e := newEnv(t)
 	sup := e.start(conn.Config{Transport: e.command("-hang-after", "2", "-hang-no-read", "-ignore-sigterm"),
 		Reconnect: fast(3), CallTimeout: callTimeout, CloseTimeout: closeTimeout})
-	e.rec.await(t, conn.Established, wait)
+	e.rec.Await(t, wait, conn.Established)
 	pid := e.starts.await(t, wait)
 
 	var slowest time.Duration
