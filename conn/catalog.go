@@ -100,6 +100,13 @@ func (c *Catalog) publish(server string, cat *serverCatalog) {
 	c.shelf.Put(server, cat, nil)
 }
 
+// dropCatalog removes the server's listing (at exhaustion and disposal).
+func (s *Supervisor) dropCatalog() {
+	if c := s.cfg.Catalog; c != nil {
+		c.publish(s.cfg.Name, nil)
+	}
+}
+
 // Resources returns every listed resource, sorted by server, then URI.
 func (c *Catalog) Resources() []Resource {
 	return publish.Collect(&c.shelf, func(sc *serverCatalog) []Resource { return sc.resources })

@@ -142,10 +142,3 @@ func (g *generation) resyncCatalog() {
 func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
 	s.cfg.Catalog.shelf.Put(s.cfg.Name, cat, func() bool { return s.ext.live.Load() == g && !g.down() })
 }
-
-// dropCatalog removes the server's listing (at exhaustion and disposal).
-func (s *Supervisor) dropCatalog() {
-	if c := s.cfg.Catalog; c != nil {
-		c.publish(s.cfg.Name, nil)
-	}
-}
