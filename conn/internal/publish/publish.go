@@ -34,6 +34,7 @@ type Refused[V any] struct {
 	Holder V      // the value that holds Name, for ErrTaken
 }
 
+// Error names the refused name and why, in publish's terms.
 func (e *Refused[V]) Error() string { return fmt.Sprintf("publish: %q: %v", e.Name, e.Why) }
 
 // Unwrap returns Why.
