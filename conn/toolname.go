@@ -4,7 +4,11 @@ import "github.com/mcpfsm/mcpfsm/conn/internal/publish"
 
 // MaxToolNameLen is the longest public tool name [PublicToolName] returns,
 // the limit model APIs place on function names.
-const MaxToolNameLen = publish.MaxNameLen
+const MaxToolNameLen = 64
+
+// The limit is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one publish applies.
+const _ = uint(MaxToolNameLen-publish.MaxNameLen) + uint(publish.MaxNameLen-MaxToolNameLen)
 
 // PublicToolName returns the name under which a server's tool is published:
 // "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
