@@ -1,16 +1,12 @@
 package conn
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"iter"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/mcpfsm/mcpfsm/internal/broadcast"
-	"github.com/mcpfsm/mcpfsm/internal/redact"
+	"github.com/mcpfsm/mcpfsm/conn/internal/publish"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,16 +21,7 @@ import (
 // prompts simply lists none. The zero value is not usable; call
 // [NewCatalog].
 type Catalog struct {
-	mu      sync.RWMutex
-	servers map[string]*catalogServer
-	changed broadcast.Signal
-}
-
-// catalogServer is one supervisor's entry: reserved at Start, filled by
-// each successful listing.
-type catalogServer struct {
-	sup *Supervisor
-	cat *serverCatalog // nil until the first listing, and after a drop
+	shelf publish.Shelf[*Supervisor, *serverCatalog] // each server reserved by its supervisor
 }
 
 // serverCatalog is one listing of one server, built whole before it is
@@ -87,79 +74,54 @@ func (p Prompt) Get(ctx context.Context, args map[string]string) (*mcp.GetPrompt
 }
 
 // NewCatalog returns an empty catalog.
-func NewCatalog() *Catalog {
-	return &Catalog{servers: map[string]*catalogServer{}}
-}
+func NewCatalog() *Catalog { return new(Catalog) }
 
 // Changed returns a channel closed at the next change of the catalog: one
 // server's listing swapped in or dropped is one change. Take the channel
 // before reading the catalog, as with [ToolRegistry.Changed].
-func (c *Catalog) Changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed.C()
-}
+func (c *Catalog) Changed() <-chan struct{} { return c.shelf.Changed() }
 
-func (c *Catalog) notify() {
-	c.changed.Notify()
-}
-
-// reserve claims server for s, as Start does with a registry.
+// reserve claims server for s, as Start does with a registry; its
+// release drops the server's listing.
 func (c *Catalog) reserve(server string, s *Supervisor) (func(), error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return reserve(&c.mu, c.servers, server, &catalogServer{sup: s}, "catalog", func(entry *catalogServer) {
-		if entry.cat != nil {
-			c.notify()
-		}
-	})
+	release, err := c.shelf.Reserve(server, s)
+	if err != nil {
+		return nil, duplicateServer(server, "catalog")
+	}
+	return release, nil
 }
 
 // publish swaps in a server's listing (nil drops it) in one step.
 func (c *Catalog) publish(server string, cat *serverCatalog) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	entry, ok := c.servers[server]
-	if !ok || (entry.cat == nil && cat == nil) {
+	if cat == nil {
+		c.shelf.Drop(server)
 		return
 	}
-	entry.cat = cat
-	c.notify()
+	c.shelf.Put(server, cat, nil)
+}
+
+// dropCatalog removes the server's listing (at exhaustion and disposal).
+func (s *Supervisor) dropCatalog() {
+	if c := s.cfg.Catalog; c != nil {
+		c.publish(s.cfg.Name, nil)
+	}
 }
 
 // Resources returns every listed resource, sorted by server, then URI.
 func (c *Catalog) Resources() []Resource {
-	return collect(c, func(sc *serverCatalog) []Resource { return sc.resources })
+	return publish.Collect(&c.shelf, func(sc *serverCatalog) []Resource { return sc.resources })
 }
 
 // ResourceTemplates returns every listed resource template, sorted by
 // server, then URI template.
 func (c *Catalog) ResourceTemplates() []ResourceTemplate {
-	return collect(c, func(sc *serverCatalog) []ResourceTemplate { return sc.templates })
+	return publish.Collect(&c.shelf, func(sc *serverCatalog) []ResourceTemplate { return sc.templates })
 }
 
 // Prompts returns every listed prompt, sorted by public name.
 func (c *Catalog) Prompts() []Prompt {
-	out := collect(c, func(sc *serverCatalog) []Prompt { return sc.prompts })
+	out := publish.Collect(&c.shelf, func(sc *serverCatalog) []Prompt { return sc.prompts })
 	slices.SortFunc(out, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// collect concatenates one kind of entry over the servers, in server order.
-func collect[T any](c *Catalog, of func(*serverCatalog) []T) []T {
-	c.mu.RLock()
-	names := make([]string, 0, len(c.servers))
-	for name, e := range c.servers {
-		if e.cat != nil {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	var out []T
-	for _, name := range names {
-		out = append(out, of(c.servers[name].cat)...)
-	}
-	c.mu.RUnlock()
 	return out
 }
 
@@ -186,158 +148,9 @@ func (c *Catalog) GetPrompt(ctx context.Context, publicName string, args map[str
 // it or it was built from one of its templates. The server must be
 // supervised with this catalog.
 func (c *Catalog) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
-	c.mu.RLock()
-	e, ok := c.servers[server]
-	c.mu.RUnlock()
+	s, ok := c.shelf.Owner(server)
 	if !ok {
 		return nil, fmt.Errorf("conn: no server named %q is supervised with this catalog", server)
 	}
-	return e.sup.ReadResource(ctx, uri)
-}
-
-// listCatalog is phase one of a catalog sync: list what the server
-// advertises, every page, or fail and change nothing.
-func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
-	s := g.sup
-	caps := g.sess.InitializeResult().Capabilities
-	cat := &serverCatalog{}
-	if caps != nil && caps.Resources != nil {
-		var err error
-		if cat.resources, err = listAll(ctx, "resources", g.sess.Resources(ctx, nil), func(r *mcp.Resource) (Resource, string) {
-			return Resource{Server: s.cfg.Name, Raw: r, sup: s}, r.URI
-		}); err != nil {
-			return nil, err
-		}
-		if cat.templates, err = listAll(ctx, "resource templates", g.sess.ResourceTemplates(ctx, nil), func(r *mcp.ResourceTemplate) (ResourceTemplate, string) {
-			return ResourceTemplate{Server: s.cfg.Name, Raw: r}, r.URITemplate
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if caps != nil && caps.Prompts != nil {
-		var err error
-		if cat.prompts, err = listAll(ctx, "prompts", g.sess.Prompts(ctx, nil), func(p *mcp.Prompt) (Prompt, string) {
-			return Prompt{Name: PublicToolName(s.cfg.Name, p.Name), Server: s.cfg.Name, Raw: p, sup: s}, p.Name
-		}); err != nil {
-			return nil, err
-		}
-		if s.cfg.Filter != nil {
-			cat.prompts = slices.DeleteFunc(cat.prompts, func(p Prompt) bool { return !s.cfg.Filter(p.Raw.Name) })
-		}
-		slices.SortFunc(cat.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-		for i := 1; i < len(cat.prompts); i++ {
-			if cat.prompts[i].Name == cat.prompts[i-1].Name {
-				return nil, fmt.Errorf("list prompts: prompts %q and %q share the public name %q",
-					cat.prompts[i-1].Raw.Name, cat.prompts[i].Raw.Name, cat.prompts[i].Name)
-			}
-		}
-	}
-	return cat, nil
-}
-
-// listAll drains a paginated listing into entries sorted by key, refusing
-// duplicate keys and lists longer than MaxTools.
-func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, error], mk func(*R) (T, string)) ([]T, error) {
-	type keyed struct {
-		key string
-		v   T
-	}
-	var out []keyed
-	seen := map[string]bool{}
-	for raw, err := range seq {
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", what, causeOf(ctx, err))
-		}
-		if raw == nil {
-			continue
-		}
-		v, key := mk(raw)
-		if seen[key] {
-			return nil, fmt.Errorf("list %s: %q is listed twice", what, key)
-		}
-		if len(out) == MaxTools {
-			return nil, fmt.Errorf("list %s: more than %d", what, MaxTools)
-		}
-		seen[key] = true
-		out = append(out, keyed{key, v})
-	}
-	slices.SortFunc(out, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
-	vs := make([]T, len(out))
-	for i, k := range out {
-		vs[i] = k.v
-	}
-	return vs, nil
-}
-
-// catalogChanged handles a resources or prompts list_changed of g: the
-// established generation re-lists now (one listing at a time; a storm
-// costs at most one more), a generation still connecting re-lists once it
-// is established.
-func (g *generation) catalogChanged() {
-	s := g.sup
-	if s.cfg.Catalog == nil {
-		return
-	}
-	g.ext.mu.Lock()
-	defer g.ext.mu.Unlock()
-	if !g.ext.live || g.ext.syncing {
-		g.ext.more = true
-		return
-	}
-	g.ext.syncing, g.ext.more = true, false
-	// The generation's goroutine counts as a worker until its session has
-	// ended, and the session cannot end while this handler runs: adding
-	// one here never races the disposal's wait.
-	s.workers.Add(1)
-	go g.resyncCatalog()
-}
-
-func (g *generation) resyncCatalog() {
-	s := g.sup
-	defer s.workers.Done()
-	for {
-		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
-		cat, err := g.listCatalog(ctx)
-		cancel()
-		if err != nil {
-			err = redact.Error(err)
-			if !g.down() {
-				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
-					"server", s.cfg.Name, "generation", g.id, "err", err)
-			}
-		} else {
-			s.publishCatalog(g, cat)
-		}
-		g.ext.mu.Lock()
-		if !g.ext.more || g.down() {
-			g.ext.syncing = false
-			g.ext.mu.Unlock()
-			return
-		}
-		g.ext.more = false
-		g.ext.mu.Unlock()
-	}
-}
-
-// publishCatalog swaps in a re-listed catalog unless g was retired while it
-// listed. The check and the swap hold the catalog's lock, and the drop at
-// exhaustion takes it too, so a stale listing never follows a drop.
-func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
-	c := s.cfg.Catalog
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s.ext.live.Load() != g || g.down() {
-		return
-	}
-	if e, ok := c.servers[s.cfg.Name]; ok {
-		e.cat = cat
-		c.notify()
-	}
-}
-
-// dropCatalog removes the server's listing (at exhaustion and disposal).
-func (s *Supervisor) dropCatalog() {
-	if c := s.cfg.Catalog; c != nil {
-		c.publish(s.cfg.Name, nil)
-	}
+	return s.ReadResource(ctx, uri)
 }

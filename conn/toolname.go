@@ -1,16 +1,14 @@
 package conn
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
-)
+import "github.com/mcpfsm/mcpfsm/conn/internal/publish"
 
 // MaxToolNameLen is the longest public tool name [PublicToolName] returns,
 // the limit model APIs place on function names.
 const MaxToolNameLen = 64
 
-const hashLen = 12
+// The limit is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one publish applies.
+const _ = uint(MaxToolNameLen-publish.MaxNameLen) + uint(publish.MaxNameLen-MaxToolNameLen)
 
 // PublicToolName returns the name under which a server's tool is published:
 // "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
@@ -26,31 +24,7 @@ const hashLen = 12
 //
 // The result is a pure function of its inputs: a recovered server with an
 // unchanged tool list gets identical names.
-func PublicToolName(server, raw string) string {
-	want := "mcp__" + server + "__" + raw
-	var b strings.Builder
-	b.Grow(len(want))
-	changed := strings.Contains(server, "__") || strings.HasSuffix(server, "_") || looksHashed(raw)
-	for i := 0; i < len(want); i++ {
-		c := want[i]
-		if c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('_')
-		changed = true
-	}
-	name := b.String()
-	if !changed && len(name) <= MaxToolNameLen {
-		return name
-	}
-	sum := sha256.Sum256([]byte(server + "\x00" + raw))
-	suffix := "_" + hex.EncodeToString(sum[:])[:hashLen]
-	if keep := MaxToolNameLen - len(suffix); len(name) > keep {
-		name = name[:keep]
-	}
-	return name + suffix
-}
+func PublicToolName(server, raw string) string { return publish.PublicName(server, raw) }
 
 // SplitToolName splits a public tool name ([PublicToolName]) into the
 // server's name and the rest, the tool's part: "mcp__fs__read" is "fs" and
@@ -58,27 +32,4 @@ func PublicToolName(server, raw string) string {
 // tool's part is the raw name only when PublicToolName changed nothing (it
 // may be normalised, truncated and hashed). ok is false for a name of no
 // such shape.
-func SplitToolName(public string) (server, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(public, "mcp__")
-	if !ok {
-		return "", "", false
-	}
-	server, tool, ok = strings.Cut(rest, "__")
-	if !ok || server == "" || tool == "" {
-		return "", "", false
-	}
-	return server, tool, true
-}
-
-// looksHashed reports whether raw ends like a hashed public name.
-func looksHashed(raw string) bool {
-	if len(raw) < hashLen+1 || raw[len(raw)-hashLen-1] != '_' {
-		return false
-	}
-	for _, c := range raw[len(raw)-hashLen:] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func SplitToolName(public string) (server, tool string, ok bool) { return publish.Split(public) }
