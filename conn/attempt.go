@@ -88,7 +88,7 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 			s.stuck = g
 		}
 		s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id,
-			Released: released, Enabled: s.cfg.policy.Enabled, Refused: true})
+			released: released, enabled: s.cfg.policy.Enabled, refused: true})
 		return
 	}
 	if errors.Is(err, ErrPermanent) {
@@ -97,7 +97,7 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		s.permanentRun = 0
 	}
 	p := s.outcome(g, g.attempt, ferr, released)
-	p.Permanent = s.permanentRun >= 2
+	p.permanent = s.permanentRun >= 2
 	s.fire(EventAttemptFailed, p)
 }
 
@@ -123,14 +123,14 @@ func (s *Supervisor) outcome(g *generation, attempt int, err error, released boo
 
 // outcomeAt is outcome for a connection last known good at t.
 func (s *Supervisor) outcomeAt(g *generation, attempt int, err error, released bool, t time.Time) Payload {
-	p := Payload{Attempt: attempt, Err: err, Generation: g.id, Released: released, Enabled: s.cfg.policy.Enabled}
+	p := Payload{Attempt: attempt, Err: err, Generation: g.id, released: released, enabled: s.cfg.policy.Enabled}
 	if !released {
 		s.stuck = g
 		return p
 	}
 	d := s.budget.DownAt(t)
-	p.Attempt, p.MaxAttempts, p.Delay, p.Retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
-	if !d.Retry && p.Enabled {
+	p.Attempt, p.MaxAttempts, p.Delay, p.retry = d.Attempt, d.MaxAttempts, d.Delay, d.Retry
+	if !d.Retry && p.enabled {
 		p.Delay = s.cfg.policy.ProbeInterval
 	}
 	p.Delay = retryAfterFloor(p.Delay, err)

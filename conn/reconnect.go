@@ -90,7 +90,7 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 	s.permanentRun = 0
 	s.stuck, s.stuckGone = nil, false
 	s.waiters = append(s.waiters, reply)
-	s.fire(EventReconnect, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, Released: true, Enabled: s.cfg.policy.Enabled})
+	s.fire(EventReconnect, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, released: true, enabled: s.cfg.policy.Enabled})
 }
 
 // answerWaiters gives every Reconnect waiting on the attempt its outcome.

@@ -105,11 +105,11 @@ type Payload struct {
 	Protocol    string        // the protocol version the generation negotiated (connected only)
 
 	// The outcome of a failure or loss, which the guards read.
-	Released  bool // the generation confirmed its process gone within CloseTimeout
-	Enabled   bool // the reconnect policy is enabled
-	Retry     bool // the outage budget granted another attempt after Delay
-	Refused   bool // the server refused authorization: no retry can help
-	Permanent bool // a second attempt in a row failed in a way no wait can fix
+	released  bool // the generation confirmed its process gone within CloseTimeout
+	enabled   bool // the reconnect policy is enabled
+	retry     bool // the outage budget granted another attempt after Delay
+	refused   bool // the server refused authorization: no retry can help
+	permanent bool // a second attempt in a row failed in a way no wait can fix
 }
 
 // kind is what a state says about the connection, beyond its name.
@@ -203,10 +203,10 @@ func (e Event) String() string { return string(e) }
 
 // The guards of [Table], tried in declaration order.
 var (
-	notReleased = func(p Payload) bool { return !p.Released }
-	disabled    = func(p Payload) bool { return !p.Enabled }
-	spent       = func(p Payload) bool { return !p.Retry }
-	refused     = func(p Payload) bool { return p.Refused }
-	permanent   = func(p Payload) bool { return p.Permanent }
-	released    = func(p Payload) bool { return p.Released }
+	notReleased = func(p Payload) bool { return !p.released }
+	disabled    = func(p Payload) bool { return !p.enabled }
+	spent       = func(p Payload) bool { return !p.retry }
+	refused     = func(p Payload) bool { return p.refused }
+	permanent   = func(p Payload) bool { return p.permanent }
+	released    = func(p Payload) bool { return p.released }
 )
