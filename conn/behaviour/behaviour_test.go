@@ -274,16 +274,22 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 // A hung call is bounded by CallTimeout on the supervisor's clock, and
 // Close retires a hung call at once instead of waiting for it.
 func TestHungCallsAreBounded(t *testing.T) {
-	h := newHarness(t, []behaviour{accept}, nil, withPolicy(small))
+	// The tool is there before the supervisor starts: a server that
+	// answers server/discover with no tools advertises no tools
+	// capability, so on protocol 2026-07-28 the supervisor rightly opens
+	// no subscription for tool changes, and a tool added after the first
+	// listing would never be heard of.
+	srv := conntest.NewServer(accept)
 	entered := make(chan struct{}, 10)
-	h.srv.MCP.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
+	srv.MCP.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			entered <- struct{}{}
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+	h := newHarnessOn(t, srv, nil, withPolicy(small))
 	h.expect(conn.Established)
-	h.waitRegistered("mcp__fx__hang") // in the first list, or by the re-sync its addition causes
+	h.waitRegistered("mcp__fx__hang")
 	call := func() chan error {
 		errc := make(chan error, 1)
 		go func() {
