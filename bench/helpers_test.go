@@ -83,47 +83,72 @@ func checkEcho(tb testing.TB, res *mcp.CallToolResult, err error) {
 
 // memServer is one in-process mcp.Server that any number of clients reach
 // over in-memory transports. Each slot (one supervisor) remembers the server
-// session of its current generation, so a benchmark can crash it.
+// end of its current generation's pipe, so a benchmark can crash it.
 type memServer struct {
 	srv   *mcp.Server
-	slots []atomic.Pointer[mcp.ServerSession]
+	slots []atomic.Pointer[serverEnd]
 }
 
 func newMemServer(slots int) *memServer {
-	return &memServer{srv: newEchoServer(), slots: make([]atomic.Pointer[mcp.ServerSession], slots)}
+	return &memServer{srv: newEchoServer(), slots: make([]atomic.Pointer[serverEnd], slots)}
 }
 
-// pipe connects a fresh server session and returns the client's end. The
-// server session lives on its own context: the supervisor cancels the
-// attempt's context once the attempt is over.
-func (m *memServer) pipe() (mcp.Transport, *mcp.ServerSession, error) {
+// serverEnd is the server's end of one in-memory pipe. Severing it is a
+// crash: the pipe breaks under both sides at once, and the server cancels
+// whatever its session was handling. (A graceful ServerSession.Close would
+// not do: it waits for in-flight requests, and go-sdk v1.8.0 can miss a
+// subscriptions/listen request that arrived just before, which then never
+// returns.)
+type serverEnd struct {
+	mcp.Transport
+	conn atomic.Pointer[mcp.Connection]
+}
+
+func (e *serverEnd) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := e.Transport.Connect(ctx)
+	if err == nil {
+		e.conn.Store(&c)
+	}
+	return c, err
+}
+
+func (e *serverEnd) sever() {
+	if c := e.conn.Load(); c != nil {
+		_ = (*c).Close()
+	}
+}
+
+// pipe connects a fresh server session and returns the client's end and
+// the server's. The server session lives on its own context: the
+// supervisor cancels the attempt's context once the attempt is over.
+func (m *memServer) pipe() (mcp.Transport, *serverEnd, error) {
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := m.srv.Connect(context.Background(), st, nil)
-	if err != nil {
+	end := &serverEnd{Transport: st}
+	if _, err := m.srv.Connect(context.Background(), end, nil); err != nil {
 		return nil, nil, err
 	}
-	return ct, ss, nil
+	return ct, end, nil
 }
 
 // transport is slot's conn.Transport: a new in-memory pair per generation.
 func (m *memServer) transport(slot int) conn.Transport {
 	return conn.TransportFunc(func(context.Context) (mcp.Transport, error) {
-		ct, ss, err := m.pipe()
+		ct, end, err := m.pipe()
 		if err != nil {
 			return nil, err
 		}
-		m.slots[slot].Store(ss)
+		m.slots[slot].Store(end)
 		return ct, nil
 	})
 }
 
-// crashAll closes every slot's current server session at once, as a server
-// that dies under all its clients would.
+// crashAll severs every slot's current pipe at once, as a server that dies
+// under all its clients would.
 func (m *memServer) crashAll() {
 	var wg sync.WaitGroup
 	for i := range m.slots {
-		if ss := m.slots[i].Load(); ss != nil {
-			wg.Go(func() { _ = ss.Close() })
+		if end := m.slots[i].Load(); end != nil {
+			wg.Go(end.sever)
 		}
 	}
 	wg.Wait()

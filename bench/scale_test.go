@@ -183,12 +183,12 @@ type bareMem struct {
 // supervisor's attempt does. Its server session goes into m's slot i if m
 // has one (i < 0: none).
 func bareSession(ctx context.Context, m *memServer, i int) (bareMem, error) {
-	ct, ss, err := m.pipe()
+	ct, end, err := m.pipe()
 	if err != nil {
 		return bareMem{}, err
 	}
 	if i >= 0 && i < len(m.slots) {
-		m.slots[i].Store(ss)
+		m.slots[i].Store(end)
 	}
 	cs, err := floorClient().
 		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: conn.DefaultProtocolVersion})
