@@ -7,10 +7,6 @@ import (
 	"strings"
 )
 
-// MaxTools is the most tools one server may list. A longer list is an
-// invalid list: a hostile or broken server cannot exhaust the host's memory.
-const MaxTools = 50_000
-
 // listTools is phase one of a tool sync: fetch every page and build the
 // whole next set of tools, or fail and change nothing.
 func (g *generation) listTools(ctx context.Context) ([]Tool, error) {

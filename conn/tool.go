@@ -18,3 +18,7 @@ type Tool struct {
 
 	gen *generation // the generation that listed the tool; calls go there
 }
+
+// MaxTools is the most tools one server may list. A longer list is an
+// invalid list: a hostile or broken server cannot exhaust the host's memory.
+const MaxTools = 50_000
