@@ -11,8 +11,9 @@ import (
 
 // audited records a finished request of ss in the audit trail, if there
 // is one.
-func (f *Front) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
+func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
 	args json.RawMessage, res *mcp.CallToolResult, err error) {
+	f := c.f
 	if f.opts.Audit == nil {
 		return
 	}

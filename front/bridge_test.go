@@ -9,7 +9,7 @@ import (
 // The bridged-request machine compiles, and docs/design.md shows its
 // current diagram.
 func TestBridgeSpecAndItsDiagram(t *testing.T) {
-	if err := BridgeSpec().Validate(); err != nil {
+	if err := bridgeSpec().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bridgeMachines().New(bridgeOptions()); err != nil {
@@ -19,7 +19,7 @@ func TestBridgeSpecAndItsDiagram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := BridgeSpec().Mermaid(); !strings.Contains(string(doc), want) {
+	if want := bridgeSpec().Mermaid(); !strings.Contains(string(doc), want) {
 		t.Errorf("docs/design.md does not show the bridged-request machine as it is; put this diagram in its front section:\n```mermaid\n%s```", want)
 	}
 }

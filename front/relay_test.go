@@ -35,14 +35,18 @@ type relayRig struct {
 }
 
 // newRelayRig supervises the backend on protocol (conn's default when
-// empty).
-func newRelayRig(t *testing.T, protocol string) *relayRig {
+// empty), shared by every client.
+func newRelayRig(t *testing.T, protocol string) *relayRig { return newRelayRigWith(t, protocol, false) }
+
+// newRelayRigWith is newRelayRig, with the backend isolated per client
+// if perClient.
+func newRelayRigWith(t *testing.T, protocol string, perClient bool) *relayRig {
 	t.Helper()
 	r := &relayRig{}
 	reg := conn.NewRegistry()
 	var sup *conn.Supervisor
-	f := New(Options{Registry: reg, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
-		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	bs := newFakeBackends()
+	f := New(Options{Registry: reg, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -109,28 +113,34 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 	rec := conntest.NewRecorder()
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
 	var err error
-	sup, err = conn.Start(context.Background(), conn.Config{
-		Name: "a", Transport: srv.Transport(), Registry: reg, Reconnect: &p, Clock: clock.NewMock(),
-		Logger: rec.Logger(), OnTransition: func(t conn.Transition) { rec.OnTransition(t); f.Observe(t) },
-		Client: f.ClientOptionsFor("a"), ClientMiddleware: f.ClientMiddlewareFor("a"), ProtocolVersion: protocol,
-	})
+	base := func() conn.Config {
+		return conn.Config{Name: "a", Transport: srv.Transport(), Reconnect: &p, Clock: clock.NewMock(),
+			Logger: rec.Logger(), ProtocolVersion: protocol}
+	}
+	shared := base()
+	shared.Registry, shared.OnTransition = reg, rec.OnTransition
+	f.Configure("a", &shared)
+	sup, err = conn.Start(context.Background(), shared)
 	if err != nil {
 		t.Fatal(err)
+	}
+	bs.set("a", sup)
+	if perClient {
+		bs.perClient("a", base)
 	}
 	rec.Expect(t, limit, conn.Established)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
-	hs := httptest.NewServer(f.Handler())
+	hs := httptest.NewServer(f.HTTPHandler(HTTPOptions{Subject: testSubject}))
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
 		<-synced
+		_ = f.Close(context.Background())
 		_ = sup.Close(context.Background())
 		srv.Close()
-		f.roots.wait()
-		f.logs.wg.Wait()
 	})
 	r.f, r.url, r.srv, r.arrived = f, hs.URL, srv, arrived
 	return r
@@ -162,7 +172,7 @@ func (r *relayRig) connect(t *testing.T, front, name, protocol string, roots ...
 	for _, uri := range roots {
 		client.AddRoots(&mcp.Root{URI: uri})
 	}
-	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true}
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true, HTTPClient: asSubject(name)}
 	if front == "stdio" {
 		ct, st := mcp.NewInMemoryTransports()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -265,10 +275,7 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 				if got := alice.call(t, "progress", nil); got != "<nil>" {
 					t.Errorf("a call without input requests = %q", got)
 				}
-				r.f.bridges.mu.Lock()
-				n := len(r.f.bridges.by)
-				r.f.bridges.mu.Unlock()
-				if n != 0 {
+				if n := r.f.bridgesLeft(); n != 0 {
 					t.Errorf("%d bridged calls left after the calls ended", n)
 				}
 			})
@@ -281,7 +288,7 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 // stream of its first call, and the backend's roots/list during a call
 // gets the calling client's, with two clients connected.
 func TestRootsAreReadOverHTTPWithoutAGETStream(t *testing.T) {
-	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	r := newRelayRigWith(t, conn.ClassicProtocolVersion, true)
 	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion, "file:///alice")
 	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion, "file:///bob")
 	if got := alice.call(t, "roots", nil); got != "file:///alice" {

@@ -1,0 +1,122 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// fakeBackends is Backends over supervisors a test started: the shared
+// instances by name, and per-client instances made by start.
+type fakeBackends struct {
+	mu     sync.Mutex
+	shared map[string]*conn.Supervisor
+	status func(server string) (conn.Status, bool) // overrides the shared instances' status
+	iso    map[string]Isolation                    // by server; absent: shared
+	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
+}
+
+func newFakeBackends() *fakeBackends {
+	return &fakeBackends{shared: map[string]*conn.Supervisor{}, iso: map[string]Isolation{}}
+}
+
+// set makes sup the shared instance of server.
+func (b *fakeBackends) set(server string, sup *conn.Supervisor) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shared[server] = sup
+}
+
+func (b *fakeBackends) StatusOf(server string) (conn.Status, bool) {
+	if b.status != nil {
+		return b.status(server)
+	}
+	if sup, ok := b.Supervisor(server); ok {
+		return sup.Status(), true
+	}
+	return conn.Status{}, false
+}
+
+func (b *fakeBackends) Supervisor(server string) (*conn.Supervisor, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sup, ok := b.shared[server]
+	return sup, ok && sup != nil
+}
+
+func (b *fakeBackends) Supervisors() []*conn.Supervisor {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*conn.Supervisor
+	for _, sup := range b.shared {
+		if sup != nil {
+			out = append(out, sup)
+		}
+	}
+	return out
+}
+
+func (b *fakeBackends) Isolation(server string) Isolation {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	iso, ok := b.iso[server]
+	if !ok {
+		return Isolation{Shared: true}
+	}
+	return iso
+}
+
+func (b *fakeBackends) StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error) {
+	if b.start == nil {
+		return nil, errors.New("no instances in this test")
+	}
+	return b.start(ctx, server, configure)
+}
+
+// bridgesLeft counts the bridged calls of every client.
+func (f *Front) bridgesLeft() int {
+	n := 0
+	for _, c := range f.all() {
+		c.mu.Lock()
+		n += len(c.bridges)
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// subjectHeader names the caller of a test's request (testSubject).
+const subjectHeader = "X-Test-Subject"
+
+// testSubject is the HTTPOptions.Subject of the tests: the caller the
+// request's subjectHeader names.
+func testSubject(r *http.Request) string { return r.Header.Get(subjectHeader) }
+
+// asSubject is an HTTP client whose requests are subject's.
+func asSubject(subject string) *http.Client {
+	return &http.Client{Transport: subjectTransport{subject}}
+}
+
+type subjectTransport struct{ subject string }
+
+func (s subjectTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(subjectHeader, s.subject)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// perClient makes server isolated per client in b, each instance a
+// supervisor of base's config (its Name is server's).
+func (b *fakeBackends) perClient(server string, base func() conn.Config) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.iso[server] = Isolation{}
+	b.start = func(ctx context.Context, name string, configure func(*conn.Config)) (*conn.Supervisor, error) {
+		c := base()
+		c.Name = name
+		configure(&c)
+		return conn.Start(ctx, c)
+	}
+}
