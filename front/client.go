@@ -62,7 +62,7 @@ type client struct {
 	instances map[string]*instance
 	bridges   map[string]*bridge // by requestState
 	subs      map[target]map[string]bool
-	syncing   bool // the sync loop of the client's own registry runs
+	syncing   bool         // the sync loop of the client's own registry runs
 	busy      int          // requests in progress (a 2026-07-28 client's)
 	idle      *clock.Timer // ends a 2026-07-28 client left idle
 	idleSeq   uint64       // which arming of idle is current

@@ -37,7 +37,9 @@ var ErrNoPeer = errors.New("no front client can answer this request")
 // [Front.ClientMiddlewareFor] as its ClientMiddleware. A request no
 // client can answer fails with an error matching [ErrNoPeer], which the
 // server sees as a JSON-RPC error.
-func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions { return f.clientOptions(server, nil) }
+func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
+	return f.clientOptions(server, nil)
+}
 
 // ClientMiddlewareFor returns the receiving middleware of server's shared
 // instance's clients. It forwards the server's elicitation and sampling
@@ -50,7 +52,9 @@ func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions { return f.cl
 // progress token. A shared server's roots/list is answered with the
 // roots its configuration declares, never with a client's (on the stdio
 // front, with its one client's). Pass it as conn.Config.ClientMiddleware.
-func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware { return f.clientMiddleware(server, nil) }
+func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
+	return f.clientMiddleware(server, nil)
+}
 
 // clientOptions are a per-client instance's client options.
 func (c *client) clientOptions(server string) *mcp.ClientOptions { return c.f.clientOptions(server, c) }
