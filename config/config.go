@@ -86,6 +86,17 @@ type Server struct {
 	// MaxConcurrentCalls bounds the server's calls in flight at once;
 	// zero means no bound.
 	MaxConcurrentCalls int
+
+	// Isolation says how the clients of mcpfsm serve's HTTP front share
+	// the server: IsolationPerClient (or "", the default) gives each its
+	// own instance, IsolationShared one for all.
+	Isolation string
+	// MaxInstances bounds the server's per-client instances; zero means
+	// serve's -max-sessions.
+	MaxInstances int
+	// Roots are the root URIs offered to the server's shared instance;
+	// no client's roots reach a server that several clients share.
+	Roots []string
 }
 
 // Options tune how a file is read. The zero value reads the process

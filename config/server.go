@@ -14,7 +14,7 @@ import (
 var serverKeys = []string{
 	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
-	"includeTools", "excludeTools", "maxConcurrentCalls",
+	"includeTools", "excludeTools", "maxConcurrentCalls", "isolation", "maxInstances", "roots",
 }
 
 // otherKeys are server keys read but not listed in suggestions: the
@@ -193,7 +193,7 @@ func (p *parser) extension(s *Server, m member, fpath string, has map[string]boo
 	case "maxConcurrentCalls":
 		s.MaxConcurrentCalls = p.positiveInt(m.val, fpath, "the most calls in flight at once")
 	default:
-		return false
+		return p.isolationKey(s, m, fpath)
 	}
 	return true
 }

@@ -15,12 +15,12 @@ type fakeBackends struct {
 	mu     sync.Mutex
 	shared map[string]*conn.Supervisor
 	status func(server string) (conn.Status, bool) // overrides the shared instances' status
-	iso    map[string]Isolation                    // by server; absent: shared
+	iso    map[string]int                          // per-client servers' maxInstances; absent: shared
 	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
 }
 
 func newFakeBackends() *fakeBackends {
-	return &fakeBackends{shared: map[string]*conn.Supervisor{}, iso: map[string]Isolation{}}
+	return &fakeBackends{shared: map[string]*conn.Supervisor{}, iso: map[string]int{}}
 }
 
 // set makes sup the shared instance of server.
@@ -59,14 +59,11 @@ func (b *fakeBackends) Supervisors() []*conn.Supervisor {
 	return out
 }
 
-func (b *fakeBackends) Isolation(server string) Isolation {
+func (b *fakeBackends) Isolation(server string) (shared bool, maxInstances int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	iso, ok := b.iso[server]
-	if !ok {
-		return Isolation{Shared: true}
-	}
-	return iso
+	n, ok := b.iso[server]
+	return !ok, n
 }
 
 func (b *fakeBackends) StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error) {
@@ -112,7 +109,7 @@ func (s subjectTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (b *fakeBackends) perClient(server string, base func() conn.Config) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.iso[server] = Isolation{}
+	b.iso[server] = 0
 	b.start = func(ctx context.Context, name string, configure func(*conn.Config)) (*conn.Supervisor, error) {
 		c := base()
 		c.Name = name

@@ -17,7 +17,7 @@
 //
 // Every client of the front is served apart: its own tool list, roots,
 // logging level, subscriptions and bridged calls. Over Streamable HTTP
-// ([Front.HTTPHandler]) a server isolated per client ([Isolation]) gets an
+// ([Front.HTTPHandler]) a server isolated per client (Backends.Isolation) gets an
 // instance of its own for each client: its own supervisor (a stdio
 // server's own process, an HTTP server's own session), started on the
 // client's first request to it and closed when the client's session ends
@@ -79,8 +79,13 @@ type Backends interface {
 	// Supervisors returns every shared instance.
 	Supervisors() []*conn.Supervisor
 	// Isolation says how the clients of the front's HTTP handler share
-	// server.
-	Isolation(server string) Isolation
+	// server: shared, every client is served by its shared instance (and
+	// no client's roots reach it); otherwise (per-client) each client
+	// gets an instance of its own, at most maxInstances at once (zero:
+	// HTTPOptions.MaxSessions); a client's first request past that bound
+	// is answered with an error naming it. The stdio front has one
+	// client, which every shared instance serves as its own.
+	Isolation(server string) (shared bool, maxInstances int)
 	// StartInstance starts a new instance of server for one client, with
 	// the server's configuration as the shared instance has it, changed
 	// by configure (which sets what is the client's: its registry,
@@ -89,21 +94,11 @@ type Backends interface {
 	StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
 }
 
-// Isolation says how the clients of a [Front]'s HTTP handler share a
-// server. The stdio front has one client, which every server's shared
-// instance serves as its own.
-type Isolation struct {
-	// Shared serves every client from the server's shared instance.
-	// False (per-client, the default) gives each client an instance of
-	// its own.
-	Shared bool
-	// MaxInstances bounds the server's per-client instances; a client's
-	// first request past it is answered with an error naming the bound.
-	// Zero means HTTPOptions.MaxSessions.
-	MaxInstances int
-	// Roots are what a shared server is offered as roots: no client's
-	// roots reach a server that several clients share.
-	Roots []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
+// isolation is how the HTTP front's clients share a server (see
+// Backends.Isolation).
+type isolation struct {
+	shared       bool
+	maxInstances int
 }
 
 // Options configure a [Front]. Registry is required.
@@ -305,11 +300,12 @@ func (f *Front) Close(ctx context.Context) error {
 
 // isolation is how server is shared over HTTP; every server is shared
 // without Backends.
-func (f *Front) isolation(server string) Isolation {
+func (f *Front) isolation(server string) isolation {
 	if f.opts.Backends == nil {
-		return Isolation{Shared: true}
+		return isolation{shared: true}
 	}
-	return f.opts.Backends.Isolation(server)
+	shared, n := f.opts.Backends.Isolation(server)
+	return isolation{shared, n}
 }
 
 // status is the status of server's shared instance.

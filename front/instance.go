@@ -158,7 +158,7 @@ func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, done func(),
 func (in *instance) start(ctx context.Context) error {
 	f := in.c.f
 	iso := f.isolation(in.server)
-	release, err := f.slots.instance(in.server, iso.MaxInstances)
+	release, err := f.slots.instance(in.server, iso.maxInstances)
 	if err != nil {
 		return err
 	}

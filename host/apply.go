@@ -149,14 +149,17 @@ func closeBound(all []*server) time.Duration {
 	return longest + 5*time.Second
 }
 
-// closeAll closes every supervisor of all concurrently, bounded by
-// closeBound or ctx.
+// closeAll closes every supervisor of all concurrently, their per-client
+// instances with them, bounded by closeBound or ctx.
 func closeAll(ctx context.Context, all []*server) error {
 	ctx, cancel := context.WithTimeout(ctx, closeBound(all))
 	defer cancel()
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, st := range all {
+		for _, sup := range st.retire() {
+			wg.Go(func() { _ = sup.Close(ctx) }) // its owner hears of it by its state
+		}
 		if st.sup == nil {
 			continue
 		}

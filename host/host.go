@@ -53,12 +53,10 @@ type Options struct {
 	// Catalog, if set, receives every server's resources, templates and
 	// prompts.
 	Catalog *conn.Catalog
-	// Client, if set, gives each server's supervisor its client options
-	// (conn.Config.Client); ClientMiddleware its receiving middleware.
-	Client           func(server string) *mcp.ClientOptions
-	ClientMiddleware func(server string) []mcp.Middleware
-	// Roots, if set, gives each server started its first roots.
-	Roots func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+	// Configure, if set, changes each server's shared instance's
+	// conn.Config before it starts, once the host has set what it knows
+	// (a front sets its client options: front.Front.Configure).
+	Configure func(server string, c *conn.Config)
 	// OnTransition, if set, receives every supervisor's transitions
 	// (conn.Config.OnTransition).
 	OnTransition func(conn.Transition)
@@ -91,6 +89,10 @@ type server struct {
 	sup    *conn.Supervisor // nil when conn.Start failed
 	err    error            // Start's, then the first attempt's error
 	stderr *tailWriter
+
+	mu        sync.Mutex
+	instances []*conn.Supervisor // its per-client instances (StartInstance)
+	retired   bool               // the server stopped: it starts no more instances
 }
 
 // New returns a host with no servers yet: start them with [Host.Start].
@@ -161,14 +163,11 @@ func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, erro
 	o := h.opts
 	c := st.cfg.Conn(st.stderr)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
-	if o.Client != nil {
-		c.Client = o.Client(st.cfg.Name)
+	for _, uri := range st.cfg.Roots {
+		c.Roots = append(c.Roots, &mcp.Root{URI: uri})
 	}
-	if o.ClientMiddleware != nil {
-		c.ClientMiddleware = o.ClientMiddleware(st.cfg.Name)
-	}
-	if o.Roots != nil {
-		c.Roots = o.Roots()
+	if o.Configure != nil {
+		o.Configure(st.cfg.Name, &c)
 	}
 	if o.Metrics != nil {
 		return o.Metrics.Start(ctx, c)
@@ -239,6 +238,9 @@ type ServerStatus struct {
 	Fatal bool
 	// Stderr is the last lines of a stdio server's stderr.
 	Stderr []string
+	// Instances counts its per-client instances running now, by the
+	// state of their connection (see [Host.StartInstance]).
+	Instances map[conn.State]int
 }
 
 // Status reports every configured server, sorted by name.
@@ -249,6 +251,12 @@ func (h *Host) Status() []ServerStatus {
 			Fatal: st.sup == nil || st.err != nil && st.cfg.FailOnStartupError}
 		if st.sup != nil {
 			s.Status = st.sup.Status()
+		}
+		for _, sup := range st.live() {
+			if s.Instances == nil {
+				s.Instances = map[conn.State]int{}
+			}
+			s.Instances[sup.State()]++
 		}
 		out = append(out, s)
 	}
