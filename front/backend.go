@@ -2,7 +2,6 @@ package front
 
 import (
 	"context"
-	"errors"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 )
@@ -54,6 +53,3 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	_ = sup.Ready(ctx)
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
 }
-
-// errUnknownServer: a request named a server the front does not serve.
-var errUnknownServer = errors.New("not supervised by mcpfsm")

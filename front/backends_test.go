@@ -17,6 +17,8 @@ type fakeBackends struct {
 	status func(server string) (conn.Status, bool) // overrides the shared instances' status
 	iso    map[string]int                          // per-client servers' maxInstances; absent: shared
 	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
+
+	started []*conn.Supervisor // the per-client instances perClient started, in order
 }
 
 func newFakeBackends() *fakeBackends {
@@ -114,6 +116,26 @@ func (b *fakeBackends) perClient(server string, base func() conn.Config) {
 		c := base()
 		c.Name = name
 		configure(&c)
-		return conn.Start(ctx, c)
+		sup, err := conn.Start(ctx, c)
+		if err == nil {
+			b.mu.Lock()
+			b.started = append(b.started, sup)
+			b.mu.Unlock()
+		}
+		return sup, err
 	}
+}
+
+// instances returns the per-client instances started so far.
+func (b *fakeBackends) instances() []*conn.Supervisor {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*conn.Supervisor(nil), b.started...)
+}
+
+// maxInstances bounds server's per-client instances.
+func (b *fakeBackends) maxInstances(server string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.iso[server] = n
 }

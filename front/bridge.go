@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -250,14 +251,26 @@ func randomState() string {
 
 // inputResult is the input_required result of method: the requests the
 // client is to answer, and the state it echoes with the answers.
+// The SDK keeps the result's type unexported; its JSON decoding is the
+// one way to set it.
 func inputResult(method string, reqs mcp.InputRequestMap, state string) mcp.Result {
+	const skeleton = `{"resultType":"input_required"}`
 	switch method {
 	case "prompts/get":
-		return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}
+		r := &mcp.GetPromptResult{}
+		_ = json.Unmarshal([]byte(skeleton), r)
+		r.InputRequests, r.RequestState = reqs, state
+		return r
 	case "resources/read":
-		return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
+		r := &mcp.ReadResourceResult{}
+		_ = json.Unmarshal([]byte(skeleton), r)
+		r.InputRequests, r.RequestState = reqs, state
+		return r
 	}
-	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}
+	r := &mcp.CallToolResult{}
+	_ = json.Unmarshal([]byte(skeleton), r)
+	r.InputRequests, r.RequestState = reqs, state
+	return r
 }
 
 // await waits for what comes first of b: a request of the backend (the
@@ -300,7 +313,10 @@ func (c *client) await(ctx context.Context, b *bridge) (mcp.Result, error) {
 	}
 }
 
-// forget removes b from c's bridges, and reports whether it was there.
+// forget removes b from c's bridges, and its call from c's calls in
+// flight (the call may take a moment to end on the backend, but it is
+// over for the client, and no request of the backend is its any more),
+// and reports whether b was there.
 func (c *client) forget(b *bridge) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -308,6 +324,12 @@ func (c *client) forget(b *bridge) bool {
 		return false
 	}
 	delete(c.bridges, b.state)
+	for server, calls := range c.calls {
+		c.calls[server] = slices.DeleteFunc(calls, func(in *inflight) bool { return in.b == b })
+		if len(c.calls[server]) == 0 {
+			delete(c.calls, server)
+		}
+	}
 	return true
 }
 

@@ -79,6 +79,12 @@ var instanceMachines = sync.OnceValue(func() *fsm.Compiled[instanceState, instan
 	return c
 })
 
+// instanceOptions are an instance's machine's: no callbacks, since the
+// front fires every event itself and logs what matters.
+func instanceOptions() fsm.Options[instanceState, instanceEvent, instanceUseData] {
+	return fsm.Options[instanceState, instanceEvent, instanceUseData]{OnError: func(instanceEvent, error) {}}
+}
+
 // errInstanceEnded: the client ended while its request waited for an
 // instance.
 var errInstanceEnded = errors.New("the client's session ended")
@@ -107,8 +113,7 @@ func (c *client) instanceOf(server string) (*instance, error) {
 	}
 	in := c.instances[server]
 	if in == nil {
-		m, err := instanceMachines().New(fsm.Options[instanceState, instanceEvent, instanceUseData]{
-			OnError: func(instanceEvent, error) {}})
+		m, err := instanceMachines().New(instanceOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +291,9 @@ func (in *instance) drop() {
 }
 
 // knownRoots are c's roots, if they were read.
-func (c *client) knownRoots() ([]*mcp.Root, bool) { //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
+//
+//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
+func (c *client) knownRoots() ([]*mcp.Root, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.rootsSeen {

@@ -4,6 +4,7 @@ package front
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 // that token, and whose tool "ask" elicits a name and answers with it.
 type relayRig struct {
 	f     *Front
+	bs    *fakeBackends
 	srv   *conntest.Server
 	asked atomic.Int32 // calls of "ask" the backend received
 	// beforeAnswer, if set, runs in a client's elicitation handler.
@@ -32,21 +34,40 @@ type relayRig struct {
 	logs         syncBuffer    // the front's
 	url          string        // the front over Streamable HTTP
 	arrived      chan struct{} // a value per call of "together"
+	answers      chan string   // the content of each elicitation answer the backend received, as JSON
 }
 
 // newRelayRig supervises the backend on protocol (conn's default when
 // empty), shared by every client.
-func newRelayRig(t *testing.T, protocol string) *relayRig { return newRelayRigWith(t, protocol, false) }
+func newRelayRig(t *testing.T, protocol string) *relayRig {
+	return newRelayRigWith(t, relayOptions{protocol: protocol})
+}
 
-// newRelayRigWith is newRelayRig, with the backend isolated per client
-// if perClient.
-func newRelayRigWith(t *testing.T, protocol string, perClient bool) *relayRig {
+// relayOptions vary a relay rig.
+type relayOptions struct {
+	protocol  string      // the backend's; conn's default when empty
+	perClient bool        // the backend is isolated per client, not shared
+	clock     clock.Clock // the front's; the real clock when nil
+	http      HTTPOptions // the front's, with testSubject as its Subject
+	catalog   bool        // serve the backend's prompts too
+	idle      time.Duration
+	roots     []string // the shared instance's configured roots
+}
+
+// newRelayRigWith is newRelayRig as o says.
+func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 	t.Helper()
+	protocol := o.protocol
 	r := &relayRig{}
 	reg := conn.NewRegistry()
+	var cat *conn.Catalog
+	if o.catalog {
+		cat = conn.NewCatalog()
+	}
 	var sup *conn.Supervisor
 	bs := newFakeBackends()
-	f := New(Options{Registry: reg, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs})
+	f := New(Options{Registry: reg, Catalog: cat, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs,
+		Clock: o.clock, InstanceIdle: o.idle})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -110,6 +131,41 @@ func newRelayRigWith(t *testing.T, protocol string, perClient bool) *relayRig {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + fmt.Sprint(res.Content["name"])}}}, nil
 		})
+	// "defaults" elicits a name and a colour with a default, and answers
+	// with what it was sent.
+	srv.MCP.AddTool(&mcp.Tool{Name: "defaults", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{
+					"name":  map[string]any{"type": "string"},
+					"color": map[string]any{"type": "string", "default": "blue"}}}}); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	// The backend records each elicitation answer as it came, before its
+	// own SDK checks and completes it.
+	r.answers = make(chan string, 16)
+	srv.MCP.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if e, ok := res.(*mcp.ElicitResult); ok && err == nil {
+				b, _ := json.Marshal(e.Content)
+				r.answers <- string(b)
+			}
+			return res, err
+		}
+	})
+	// The prompt "greeting" elicits a name and greets it.
+	srv.MCP.AddPrompt(&mcp.Prompt{Name: "greeting"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+			Content: &mcp.TextContent{Text: "hello " + fmt.Sprint(res.Content["name"])}}}}, nil
+	})
 	rec := conntest.NewRecorder()
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
 	var err error
@@ -118,22 +174,33 @@ func newRelayRigWith(t *testing.T, protocol string, perClient bool) *relayRig {
 			Logger: rec.Logger(), ProtocolVersion: protocol}
 	}
 	shared := base()
-	shared.Registry, shared.OnTransition = reg, rec.OnTransition
+	shared.Registry, shared.Catalog, shared.OnTransition = reg, cat, rec.OnTransition
+	for _, uri := range o.roots {
+		shared.Roots = append(shared.Roots, &mcp.Root{URI: uri})
+	}
 	f.Configure("a", &shared)
 	sup, err = conn.Start(context.Background(), shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bs.set("a", sup)
-	if perClient {
+	if o.perClient {
 		bs.perClient("a", base)
 	}
 	rec.Expect(t, limit, conn.Established)
+	for cat != nil && len(cat.Prompts()) == 0 {
+		select {
+		case <-cat.Changed():
+		case <-time.After(limit):
+			t.Fatal("the backend's prompts were not listed")
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
-	hs := httptest.NewServer(f.HTTPHandler(HTTPOptions{Subject: testSubject}))
+	o.http.Subject = testSubject
+	hs := httptest.NewServer(f.HTTPHandler(o.http))
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
@@ -142,7 +209,7 @@ func newRelayRigWith(t *testing.T, protocol string, perClient bool) *relayRig {
 		_ = sup.Close(context.Background())
 		srv.Close()
 	})
-	r.f, r.url, r.srv, r.arrived = f, hs.URL, srv, arrived
+	r.f, r.bs, r.url, r.srv, r.arrived = f, bs, hs.URL, srv, arrived
 	return r
 }
 
@@ -288,7 +355,7 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 // stream of its first call, and the backend's roots/list during a call
 // gets the calling client's, with two clients connected.
 func TestRootsAreReadOverHTTPWithoutAGETStream(t *testing.T) {
-	r := newRelayRigWith(t, conn.ClassicProtocolVersion, true)
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
 	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion, "file:///alice")
 	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion, "file:///bob")
 	if got := alice.call(t, "roots", nil); got != "file:///alice" {

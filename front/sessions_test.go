@@ -46,6 +46,16 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 		}
 	}
 	// The clients send nothing more: each session ends on its own timer.
+	// A session is the front's once the request that made it is served,
+	// which may end just after the client has its answer.
+	eventually(t, "the adoption of every session", func() bool {
+		for _, c := range f.all() {
+			if c.session() == nil {
+				return false
+			}
+		}
+		return true
+	})
 	ended := make(chan struct{})
 	n := 0
 	for _, c := range f.all() {

@@ -164,7 +164,7 @@ func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, erro
 	c := st.cfg.Conn(st.stderr)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
 	for _, uri := range st.cfg.Roots {
-		c.Roots = append(c.Roots, &mcp.Root{URI: uri})
+		c.Roots = append(c.Roots, &mcp.Root{URI: uri}) //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
 	}
 	if o.Configure != nil {
 		o.Configure(st.cfg.Name, &c)
