@@ -43,7 +43,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	if err != nil {
 		return backend{}, err
 	}
-	sup, done, err := in.use(ctx)
+	sup, started, done, err := in.use(ctx)
 	if err != nil {
 		return backend{}, err
 	}
@@ -51,5 +51,8 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	// made while the instance starts waits for it, and one it failed for
 	// is told how the instance is.
 	_ = sup.Ready(ctx)
+	if started {
+		in.settle(ctx)
+	}
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
 }

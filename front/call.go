@@ -21,6 +21,10 @@ func (c *client) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		public := c.publicTool(name)
 		server := serverOf(public)
+		// In flight from here: a server that starts for the call (and
+		// asks for roots) asks on its stream.
+		in, end := c.begin(ctx, req.Session, server, bridgeOf(ctx))
+		defer end()
 		be, err := c.backend(ctx, server)
 		if err != nil {
 			return errorResult(c.f.refusal(server, toolOp(name), err)), nil
@@ -30,12 +34,14 @@ func (c *client) handler(name string) mcp.ToolHandler {
 		if !ok {
 			return errorResult(c.f.describe(be, toolOp(name), nil, "the tool is no longer available")), nil
 		}
-		return c.invoke(ctx, req, name, t, be)
+		return c.invoke(ctx, req, name, t, be, in, end)
 	}
 }
 
 // invoke calls t, served as name, for req, and says what the client gets.
-func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool, be backend) (*mcp.CallToolResult, error) {
+// The call is in and ends with end.
+func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool, be backend,
+	in *inflight, end func()) (*mcp.CallToolResult, error) {
 	var args any
 	if req.Params.Arguments != nil {
 		args = req.Params.Arguments
@@ -43,7 +49,6 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 	f := c.f
 	start := f.opts.Clock.Now()
 	b := bridgeOf(ctx)
-	in, end := c.begin(ctx, req.Session, t.Server, b)
 	res, err := c.callTool(ctx, req, t, args)
 	if err == nil {
 		c.settleLogs(ctx, in)

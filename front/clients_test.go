@@ -420,3 +420,21 @@ func TestInstanceSpecAndItsDiagram(t *testing.T) {
 	}
 	checkDocShows(t, "per-client instance", instanceSpec().Mermaid())
 }
+
+// Close ends every client at once, with the instances they hold.
+func TestCloseEndsEveryClient(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion, "file:///alice")
+	alice.call(t, "roots", nil)
+	bob := r.connect(t, "http", "bob", "", "file:///bob")
+	bob.call(t, "roots", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.f.Close(ctx); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Close: %v\n%s", err, buf[:runtime.Stack(buf, true)])
+	}
+	for _, sup := range r.bs.instances() {
+		recv(t, sup.Done(), "the end of an instance")
+	}
+}

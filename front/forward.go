@@ -103,6 +103,9 @@ func (f *Front) clientMiddleware(server string, only *client) []mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			if method == "roots/list" {
+				if only != nil {
+					defer only.rootsAnswered(server)
+				}
 				return f.answerRoots(ctx, server, only, func() (mcp.Result, error) { return next(ctx, method, req) })
 			}
 			return next(ctx, method, req)

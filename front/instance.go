@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -102,6 +103,54 @@ type instance struct {
 	idle    *clock.Timer
 	idleSeq uint64 // which arming of idle is current
 	listed  bool   // its supervisor was established since it started
+	// rootsAt is when the server's roots/list was last answered: a
+	// server that asks for roots as it starts applies them after its
+	// answer, and the request that started it waits for that (settle).
+	rootsAt time.Time
+}
+
+// rootsSettle is how long after a starting server's roots/list was
+// answered the request that started it waits before it is sent: the
+// time a server such as server-filesystem takes to apply the roots it
+// was given (it checks each directory), which a request sent sooner
+// finds without them.
+const rootsSettle = 200 * time.Millisecond
+
+// rootsAnswered takes note that server's instance of c's answered a
+// roots/list now.
+func (c *client) rootsAnswered(server string) {
+	c.mu.Lock()
+	in := c.instances[server]
+	c.mu.Unlock()
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	in.rootsAt = in.c.f.opts.Clock.Now()
+	in.mu.Unlock()
+}
+
+// settle waits, for a request that started the instance, until a
+// roots/list its server sent as it started has had rootsSettle to take
+// effect, or ctx ends.
+func (in *instance) settle(ctx context.Context) {
+	in.mu.Lock()
+	at := in.rootsAt
+	in.mu.Unlock()
+	if at.IsZero() {
+		return
+	}
+	clk := in.c.f.opts.Clock
+	wait := rootsSettle - clk.Since(at)
+	if wait <= 0 {
+		return
+	}
+	timer := clk.Timer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // instanceOf is c's instance of server, made absent on first use.
@@ -132,11 +181,11 @@ func (in *instance) fire(ev instanceEvent, d instanceUseData) {
 
 // use makes the instance run, if it does not, and holds it for one
 // request until done is called.
-func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, done func(), err error) {
+func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, started bool, done func(), err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.m.State() == instanceEnded {
-		return nil, nil, errInstanceEnded
+		return nil, false, nil, errInstanceEnded
 	}
 	if in.m.State() == instanceRunning && in.sup.State() == conn.Disposed {
 		in.fire(instanceClosed, instanceUseData{})
@@ -146,8 +195,9 @@ func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, done func(),
 		err := in.start(ctx)
 		in.fire(instanceUse, instanceUseData{started: err == nil})
 		if err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
+		started = true
 	}
 	in.busy++
 	in.idleSeq++ // a timer armed before is stale
@@ -156,7 +206,7 @@ func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, done func(),
 		in.idle = nil
 	}
 	var once sync.Once
-	return in.sup, func() { once.Do(in.done) }, nil
+	return in.sup, started, func() { once.Do(in.done) }, nil
 }
 
 // start starts the supervisor; in.mu is held.
@@ -172,7 +222,7 @@ func (in *instance) start(ctx context.Context) error {
 		release()
 		return fmt.Errorf("server %q: its instance for this client did not start: %w", in.server, err)
 	}
-	in.sup, in.release, in.listed = sup, release, false
+	in.sup, in.release, in.listed, in.rootsAt = sup, release, false, time.Time{}
 	return nil
 }
 

@@ -42,13 +42,14 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	if !ok {
 		return nil, notFound(uri)
 	}
+	_, end := c.begin(ctx, ss, t.server, bridgeOf(ctx))
+	defer end()
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(t.server, resourceOp(uri), err)}
 	}
 	defer be.done()
 	start := c.f.opts.Clock.Now()
-	_, end := c.begin(ctx, ss, t.server, bridgeOf(ctx))
 	res, err := be.cat.ReadResource(ctx, t.server, t.uri)
 	end()
 	c.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
@@ -79,6 +80,8 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 		}
+		_, end := c.begin(ctx, req.Session, listed.Server, bridgeOf(ctx))
+		defer end()
 		be, err := c.backend(ctx, listed.Server)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(listed.Server, promptOp(name), err)}
@@ -90,7 +93,6 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 				Message: c.f.describe(be, promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := c.f.opts.Clock.Now()
-		_, end := c.begin(ctx, req.Session, p.Server, bridgeOf(ctx))
 		res, err := p.Get(ctx, req.Params.Arguments)
 		end()
 		var args json.RawMessage
@@ -314,6 +316,8 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
 	params.Ref = &ref
+	_, end := c.begin(ctx, req.Session, t.server, nil)
+	defer end()
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(t.server, op, err)}
@@ -324,8 +328,6 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, err
 	}
 	var res *mcp.CompleteResult
-	_, end := c.begin(ctx, req.Session, t.server, nil)
-	defer end()
 	err = sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)
 		return err

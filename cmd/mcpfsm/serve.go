@@ -306,7 +306,11 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close() // requests that did not end in time
 	}
-	if ferr := f.Close(sctx); ferr != nil {
+	// The clients' own instances close with them, each bounded by its
+	// close barrier; what is left the host stops with the servers.
+	fctx, fcancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer fcancel()
+	if ferr := f.Close(fctx); ferr != nil {
 		logger.Warn("clients' instances still closing at shutdown; the host stops them: " + ferr.Error())
 	}
 	if err == nil {
