@@ -52,6 +52,13 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	// is told how the instance is.
 	_ = sup.Ready(ctx)
 	if started {
+		// The request that started the instance finds it as its client
+		// left the shared one: its logging level set, its roots applied.
+		if level := c.levelOf(); level != "" {
+			if err := setLevel(ctx, sup, level); err != nil {
+				f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", server, "level", level)
+			}
+		}
 		in.settle(ctx)
 	}
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil

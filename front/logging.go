@@ -113,15 +113,19 @@ func (f *Front) levelAfter(t conn.Transition) {
 // server without logging refuses it; that is logged at debug.
 func (f *Front) setLevel(sup *conn.Supervisor, level mcp.LoggingLevel) {
 	f.wg.Go(func() {
-		err := sup.WithSession(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-			if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
-				return nil
-			}
-			return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
-		})
-		if err != nil {
+		if err := setLevel(context.Background(), sup, level); err != nil {
 			f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", sup.Status().Server, "level", level)
 		}
+	})
+}
+
+// setLevel sends level to sup's server, if it has logging.
+func setLevel(ctx context.Context, sup *conn.Supervisor, level mcp.LoggingLevel) error {
+	return sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
+			return nil
+		}
+		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	})
 }
 
