@@ -69,10 +69,11 @@ Formats:
            (apt-get install graphviz, or brew install graphviz)
 
 -trace FILE draws the path one server took through the machine, from a
-trace of its transitions (JSON lines: {"server":..., "from":..., "event":...,
-"guard":..., "to":...}): each edge taken is labelled with its count
-("connected ×3") and, in dot and svg, drawn bold and blue; the state the
-server ended in is highlighted. The trace is checked against the table
+trace of its transitions (JSON lines: {"machine":..., "from":..., "event":...,
+"when":..., "to":...}, the machine named by its server; mcpfsm -trace
+writes them): each edge taken is labelled with its count ("connected ×3")
+and, in dot and svg, drawn bold and blue; the state the server ended in
+is highlighted. The trace is checked against the table
 first: a step the table does not allow is named and nothing is drawn.
 -server NAME picks the server; it may be left out when the trace has one.
 
@@ -246,7 +247,7 @@ func traceOverlay(spec fsm.Spec[conn.State, conn.Event, conn.Payload], path, ser
 		fmt.Fprintf(stderr, "fsmdot: %s: %v; the trace does not follow conn.Table(), so it is not drawn\n", path, err)
 		return none, exitFail
 	}
-	servers := trace.Servers(steps)
+	servers := trace.Machines(steps)
 	switch {
 	case len(steps) == 0:
 		fmt.Fprintf(stderr, "fsmdot: %s: the trace has no steps\n", path)
@@ -258,7 +259,7 @@ func traceOverlay(spec fsm.Spec[conn.State, conn.Event, conn.Payload], path, ser
 	case !slices.Contains(servers, server):
 		return none, usageErr("-server %q: the trace %s has no steps of it; its servers: %s", server, path, strings.Join(servers, ", "))
 	}
-	return trace.Overlay(spec, trace.ForServer(steps, server)), exitOK
+	return trace.Overlay(spec, trace.ForMachine(steps, server)), exitOK
 }
 
 // stateNames lists the declared states, in declaration order.
