@@ -72,7 +72,7 @@ func GenerationTable() fsm.Spec[GenState, GenEvent, struct{}] {
 			{Name: GenConnecting, Parent: genOpen, Doc: "opening, initializing, listing tools"},
 			{Name: GenUp, Parent: genOpen, Doc: "session up; calls served"},
 			{Name: GenBad, Parent: genOpen, Doc: "connection known bad; calls fail fast", Alarm: true},
-			{Name: genShutting, Initial: GenClosing, Doc: "the close barrier: nothing replaces the generation in here"},
+			{Name: genShutting, Doc: "the close barrier: nothing replaces the generation in here"},
 			{Name: GenClosing, Parent: genShutting, Doc: "calls retired, session closing, process terminating"},
 			{Name: GenExpired, Parent: genShutting, Doc: "CloseTimeout passed; the process may still exit", Alarm: true},
 			{Name: GenReleased, Terminal: true, Doc: "the process is gone"},

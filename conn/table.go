@@ -18,8 +18,8 @@ const (
 // superstates declares the superstates and, for each state of the states
 // list, the superstate it lies in.
 var superstates = []fsm.State[State]{
-	{Name: live, Initial: Connecting, Doc: "Close leaves every state in here"},
-	{Name: waiting, Parent: live, Initial: FailedRetrying, Doc: "Reconnect leaves every state in here at once"},
+	{Name: live, Doc: "Close leaves every state in here"},
+	{Name: waiting, Parent: live, Doc: "Reconnect leaves every state in here at once"},
 }
 
 // parentOf returns the superstate a state of the states list lies in.
