@@ -187,7 +187,7 @@ func (g *generation) wireConn() *wireConn {
 //
 // During the attempt, the attempt fails instead: its context ends.
 func (g *generation) listenBroken(err error) {
-	if g.lifeState() == GenConnecting {
+	if g.lifeState() == genConnecting {
 		g.cancel()
 		return
 	}

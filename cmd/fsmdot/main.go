@@ -29,19 +29,13 @@ const (
 	exitUsage = 2 // bad flags or arguments
 )
 
-// The files -write produces and -check compares, in DIR: the connection
-// machine's, the tool-sync machine's (conn.SyncTable) and the generation
-// machine's (conn.GenerationTable).
+// The files of the connection machine that -write produces and -check
+// compares, in DIR; each machine of conn.Machines() has the same three,
+// named after it.
 const (
-	dotFile         = "connection.dot"
-	mermaidFile     = "connection.mmd"
-	svgFile         = "connection.svg"
-	syncDotFile     = "tool-sync.dot"
-	syncMermaidFile = "tool-sync.mmd"
-	syncSvgFile     = "tool-sync.svg"
-	genDotFile      = "generation.dot"
-	genMermaidFile  = "generation.mmd"
-	genSvgFile      = "generation.svg"
+	dotFile     = "connection.dot"
+	mermaidFile = "connection.mmd"
+	svgFile     = "connection.svg"
 )
 
 // installHint tells the user how to get Graphviz, which only SVG needs.
@@ -79,8 +73,8 @@ first: a step the table does not allow is named and nothing is drawn.
 
 -write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
 is installed, DIR/connection.svg (otherwise it says so and skips the svg),
-and the same three files of the tool-sync machine (conn.SyncTable), named
-tool-sync.*, and of the generation machine (conn.GenerationTable), named
+and the same three files of conn's inner machines (conn.Machines): the
+tool-sync machine, named tool-sync.*, and the generation machine, named
 generation.*. 'go generate ./conn' runs it on diagrams/.
 
 -check DIR exits 1, naming each file, when one of the .dot or .mmd files
@@ -274,15 +268,11 @@ func stateNames() []string {
 // textDiagrams returns the file names and contents that -write produces
 // and -check compares; they need no external tool.
 func textDiagrams() []struct{ name, body string } {
-	spec, sync, gen := conn.Table(), conn.SyncTable(), conn.GenerationTable()
-	return []struct{ name, body string }{
-		{dotFile, spec.DOT()},
-		{mermaidFile, spec.Mermaid()},
-		{syncDotFile, sync.DOT()},
-		{syncMermaidFile, sync.Mermaid()},
-		{genDotFile, gen.DOT()},
-		{genMermaidFile, gen.Mermaid()},
+	var out []struct{ name, body string }
+	for _, m := range conn.Machines() {
+		out = append(out, struct{ name, body string }{m.Name + ".dot", m.DOT}, struct{ name, body string }{m.Name + ".mmd", m.Mermaid})
 	}
+	return out
 }
 
 // checkDir returns one message per missing or stale diagram in dir.
@@ -297,7 +287,7 @@ func checkDir(dir string) []string {
 		case err != nil:
 			stale = append(stale, fmt.Sprintf("%s cannot be read: %v", path, err))
 		case string(got) != d.body:
-			stale = append(stale, path+" is stale: it differs from conn.Table(), conn.SyncTable() or conn.GenerationTable()")
+			stale = append(stale, path+" is stale: it differs from conn.Machines()")
 		}
 	}
 	return stale
@@ -315,20 +305,17 @@ func writeDir(dir string, stderr io.Writer) error {
 			return err
 		}
 	}
-	for _, d := range []struct{ name, dot string }{
-		{svgFile, conn.Table().DOT()},
-		{syncSvgFile, conn.SyncTable().DOT()},
-		{genSvgFile, conn.GenerationTable().DOT()},
-	} {
-		svg, err := renderSVG(d.dot)
+	for _, m := range conn.Machines() {
+		path := filepath.Join(dir, m.Name+".svg")
+		svg, err := renderSVG(m.DOT)
 		if errors.Is(err, errNoDot) {
-			fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", filepath.Join(dir, d.name), err, installHint)
+			fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", path, err, installHint)
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if err := writeIfChanged(filepath.Join(dir, d.name), svg); err != nil {
+		if err := writeIfChanged(path, svg); err != nil {
 			return err
 		}
 	}
