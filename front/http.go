@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -122,7 +123,7 @@ func modernRequest(r *http.Request) bool {
 }
 
 // modernVersion is the first protocol version without sessions.
-const modernVersion = "2026-07-28"
+const modernVersion = conn.StatelessProtocolVersion
 
 // maxPeek bounds the body modernRequest reads to tell the era: a larger
 // one goes to the classic handler, which reads it all.
