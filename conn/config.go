@@ -30,7 +30,7 @@ const (
 	// that dies on the probe (some older stdio servers exit on unknown
 	// methods) teaches the Supervisor to use ClassicProtocolVersion for the
 	// rest of its life, within the same attempt.
-	DefaultProtocolVersion = "2026-07-28"
+	DefaultProtocolVersion = StatelessProtocolVersion
 )
 
 // Config configures a [Supervisor]. Only Name, Transport and Registry are

@@ -99,7 +99,7 @@ func New(host Host, opts Options) *Console {
 	c := &Console{
 		host: host, opts: opts, clk: opts.Clock, log: opts.Logger,
 		hist:    newHistory(opts.HistorySize),
-		diagram: []byte(Diagram(conn.Table())),
+		diagram: []byte(diagramSVG()),
 		closed:  make(chan struct{}),
 	}
 	if c.clk == nil {

@@ -160,7 +160,7 @@ func (b *bridge) markLost() {
 // server's requests during a call only as input requests.
 func modern(ss *mcp.ServerSession) bool {
 	p := ss.InitializeParams()
-	return p == nil || p.ProtocolVersion >= conn.DefaultProtocolVersion
+	return p == nil || p.ProtocolVersion >= conn.StatelessProtocolVersion
 }
 
 // bridgeMiddleware bridges the calls of a modern client: a tools/call,

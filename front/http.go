@@ -248,7 +248,7 @@ func (c *client) hold(timeout time.Duration) func() {
 // protocol version in the request's _meta).
 func modernRequest(r *http.Request) bool {
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" {
-		return v >= conn.DefaultProtocolVersion
+		return v >= conn.StatelessProtocolVersion
 	}
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
 		return false
@@ -274,7 +274,7 @@ func modernRequest(r *http.Request) bool {
 		return true
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return v >= conn.DefaultProtocolVersion
+	return v >= conn.StatelessProtocolVersion
 }
 
 // maxPeek bounds the body modernRequest reads to tell the era: a larger

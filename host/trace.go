@@ -4,17 +4,15 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
-	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // Tracer writes every transition of the connection machine it is given
-// as one line of an fsm trace (package fsm/trace): time, server, from,
-// event, guard, to, attempt, delay, generation and cause. The trace can
-// be checked against conn.Table with trace.Check and drawn with
+// as one line of an fsm trace (package fsm/trace): time, machine (the
+// server), from, event, when, to, and a [conn.TraceExtra] of attempt,
+// delay, generation and cause. The trace can be checked against conn.Table with trace.Check and drawn with
 // fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
 type Tracer struct {
 	path string
@@ -39,18 +37,7 @@ func (t *Tracer) Path() string { return t.path }
 // Record writes tr as a line. It never fails the caller: the first write
 // error is kept for Close.
 func (t *Tracer) Record(tr conn.Transition) {
-	s := trace.Step{
-		Time: tr.At.UTC().Format(time.RFC3339Nano), Server: tr.Server,
-		From: string(tr.From), Event: string(tr.Event), To: string(tr.To),
-		Guard:   tr.Guard,
-		Attempt: tr.Attempt, Generation: tr.Generation,
-	}
-	if tr.Delay > 0 {
-		s.Delay = tr.Delay.String()
-	}
-	if tr.Err != nil {
-		s.Cause = redact.Line(tr.Err.Error())
-	}
+	s := tr.TraceStep()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {
