@@ -124,7 +124,7 @@ func (l *Limiter) Allow(c Caller) error {
 		// The time until the bucket holds one whole token, rounded up to
 		// the millisecond: a client that waits that long gets through.
 		secs := (1 - b.lim.TokensAt(now)) / float64(l.limit)
-		wait = time.Duration(math.Ceil(secs * 1000)) * time.Millisecond
+		wait = time.Duration(math.Ceil(secs*1000)) * time.Millisecond
 	}
 	if now.Sub(l.swept) >= l.rate.Per {
 		l.sweep(now)
