@@ -32,6 +32,10 @@
 // idle for a whole period is full again and is dropped, so memory holds
 // only the callers of the last period or two.
 //
+// [Policy] holds a server's Rules and Limiter; [Policy.Check] decides a
+// request that reaches the server (rules first, so a denied call spends
+// no rate) and returns its [Verdict], which [Tally] counts.
+//
 // Every type here reads time from an injected clock (a *clock.Mock in
 // tests), and nil *Rules and *Limiter let everything through, so that a
 // server without a policy costs a nil check.
