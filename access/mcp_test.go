@@ -2,11 +2,15 @@ package access
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -124,5 +128,46 @@ func TestMCPEndpointWithOAuth(t *testing.T) {
 	tok := is.sign("k1", is.claims(resource, clk.Now()))
 	if got, err := callEcho(t, ts, http.Header{"Authorization": {"Bearer " + tok}}); err != nil || got != "hi user=alice" {
 		t.Errorf("with a valid access token: %q, %v", got, err)
+	}
+}
+
+// TestOperatorIsTheStaticTokenOnly is the attack of an OAuth client that
+// gets an access token whose subject is "token", the static token's
+// Subject: it must not be taken for the operator, who passes every
+// per-caller rule.
+func TestOperatorIsTheStaticTokenOnly(t *testing.T) {
+	is := newIssuer(t, false)
+	clk := clock.NewMock()
+	clk.Set(time.Now())
+	rule := mustRule(t, Config{Token: goodToken, Clock: clk, OAuth: &OAuth{
+		Issuer: is.srv.URL, ResourceURL: resource, HTTPClient: is.srv.Client(),
+	}})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		ti := req.Extra.TokenInfo
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s user=%s operator=%v", a.Text, ti.UserID, Operator(ti))}}}, nil, nil
+	})
+	ts := httptest.NewServer(rule.Wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	defer ts.Close()
+
+	forged := is.claims(resource, clk.Now())
+	forged["sub"] = SubjectToken
+	for _, tc := range []struct {
+		name, bearer, want string
+	}{
+		{"static token", goodToken, "hi user=token operator=true"},
+		{"OAuth token with sub \"token\"", is.sign("k1", forged), "hi user=token operator=false"},
+		{"OAuth token", is.sign("k1", is.claims(resource, clk.Now())), "hi user=alice operator=false"},
+	} {
+		got, err := callEcho(t, ts, bearerHdr(tc.bearer))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	if Operator(nil) || Operator(&auth.TokenInfo{UserID: SubjectToken}) {
+		t.Error("a TokenInfo this package did not make is the operator")
 	}
 }

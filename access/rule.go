@@ -204,9 +204,29 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 // staticTokenInfo gives a request that carried the static token go-sdk's
 // auth.TokenInfo with UserID SubjectToken, as an OAuth token's has its
 // subject: a front sees who called (RequestExtra.TokenInfo), for its
-// audit trail. The token is already checked when it runs.
+// audit trail. The token is already checked when it runs. Its Extra
+// holds the operator's mark ([Operator]).
 func staticTokenInfo(h http.Handler) http.Handler {
 	return auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: SubjectToken, Expiration: time.Now().Add(time.Hour)}, nil
+		return &auth.TokenInfo{UserID: SubjectToken, Expiration: time.Now().Add(time.Hour),
+			Extra: map[string]any{operatorKey: operatorMark{}}}, nil
 	}, nil)(h)
+}
+
+// operatorKey holds, in the TokenInfo.Extra of the static token, a value
+// of a type no other package can make.
+const operatorKey = "mcpfsm.operator"
+
+type operatorMark struct{}
+
+// Operator reports whether info is the static token's: the operator, who
+// passes every per-caller rule. Only this package marks it; an OAuth
+// token never is the operator, whatever its subject (an access token
+// whose "sub" is "token" has the Subject SubjectToken but is not it).
+func Operator(info *auth.TokenInfo) bool {
+	if info == nil {
+		return false
+	}
+	_, ok := info.Extra[operatorKey].(operatorMark)
+	return ok
 }

@@ -26,6 +26,15 @@ const (
 	KindPrompt   = "prompt"
 )
 
+// Outcomes of a request refused by a server's per-caller policy (package
+// authz), beside conn's Outcome words.
+const (
+	// OutcomeDenied: the caller lacks a scope the server's rules ask for.
+	OutcomeDenied = "denied"
+	// OutcomeRateLimited: the caller reached the server's rateLimit.
+	OutcomeRateLimited = "rate-limited"
+)
+
 // Record is one line of the trail.
 type Record struct {
 	Time time.Time `json:"time"`
@@ -41,7 +50,9 @@ type Record struct {
 	// as the client asked for it.
 	Name string `json:"name"`
 	// Outcome is one of conn's Outcome words (ok, tool-error,
-	// unavailable, timeout, canceled, error).
+	// unavailable, timeout, canceled, error), or OutcomeDenied or
+	// OutcomeRateLimited for a request the server's per-caller policy
+	// refused before it reached the server.
 	Outcome  string  `json:"outcome"`
 	Duration float64 `json:"durationMs"`
 	// ArgBytes is the size of the arguments as the client sent them.

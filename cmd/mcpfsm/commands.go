@@ -107,6 +107,9 @@ func summarise(w io.Writer, s config.Server) {
 	fmt.Fprintf(w, "  timeouts:  connect %v, call %v, close %v; keep-alive %s\n",
 		or(s.ConnectTimeout, conn.DefaultConnectTimeout), or(s.CallTimeout, conn.DefaultCallTimeout),
 		or(s.CloseTimeout, conn.DefaultCloseTimeout), keep)
+	if p := s.PolicySummary(); p != "" {
+		fmt.Fprintf(w, "  policy:    %s\n", p)
+	}
 	if s.FailOnStartupError {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is an error (failOnStartupError)\n")
 	} else {
