@@ -233,7 +233,7 @@ func TestFilesystemClientsSeeOnlyTheirOwnRoots(t *testing.T) {
 			alice := is.client(t, "alice", protocol, dirs["b"])
 			bob := is.client(t, "bob", protocol, dirs["c"])
 			for _, c := range []struct {
-				sess      *mcp.ClientSession
+				sess       *mcp.ClientSession
 				own, else_ string
 			}{{alice, "b", "c"}, {bob, "c", "b"}} {
 				got, _ := tool(t, c.sess, "list_allowed_directories", map[string]any{})
