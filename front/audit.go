@@ -29,3 +29,20 @@ func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, s
 	}
 	f.opts.Audit.Record(r)
 }
+
+// auditOutcome records a request of ss that the front answered itself,
+// with outcome, in the audit trail, if there is one.
+func (c *client) auditOutcome(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name, outcome string) {
+	f := c.f
+	if f.opts.Audit == nil {
+		return
+	}
+	r := audit.Record{Time: f.opts.Clock.Now(), Server: server, Kind: kind, Name: name, Outcome: outcome}
+	if ss != nil {
+		r.Session = ss.ID()
+	}
+	if extra != nil && extra.TokenInfo != nil {
+		r.Subject = extra.TokenInfo.UserID
+	}
+	f.opts.Audit.Record(r)
+}

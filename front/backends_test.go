@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 )
 
@@ -18,7 +19,24 @@ type fakeBackends struct {
 	iso    map[string]int                          // per-client servers' maxInstances; absent: shared
 	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
 
-	started []*conn.Supervisor // the per-client instances perClient started, in order
+	started  []*conn.Supervisor // the per-client instances perClient started, in order
+	policies map[string]authz.Policy
+}
+
+func (b *fakeBackends) Policy(server string) authz.Policy {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.policies[server]
+}
+
+// setPolicy gives server a per-caller policy.
+func (b *fakeBackends) setPolicy(server string, p authz.Policy) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.policies == nil {
+		b.policies = map[string]authz.Policy{}
+	}
+	b.policies[server] = p
 }
 
 func newFakeBackends() *fakeBackends {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,7 +21,14 @@ import (
 func (c *client) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		public := c.publicTool(name)
-		server := serverOf(public)
+		server, raw, _ := conn.SplitToolName(public)
+		if err := c.admit(req.Session, req.Extra, server, authz.Tool, raw, name); err != nil {
+			var limited *authz.LimitError
+			if errors.As(err, &limited) {
+				return errorResult(err.Error()), nil
+			}
+			return nil, err
+		}
 		// In flight from here: a server that starts for the call (and
 		// asks for roots) asks on its stream.
 		in, end := c.begin(ctx, req.Session, server, bridgeOf(ctx))
@@ -73,18 +81,29 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 	return errorResult(f.opts.Redact(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err))), nil
 }
 
-// callTool calls t for req. A call whose client asked for progress
-// carries a token of the front's own to the server (see progressTokens).
-func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (*mcp.CallToolResult, error) {
-	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
-		return t.Call(ctx, args)
+// callTool calls t for req, in a span of its own when the front traces.
+// The call carries the client's trace context, and, when its client
+// asked for progress, a token of the front's own (see progressTokens).
+func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (res *mcp.CallToolResult, err error) {
+	if tr := c.f.opts.Tracer; tr != nil {
+		var end func(string, error)
+		ctx, end = tr.Call(ctx, t.Server, "tools/call", t.Raw.Name)
+		defer func() { end(string(conn.ClassifyCall(res, err)), err) }()
 	}
-	ours, route, forget := c.f.progress.add(ctx, c, t.Server, req.Session, token)
-	defer forget()
-	res, err := t.Call(conn.WithCallMeta(ctx, mcp.Meta{"progressToken": ours}), args)
-	if err == nil {
-		c.f.quietFor(ctx, route.relayed)
+	var more mcp.Meta
+	token := req.Params.GetProgressToken()
+	var relayed <-chan struct{}
+	if token != nil && req.Session != nil {
+		ours, route, forget := c.f.progress.add(ctx, c, t.Server, req.Session, token)
+		defer forget()
+		more, relayed = mcp.Meta{"progressToken": ours}, route.relayed
+	}
+	if meta := callMeta(req.Params.Meta, more); len(meta) > 0 {
+		ctx = conn.WithCallMeta(ctx, meta)
+	}
+	res, err = t.Call(ctx, args)
+	if err == nil && relayed != nil {
+		c.f.quietFor(ctx, relayed)
 	}
 	return res, err
 }

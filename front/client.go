@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,7 +35,8 @@ const (
 type client struct {
 	f       *Front
 	kind    clientKind
-	subject string // the caller's subject; "" without credentials
+	subject string       // the caller's subject; "" without credentials
+	caller  authz.Caller // whom its lists are for: the caller that opened it
 	server  *mcp.Server
 	view    view
 
@@ -82,8 +84,8 @@ type inflight struct {
 
 // newClient makes a client, serving what the registry lists now; add
 // makes it one of the front's.
-func (f *Front) newClient(kind clientKind, subject string) *client {
-	c := &client{f: f, kind: kind, subject: subject, reg: conn.NewRegistry(), release: func() {},
+func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
+	c := &client{f: f, kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
 		calls: map[string][]*inflight{}, instances: map[string]*instance{}, bridges: map[string]*bridge{},
 		subs: map[target]map[string]bool{}}
 	if f.opts.Catalog != nil {
@@ -130,7 +132,8 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
-	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware) // outermost: added last
+	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
+	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
 	return s
 }

@@ -22,6 +22,10 @@ func (c *client) downMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/call" || !ok || call.Params == nil || c.f.opts.Backends == nil || c.serves(call.Params.Name) {
 			return next(ctx, method, req)
 		}
+		if c.hides(call.Params.Name) {
+			// Refused, naming the scope the caller lacks.
+			return c.handler(call.Params.Name)(ctx, call)
+		}
 		server := serverOf(call.Params.Name)
 		be := backend{server: server, f: c.f}
 		st, known := be.status()

@@ -61,6 +61,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,6 +93,9 @@ type Backends interface {
 	// catalog, client options, roots and transitions). It returns an
 	// error when the server is not configured (any more).
 	StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
+	// Policy returns server's per-caller policy: who may see and use
+	// which of its tools, prompts and resources, and how often.
+	Policy(server string) authz.Policy
 }
 
 // isolation is how the HTTP front's clients share a server (see
@@ -136,6 +140,15 @@ type Options struct {
 	// it did not get from a backend's answer (outage messages, errors):
 	// it removes the secrets the host configured.
 	Redact func(string) string
+	// Tally, if set, counts every request the servers' per-caller
+	// policies decide, by server and caller (for the console).
+	Tally *authz.Tally
+	// OnRefused, if set, is called for every request a server's
+	// per-caller policy refuses (for metrics).
+	OnRefused func(server string, v authz.Verdict)
+	// Tracer, if set, traces every request and the backend calls it
+	// makes. Nil traces nothing, and costs nothing.
+	Tracer Tracer
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused
@@ -214,7 +227,7 @@ func (f *Front) transitioned() <-chan struct{} {
 func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := f.newClient(stdioClient, "")
+	c := f.newClient(stdioClient, authz.Caller{Operator: true})
 	f.add(c)
 	f.mu.Lock()
 	f.shared = c
@@ -333,6 +346,9 @@ func (f *Front) supervisors() []*conn.Supervisor {
 // host.Options.Configure.
 func (f *Front) Configure(server string, c *conn.Config) {
 	c.Client, c.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
+	if f.opts.Tracer != nil {
+		c.Propagate = f.opts.Tracer.Propagate
+	}
 	f.mu.Lock()
 	owner := f.shared
 	f.mu.Unlock()

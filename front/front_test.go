@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
@@ -250,7 +251,7 @@ func TestCallOfAGoneTool(t *testing.T) {
 	bs := newFakeBackends()
 	bs.status = func(string) (conn.Status, bool) { return conn.Status{State: conn.Exhausted}, true }
 	f := New(Options{Registry: conn.NewRegistry(), Backends: bs})
-	c := f.newClient(sessionClient, "")
+	c := f.newClient(sessionClient, authz.Caller{})
 	defer c.close()
 	res, err := c.handler("mcp__b__echo")(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp__b__echo"}})
 	if err != nil {

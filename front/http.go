@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,8 +116,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		if subject == "" || o.Operator != nil && o.Operator(r) {
 			perSubject = -1
 		}
+		caller := authz.CallerOf(auth.TokenInfoFromContext(r.Context()))
 		if modernRequest(r) {
-			c, err := f.subjectClient(subject, o.MaxSessions, perSubject)
+			c, err := f.subjectClient(subject, caller, o.MaxSessions, perSubject)
 			if err != nil {
 				f.refuse(w, err)
 				return
@@ -136,7 +138,8 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 			f.refuse(w, err)
 			return
 		}
-		c := f.newClient(sessionClient, subject)
+		caller.Subject = subject
+		c := f.newClient(sessionClient, caller)
 		c.release = release
 		f.add(c)
 		stateful.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, c)))
@@ -184,7 +187,7 @@ func (f *Front) add(c *client) {
 
 // subjectClient is the client of the 2026-07-28 requests of subject,
 // made on its first request.
-func (f *Front) subjectClient(subject string, max, perSubject int) (*client, error) {
+func (f *Front) subjectClient(subject string, caller authz.Caller, max, perSubject int) (*client, error) {
 	f.mu.Lock()
 	c := f.subjects[subject]
 	f.mu.Unlock()
@@ -195,7 +198,8 @@ func (f *Front) subjectClient(subject string, max, perSubject int) (*client, err
 	if err != nil {
 		return nil, err
 	}
-	made := f.newClient(subjectClient, subject)
+	caller.Subject = subject
+	made := f.newClient(subjectClient, caller)
 	made.release = release
 	f.mu.Lock()
 	if c = f.subjects[subject]; c == nil {

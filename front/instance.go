@@ -232,6 +232,9 @@ func (in *instance) configure(c *conn.Config) {
 	c.Registry, c.Catalog = cl.reg, cl.cat
 	c.Client, c.ClientMiddleware = cl.clientOptions(in.server), cl.clientMiddleware(in.server)
 	c.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
+	if tr := cl.f.opts.Tracer; tr != nil {
+		c.Propagate = tr.Propagate
+	}
 	if roots, ok := cl.knownRoots(); ok {
 		c.Roots = roots
 	}

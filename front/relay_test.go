@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -52,6 +54,11 @@ type relayOptions struct {
 	catalog   bool        // serve the backend's prompts too
 	idle      time.Duration
 	roots     []string // the shared instance's configured roots
+	// bearer puts the front behind a bearer token rule whose tokens are
+	// "subject,scope,...": callers of their own, with their scopes (see
+	// asCaller).
+	bearer bool
+	tracer Tracer
 }
 
 // newRelayRigWith is newRelayRig as o says.
@@ -67,7 +74,7 @@ func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 	var sup *conn.Supervisor
 	bs := newFakeBackends()
 	f := New(Options{Registry: reg, Catalog: cat, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs,
-		Clock: o.clock, InstanceIdle: o.idle})
+		Clock: o.clock, InstanceIdle: o.idle, Tracer: o.tracer})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -156,6 +163,12 @@ func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 			return res, err
 		}
 	})
+	// "meta" answers with the _meta it got, as JSON.
+	srv.MCP.AddTool(&mcp.Tool{Name: "meta", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(req.Params.Meta)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		})
 	// The prompt "greeting" elicits a name and greets it.
 	srv.MCP.AddPrompt(&mcp.Prompt{Name: "greeting"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
@@ -199,8 +212,20 @@ func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
-	o.http.Subject = testSubject
-	hs := httptest.NewServer(f.HTTPHandler(o.http))
+	var h http.Handler
+	if o.bearer {
+		h = auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+			f := strings.Split(tok, ",")
+			if f[0] == "" {
+				return nil, auth.ErrInvalidToken
+			}
+			return &auth.TokenInfo{UserID: f[0], Scopes: f[1:], Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)(f.HTTPHandler(o.http))
+	} else {
+		o.http.Subject = testSubject
+		h = f.HTTPHandler(o.http)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,9 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	if !ok {
 		return nil, notFound(uri)
 	}
+	if err := c.admit(ss, extra, t.server, authz.Resource, t.uri, uri); err != nil {
+		return nil, wireError(err)
+	}
 	_, end := c.begin(ctx, ss, t.server, bridgeOf(ctx))
 	defer end()
 	be, err := c.backend(ctx, t.server)
@@ -50,7 +54,10 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	}
 	defer be.done()
 	start := c.f.opts.Clock.Now()
-	res, err := be.cat.ReadResource(ctx, t.server, t.uri)
+	r, err := c.f.traced(ctx, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
+		return be.cat.ReadResource(ctx, t.server, t.uri)
+	})
+	res, _ := r.(*mcp.ReadResourceResult)
 	end()
 	c.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
 	if err != nil {
@@ -80,6 +87,9 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 		}
+		if err := c.admit(req.Session, req.Extra, listed.Server, authz.Prompt, listed.Raw.Name, name); err != nil {
+			return nil, wireError(err)
+		}
 		_, end := c.begin(ctx, req.Session, listed.Server, bridgeOf(ctx))
 		defer end()
 		be, err := c.backend(ctx, listed.Server)
@@ -93,7 +103,13 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 				Message: c.f.describe(be, promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := c.f.opts.Clock.Now()
-		res, err := p.Get(ctx, req.Params.Arguments)
+		r, err := c.f.traced(ctx, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
+			if meta := callMeta(req.Params.Meta, nil); len(meta) > 0 {
+				ctx = conn.WithCallMeta(ctx, meta)
+			}
+			return p.Get(ctx, req.Params.Arguments)
+		})
+		res, _ := r.(*mcp.GetPromptResult)
 		end()
 		var args json.RawMessage
 		if c.f.opts.Audit != nil && len(req.Params.Arguments) > 0 {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
@@ -23,6 +24,7 @@ type view struct {
 	mu              sync.Mutex                 // serialises syncs
 	served          map[string]json.RawMessage // served name -> served definition
 	toolPublic      map[string]string          // served name -> public name of the tool
+	hidden          map[string]string          // served name -> public name of a tool the client's caller may not see
 	servedResources map[string]string          // front URI -> served definition
 	servedTemplates map[string]string          // front URI template -> served definition
 	servedPrompts   map[string]string          // served name -> served definition
@@ -87,10 +89,16 @@ func (c *client) syncTools(tools []conn.Tool) {
 		}
 		entries = append(entries, e)
 	}
+	// Names are given over every tool, those the caller may not see
+	// included: a tool has one name whoever looks.
 	names := c.f.servedNames("tool", entries)
-	public := map[string]string{}
+	public, hidden := map[string]string{}, map[string]string{}
 	for _, t := range tools {
 		name := names[t.Name]
+		if !c.sees(t.Server, authz.Tool, rawName(t)) {
+			hidden[name] = t.Name
+			continue
+		}
 		def, raw, err := frontTool(t, name)
 		if err != nil {
 			c.f.warnOnce("tool", t.Server, t.Name, err.Error())
@@ -98,7 +106,7 @@ func (c *client) syncTools(tools []conn.Tool) {
 		}
 		want[name], defs[name], public[name] = def, raw, t.Name
 	}
-	v.toolPublic = public
+	v.toolPublic, v.hidden = public, hidden
 	var gone []string
 	for name := range v.served {
 		if _, ok := want[name]; !ok {
@@ -119,6 +127,15 @@ func (c *client) syncTools(tools []conn.Tool) {
 		c.server.AddTool(want[name], c.handler(name))
 		v.served[name] = defs[name]
 	}
+}
+
+// rawName is the server's own name of t.
+func rawName(t conn.Tool) string {
+	if t.Raw != nil {
+		return t.Raw.Name
+	}
+	_, name, _ := conn.SplitToolName(t.Name)
+	return name
 }
 
 // frontTool is the definition t is served under: the server's own, named
@@ -152,7 +169,18 @@ func (c *client) publicTool(name string) string {
 	if p, ok := c.view.toolPublic[name]; ok {
 		return p
 	}
+	if p, ok := c.view.hidden[name]; ok {
+		return p
+	}
 	return name
+}
+
+// hides reports whether name is a tool c's caller may not see.
+func (c *client) hides(name string) bool {
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	_, ok := c.view.hidden[name]
+	return ok
 }
 
 // serves reports whether c is served a tool named name now.
@@ -168,18 +196,26 @@ func (c *client) serves(name string) bool {
 // c.view.mu is held.
 func (c *client) syncCatalog(own map[string]bool) {
 	shared := c.f.opts.Catalog
-	pick := func(server string) bool { return !own[server] }
-	mine := func(server string) bool { return own[server] }
+	// Each server's entries from the client's own catalog when it has an
+	// instance that listed, from the shared one otherwise; only those
+	// the client's caller may see.
+	from := func(server string, mine bool, kind authz.Kind, name string) bool {
+		return own[server] == mine && c.sees(server, kind, name)
+	}
 	byServer := func(a, b string) int { return cmp.Compare(a, b) }
 
-	listed := slices.DeleteFunc(shared.Resources(), func(r conn.Resource) bool { return !pick(r.Server) })
-	listed = append(listed, slices.DeleteFunc(c.cat.Resources(), func(r conn.Resource) bool { return !mine(r.Server) })...)
+	listed := slices.DeleteFunc(shared.Resources(), func(r conn.Resource) bool { return !from(r.Server, false, authz.Resource, r.Raw.URI) })
+	listed = append(listed, slices.DeleteFunc(c.cat.Resources(), func(r conn.Resource) bool { return !from(r.Server, true, authz.Resource, r.Raw.URI) })...)
 	slices.SortStableFunc(listed, func(a, b conn.Resource) int { return byServer(a.Server, b.Server) })
-	tlisted := slices.DeleteFunc(shared.ResourceTemplates(), func(t conn.ResourceTemplate) bool { return !pick(t.Server) })
-	tlisted = append(tlisted, slices.DeleteFunc(c.cat.ResourceTemplates(), func(t conn.ResourceTemplate) bool { return !mine(t.Server) })...)
+	tlisted := slices.DeleteFunc(shared.ResourceTemplates(), func(t conn.ResourceTemplate) bool {
+		return !from(t.Server, false, authz.Resource, t.Raw.URITemplate)
+	})
+	tlisted = append(tlisted, slices.DeleteFunc(c.cat.ResourceTemplates(), func(t conn.ResourceTemplate) bool {
+		return !from(t.Server, true, authz.Resource, t.Raw.URITemplate)
+	})...)
 	slices.SortStableFunc(tlisted, func(a, b conn.ResourceTemplate) int { return byServer(a.Server, b.Server) })
-	plisted := slices.DeleteFunc(shared.Prompts(), func(p conn.Prompt) bool { return !pick(p.Server) })
-	plisted = append(plisted, slices.DeleteFunc(c.cat.Prompts(), func(p conn.Prompt) bool { return !mine(p.Server) })...)
+	plisted := slices.DeleteFunc(shared.Prompts(), func(p conn.Prompt) bool { return !from(p.Server, false, authz.Prompt, p.Raw.Name) })
+	plisted = append(plisted, slices.DeleteFunc(c.cat.Prompts(), func(p conn.Prompt) bool { return !from(p.Server, true, authz.Prompt, p.Raw.Name) })...)
 	slices.SortStableFunc(plisted, func(a, b conn.Prompt) int { return byServer(a.Server, b.Server) })
 
 	view := &catalogView{resources: map[string]target{}, prompts: map[string]conn.Prompt{}}

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -68,6 +70,13 @@ type Options struct {
 	// StderrLines is how many last lines of each stdio server's stderr
 	// are kept for [Host.Status]; zero means 20.
 	StderrLines int
+	// Clock is the time of the servers' rate limiters ([Host.Policy]).
+	// Nil means the real clock.
+	Clock clock.Clock
+	// OnApply, if set, is called after every [Host.Apply] (and Reload)
+	// with what changed: a front re-reads its clients' views then, since
+	// a server whose per-caller policy alone changed keeps running.
+	OnApply func(Changes)
 }
 
 // Host is a running set of supervised servers. Create it with [New].
@@ -90,6 +99,8 @@ type server struct {
 	err    error            // Start's, then the first attempt's error
 	stderr *tailWriter
 
+	policy authz.Policy // its per-caller policy, from cfg
+
 	mu        sync.Mutex
 	instances []*conn.Supervisor // its per-client instances (StartInstance)
 	retired   bool               // the server stopped: it starts no more instances
@@ -109,6 +120,9 @@ func New(o Options) *Host {
 	}
 	if o.StderrLines <= 0 {
 		o.StderrLines = 20
+	}
+	if o.Clock == nil {
+		o.Clock = clock.New()
 	}
 	return &Host{opts: o, reg: o.Registry, log: o.Logger}
 }
@@ -147,7 +161,7 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 	out := make([]*server, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
-		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines)}
+		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines), policy: h.policyOf(srv, authz.Policy{})}
 		out[i] = st
 		wg.Go(func() { st.sup, st.err = h.startOne(sctx, st) })
 	}
@@ -317,4 +331,27 @@ func (h *Host) Reconnect(ctx context.Context, server string) error {
 		return fmt.Errorf("host: unknown server %q", server)
 	}
 	return sup.Reconnect(ctx)
+}
+
+// Policy returns the per-caller policy of server (its "allowScopes",
+// "toolScopes" and "rateLimit"), for a front.
+func (h *Host) Policy(server string) authz.Policy {
+	if st, ok := h.lookup(server); ok {
+		return st.policy
+	}
+	return authz.Policy{}
+}
+
+// policyOf is the policy of srv, with old's limiter when its rate is the
+// same: a reload does not refill every caller's allowance.
+func (h *Host) policyOf(srv config.Server, old authz.Policy) authz.Policy {
+	rules, err := srv.Rules()
+	if err != nil {
+		h.log.Warn("server's access rules not applied: "+err.Error(), "server", srv.Name)
+	}
+	lim := srv.Limiter(h.opts.Clock)
+	if old.Limiter != nil && lim != nil && old.Limiter.Rate() == lim.Rate() {
+		lim = old.Limiter
+	}
+	return authz.Policy{Rules: rules, Limiter: lim}
 }

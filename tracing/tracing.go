@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"github.com/mcpfsm/mcpfsm/internal/tracectx"
 	"net/http"
 	"strconv"
 
@@ -19,7 +20,7 @@ import (
 const ScopeName = "github.com/mcpfsm/mcpfsm/tracing"
 
 // MetaKeys are the _meta keys of trace context (SEP-414).
-var MetaKeys = []string{"traceparent", "tracestate", "baggage"}
+var MetaKeys = tracectx.Keys
 
 // Attribute keys.
 const (
@@ -218,16 +219,7 @@ func (t *Tracer) Instrument(cfg conn.Config) conn.Config {
 // request's _meta, into dst, the _meta of the backend call: with tracing
 // off the backend then joins the client's trace; with it on,
 // [Tracer.Propagate] replaces them with the call span's context.
-func CopyMeta(dst, src map[string]any) {
-	if len(src) == 0 {
-		return
-	}
-	for _, k := range MetaKeys {
-		if v, ok := src[k].(string); ok {
-			dst[k] = v
-		}
-	}
-}
+func CopyMeta(dst, src map[string]any) { tracectx.Copy(dst, src) }
 
 // metaCarrier reads trace context from a request's _meta.
 type metaCarrier map[string]any

@@ -157,12 +157,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		return exitFail
 	}
+	tracer, stopTracing, err := startTracing(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: tracing: %v\n", err)
+		return exitFail
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			logger.Warn("spans not all exported at exit: " + err.Error())
+		}
+	}()
 	var f *front.Front // the host's servers need its client options; it needs the host's servers
 	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
 		StartTimeout: *timeout, OnTransition: hc.record,
-		Configure: func(server string, c *conn.Config) { f.Configure(server, c) }})
+		Configure: func(server string, c *conn.Config) { f.Configure(server, c) },
+		OnApply:   func(host.Changes) { f.Update() }})
 	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Backends: hs, Names: names,
-		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
+		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
+		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused})
 	hc.attach(hs, sf, reg)
 	if *watch {
 		if err := hc.watch(); err != nil {
