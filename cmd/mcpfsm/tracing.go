@@ -25,7 +25,9 @@ func (f frontTracer) Call(ctx context.Context, server, method, name string) (con
 	return ctx, span.End
 }
 
-func (f frontTracer) Propagate(ctx context.Context, set func(key, value string)) { f.t.Propagate(ctx, set) }
+func (f frontTracer) Propagate(ctx context.Context, set func(key, value string)) {
+	f.t.Propagate(ctx, set)
+}
 
 // startTracing starts the tracer the OpenTelemetry environment asks for:
 // nil (tracing off, costing nothing) unless OTEL_TRACES_EXPORTER or an
