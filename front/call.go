@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -219,7 +220,7 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 // refusal says why op was not done when no instance could serve it: the
 // server's instance bound is reached, or its instance did not start.
 func (f *Front) refusal(server string, op operation, err error) string {
-	var bound *boundError
+	var bound *slots.Bound
 	if errors.As(err, &bound) {
 		return fmt.Sprintf("server %q: %v; %s %s; try again later", server, err, op.what, op.undone)
 	}

@@ -333,7 +333,7 @@ func TestMaxInstances(t *testing.T) {
 	instances := r.bs.instances()
 	_ = alice.sess.Close()
 	recv(t, instances[0].Done(), "the end of alice's instance")
-	eventually(t, "the release of alice's slot", func() bool { _, n := r.f.slots.counts(); return n["a"] == 0 })
+	eventually(t, "the release of alice's slot", func() bool { _, n := r.f.slots.Counts(); return n["a"] == 0 })
 	if got := bob.call(t, "progress", nil); got != "<nil>" {
 		t.Fatalf("bob's call once alice's slot was free = %q", got)
 	}

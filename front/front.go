@@ -63,6 +63,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -167,7 +168,7 @@ type Front struct {
 	mu       sync.Mutex
 	clients  map[*client]struct{}
 	subjects map[string]*client // the modern clients, by subject
-	slots    slots              // sessions, per subject and per server's instances
+	slots    slots.Slots        // sessions, per subject and per server's instances
 	shared   *client            // stdio: the one client, whose the shared instances are
 
 	wmu    sync.Mutex

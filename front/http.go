@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -92,9 +93,7 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 			return ""
 		}
 	}
-	f.slots.mu.Lock()
-	f.slots.max = o.MaxSessions
-	f.slots.mu.Unlock()
+	f.slots.SetDefault(o.MaxSessions)
 	// A request with a session id is its session's server's; the SDK
 	// asks for a server only to learn the protocol versions.
 	template := mcp.NewServer(f.opts.Implementation, nil)
@@ -133,7 +132,7 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		}
 		// A request without a session id starts a session: its slot is
 		// taken first, so that no more than the bound are ever made.
-		release, err := f.slots.session(subject, o.MaxSessions, perSubject)
+		release, err := f.slots.Session(subject, o.MaxSessions, perSubject)
 		if err != nil {
 			f.refuse(w, err)
 			return
@@ -149,7 +148,7 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 
 // refuse answers a request past a bound with 503 and Retry-After.
 func (f *Front) refuse(w http.ResponseWriter, err error) {
-	var bound *boundError
+	var bound *slots.Bound
 	if !errors.As(err, &bound) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -194,7 +193,7 @@ func (f *Front) subjectClient(subject string, caller authz.Caller, max, perSubje
 	if c != nil {
 		return c, nil
 	}
-	release, err := f.slots.session(subject, max, perSubject)
+	release, err := f.slots.Session(subject, max, perSubject)
 	if err != nil {
 		return nil, err
 	}

@@ -213,7 +213,7 @@ func (in *instance) use(ctx context.Context) (sup *conn.Supervisor, started bool
 func (in *instance) start(ctx context.Context) error {
 	f := in.c.f
 	iso := f.isolation(in.server)
-	release, err := f.slots.instance(in.server, iso.maxInstances)
+	release, err := f.slots.Instance(in.server, iso.maxInstances)
 	if err != nil {
 		return err
 	}

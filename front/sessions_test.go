@@ -74,7 +74,7 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 		}
 	}
 	f.wait() // the ends are taken note of
-	if got, _ := f.slots.counts(); got != 0 {
+	if got, _ := f.slots.Counts(); got != 0 {
 		t.Fatalf("%d sessions still counted after they ended", got)
 	}
 }
