@@ -16,13 +16,17 @@ import (
 type subjectKey struct{}
 
 // SubjectToken is the [Subject] of a request authenticated by the static
-// token (header or cookie).
+// token (header or cookie): the operator.
 const SubjectToken = "token"
 
 // Subject returns who was authenticated for the request whose context is
-// ctx: SubjectToken for the static token, the JWT's "sub" (or "client:"
-// and its client_id when it has no sub) for an OAuth token, and "" when
-// the rule asks for no credential (loopback) or ctx did not pass a Rule.
+// ctx, each kind in its own namespace: SubjectToken for the static token,
+// SubjectOAuthSub and the JWT's "sub" ("oauth:sub:alice") for an OAuth
+// token, or SubjectOAuthClient and its "client_id" ("oauth:client:robot")
+// when it has no sub; "" when the rule asks for no credential or ctx did
+// not pass a Rule. A token with neither sub nor client_id is refused. The
+// same string is the UserID of the request's go-sdk auth.TokenInfo, which
+// binds an MCP session to whoever opened it.
 func Subject(ctx context.Context) string {
 	s, _ := ctx.Value(subjectKey{}).(string)
 	return s
@@ -70,7 +74,7 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 				}
 			}
 		}
-		if r.oauth != nil {
+		if r.oauth != nil && (!r.oauth.cfg.Forbidden || r.cfg.Token == "") {
 			if tok, ok := bearer(req); ok {
 				r.oauth.serve(w, req, tok, next, r.refuse)
 				return
@@ -78,6 +82,14 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 			r.oauth.challenge(w, "")
 			r.refuse(w, req, http.StatusUnauthorized, "missing bearer token: send \"Authorization: Bearer TOKEN\" with an access token from "+r.oauth.cfg.Issuer)
 			return
+		}
+		if r.oauth != nil {
+			// Forbidden beside the static token: an OAuth token is
+			// recognised (403) rather than taken for a wrong token (401).
+			if tok, ok := bearer(req); ok && strings.Count(tok, ".") == 2 {
+				r.oauth.serve(w, req, tok, next, r.refuse)
+				return
+			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfsm"`)
 		msg := "missing or wrong token: send \"Authorization: Bearer TOKEN\""
@@ -102,10 +114,19 @@ func (r *Rule) cookieLogin(w http.ResponseWriter, req *http.Request) bool {
 		SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil,
 	})
 	q.Del("token")
-	u := *req.URL
-	u.RawQuery = q.Encode()
-	http.Redirect(w, req, u.RequestURI(), http.StatusSeeOther)
+	http.Redirect(w, req, sameOrigin(req.URL.EscapedPath(), q.Encode()), http.StatusSeeOther)
 	return true
+}
+
+// sameOrigin returns a Location on the request's own origin for path and
+// query: a path of "//evil.example/" or "/\\evil.example" (which
+// browsers read as another host) keeps a single leading slash.
+func sameOrigin(path, query string) string {
+	loc := "/" + strings.TrimLeft(path, "/\\")
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
 }
 
 func (r *Rule) tokenIs(s string) bool {
