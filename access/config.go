@@ -33,7 +33,12 @@ type Config struct {
 	Cookie string
 	// MaxConns bounds the connections open at once on a listener made by
 	// [Rule.Listen]; 0 means DefaultMaxConns, a negative value no bound.
+	// Past it a connection is answered 503 with Retry-After ([NewServer]).
 	MaxConns int
+	// MaxConnsPerIP bounds the connections of one client address within
+	// MaxConns; 0 means half of MaxConns, a negative value MaxConns. Behind
+	// a reverse proxy every client has the proxy's address: raise it.
+	MaxConnsPerIP int
 	// Clock is used for token times and the JWKS refetch limit; nil means
 	// the real clock.
 	Clock clock.Clock
