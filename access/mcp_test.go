@@ -196,3 +196,48 @@ func sessionRequest(t *testing.T, ts *httptest.Server, method, id, tok, body str
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestCORSForAllowedOrigins: a browser client at an -allow-origin origin
+// can work: its preflight is answered 204 without credentials (it used
+// to get 401), naming what it may send, and the answers it reads carry
+// Access-Control-Allow-Origin and expose Mcp-Session-Id. Another origin's
+// preflight is still refused, and no CORS header is given to it.
+func TestCORSForAllowedOrigins(t *testing.T) {
+	const app = "https://app.example.com"
+	ts := mcpServer(t, mustRule(t, Config{Token: goodToken, AllowOrigins: []string{app}}))
+	preflight := func(origin string) *http.Response {
+		r, _ := http.NewRequest("OPTIONS", ts.URL, nil)
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Access-Control-Request-Method", "POST")
+		r.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-protocol-version")
+		resp, err := ts.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := preflight(app)
+	h := resp.Header
+	if resp.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != app ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") ||
+		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Mcp-Protocol-Version") {
+		t.Errorf("preflight from %s: %d %v, want 204 allowing POST with Authorization", app, resp.StatusCode, h)
+	}
+	if resp := preflight("https://evil.example"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from evil.example: %d %v, want 403 without CORS headers", resp.StatusCode, resp.Header)
+	}
+	resp = rawPost(t, ts, http.Header{"Authorization": {"Bearer " + goodToken}, "Origin": {app}})
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != app ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("initialize from %s: %d %v, want 200 readable by the page, Mcp-Session-Id exposed", app, resp.StatusCode, resp.Header)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		sessionRequest(t, ts, "DELETE", id, goodToken, "")
+	}
+	resp = rawPost(t, ts, http.Header{"Origin": {app}})
+	if resp.StatusCode != 401 || resp.Header.Get("Access-Control-Allow-Origin") != app {
+		t.Errorf("without the token from %s: %d, Allow-Origin %q; want a 401 the page can read", app, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+}

@@ -55,6 +55,9 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 			r.refuse(w, req, http.StatusForbidden, msg)
 			return
 		}
+		if r.cors(w, req) {
+			return
+		}
 		if !r.Authenticated() {
 			h.ServeHTTP(w, req)
 			return
@@ -201,6 +204,45 @@ func (r *Rule) checkOrigin(req *http.Request) string {
 		return fmt.Sprintf("cross-origin %s refused (%v); add -allow-origin ORIGIN to serve a web client at that origin", req.Method, err)
 	}
 	return ""
+}
+
+// CORS of the origins of Config.AllowOrigins: what a browser client at
+// such an origin may send and read.
+const (
+	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsExpose  = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After"
+	corsMaxAge  = "600"
+)
+
+// cors adds the CORS headers to the answer of a request from an origin of
+// Config.AllowOrigins (checkOrigin has let it through), and answers a
+// preflight (OPTIONS with Access-Control-Request-Method) itself, before
+// authentication: a browser sends no credentials on a preflight. It
+// reports whether it answered. The request's own origin needs no CORS.
+func (r *Rule) cors(w http.ResponseWriter, req *http.Request) bool {
+	o := req.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	n, err := normalOrigin(o)
+	if err != nil || !r.origins[n] {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Add("Vary", "Origin")
+	if req.Method != http.MethodOptions || req.Header.Get("Access-Control-Request-Method") == "" {
+		h.Set("Access-Control-Expose-Headers", corsExpose)
+		return false
+	}
+	h.Add("Vary", "Access-Control-Request-Method")
+	h.Add("Vary", "Access-Control-Request-Headers")
+	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Headers", corsHeaders)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // errorBody is the JSON body of every refusal.
