@@ -18,6 +18,7 @@ import (
 // fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
 type Tracer struct {
 	path string
+	hide func(string) string
 
 	mu  sync.Mutex
 	f   *os.File
@@ -25,12 +26,18 @@ type Tracer struct {
 }
 
 // OpenTrace appends a trace to the file at path (created with mode 0600).
-func OpenTrace(path string) (*Tracer, error) {
+// Causes are written with credential-shaped text masked and, with hide
+// (a registry's String, such as Options.Secrets'), with its secrets
+// hidden by value; hide may be nil.
+func OpenTrace(path string, hide func(string) string) (*Tracer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
 	}
-	return &Tracer{path: path, f: f}, nil
+	if hide == nil {
+		hide = func(s string) string { return s }
+	}
+	return &Tracer{path: path, hide: hide, f: f}, nil
 }
 
 // Path is the trace's file.
@@ -49,7 +56,7 @@ func (t *Tracer) Record(tr conn.Transition) {
 		s.Delay = tr.Delay.String()
 	}
 	if tr.Err != nil {
-		s.Cause = redact.Line(tr.Err.Error())
+		s.Cause = redact.Line(t.hide(tr.Err.Error()))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
