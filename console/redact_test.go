@@ -27,7 +27,9 @@ func (leakyServer) Status() conn.Status {
 	return conn.Status{Server: "leaky", State: conn.FailedRetrying, LastErr: errors.New("exited; stderr: token " + leaked)}
 }
 
-func (leakyServer) Reconnect(context.Context) error { return errors.New("exited again; stderr: " + leaked) }
+func (leakyServer) Reconnect(context.Context) error {
+	return errors.New("exited again; stderr: " + leaked)
+}
 
 type leakyHost struct{}
 
