@@ -22,7 +22,8 @@ const UnixPrefix = "unix:"
 // (TCP) or "unix:PATH" (a unix socket of mode 0600, which only its owner
 // can connect to, so it needs no token).
 //
-// Without a token or OAuth a TCP address must be loopback: ":8080" or
+// Without a token or OAuth (or with Config.LoopbackOnly) a TCP address
+// must be loopback: ":8080" or
 // "0.0.0.0:8080" listen on every interface and are refused; a host name
 // is resolved first and must name loopback addresses only, and the check
 // is made again on the address actually bound.
@@ -36,13 +37,14 @@ func (r *Rule) Listen(addr string) (net.Listener, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.limit(ln), nil
+		return r.listened(r.limit(ln))
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("access: address %q: %w; use HOST:PORT, e.g. 127.0.0.1:8080, or unix:PATH", addr, err)
 	}
-	if !r.Authenticated() {
+	open := !r.Authenticated() || r.cfg.LoopbackOnly
+	if open {
 		if err := checkLoopback(addr, host); err != nil {
 			return nil, err
 		}
@@ -51,11 +53,22 @@ func (r *Rule) Listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !r.Authenticated() && !tcp.IP.IsLoopback() {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && open && !tcp.IP.IsLoopback() {
 		ln.Close()
 		return nil, needAuth(addr, tcp.IP.String()+" is not loopback")
 	}
-	return r.limit(ln), nil
+	return r.listened(r.limit(ln))
+}
+
+// listened calls Config.Listened.
+func (r *Rule) listened(ln net.Listener) (net.Listener, error) {
+	if r.cfg.Listened != nil {
+		if err := r.cfg.Listened(ln.Addr()); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("access: %w", err)
+		}
+	}
+	return ln, nil
 }
 
 // checkLoopback refuses host unless it is a loopback address or a name

@@ -21,6 +21,7 @@ func TestListenLoopbackOnlyWithoutAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	madeToken := mustRule(t, Config{Token: goodToken, LoopbackOnly: true})
 	for _, tc := range []struct {
 		addr    string
 		rule    *Rule
@@ -34,6 +35,8 @@ func TestListenLoopbackOnlyWithoutAuth(t *testing.T) {
 		{"[::]:0", open, true},
 		{"0.0.0.0:0", withToken, false},
 		{":0", withToken, false},
+		{"0.0.0.0:0", madeToken, true},
+		{"127.0.0.1:0", madeToken, false},
 	} {
 		ln, err := tc.rule.Listen(tc.addr)
 		if ln != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/access"
+	"github.com/mcpfsm/mcpfsm/health"
 )
 
 // Environment variables the command reads; flags take precedence.
@@ -75,7 +76,7 @@ func Listen(addr, token string) (net.Listener, error) {
 // requests in flight. It returns nil after a shutdown caused by ctx. The
 // server has the limits of access.NewServer.
 func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
-	srv := access.NewServer(c, access.ServerOptions{TLSConfig: c.opts.TLS})
+	srv := access.NewServer(c, access.ServerOptions{TLSConfig: c.opts.TLS, Uncapped: []string{health.LivePath}})
 	errc := make(chan error, 1)
 	go func() {
 		if c.opts.TLS != nil {

@@ -130,7 +130,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var trail *audit.Log
 	if *auditPath != "" {
-		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs}); err != nil {
+		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs, Redact: secrets.String}); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 			return exitFail
 		}
@@ -156,7 +156,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	var f *front.Front // the host's servers need its client options; it needs the host's status
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
 		StartTimeout:     *timeout,
 		Client:           func(server string) *mcp.ClientOptions { return f.ClientOptionsFor(server) },
 		ClientMiddleware: func(server string) []mcp.Middleware { return f.ClientMiddlewareFor(server) },
@@ -271,7 +271,7 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	// Every request's context ends when streams must: at shutdown.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls})
+	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls, Uncapped: []string{health.LivePath}})
 	srv.BaseContext = func(net.Listener) context.Context { return streams }
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
