@@ -60,7 +60,7 @@ ready "$direct_port" "$work/direct.log"
 serve_port=$(freeport)
 while [ "$serve_port" = "$direct_port" ]; do serve_port=$(freeport); done
 printf '{"mcpServers": {"everything": {"command": "%s"}}}\n' "$work/everything" >"$work/servers.json"
-"$work/mcpfsm" serve -config "$work/servers.json" -names raw -listen "127.0.0.1:$serve_port" >"$work/serve.log" 2>&1 &
+"$work/mcpfsm" serve -config "$work/servers.json" -names raw -listen "127.0.0.1:$serve_port" -unauthenticated >"$work/serve.log" 2>&1 &
 pids+=($!)
 ready "$serve_port" "$work/serve.log"
 
