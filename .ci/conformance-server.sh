@@ -66,7 +66,7 @@ serve_mode() {
 	serve_port=$(freeport)
 	while [ "$serve_port" = "$direct_port" ] || [ "$serve_port" = "${per_client_port:-}" ]; do serve_port=$(freeport); done
 	printf '{"mcpServers": {"everything": {"command": "%s", "isolation": "%s"}}}\n' "$work/everything" "$1" >"$work/servers-$1.json"
-	"$work/mcpfsm" serve -config "$work/servers-$1.json" -names raw -listen "127.0.0.1:$serve_port" >"$work/serve-$1.log" 2>&1 &
+	"$work/mcpfsm" serve -config "$work/servers-$1.json" -names raw -listen "127.0.0.1:$serve_port" -unauthenticated >"$work/serve-$1.log" 2>&1 &
 	serve_pid=$!
 	pids+=($serve_pid)
 	ready "$serve_port" "$work/serve-$1.log"

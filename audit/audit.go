@@ -41,8 +41,10 @@ type Record struct {
 	// Session is the front session's id (Mcp-Session-Id over HTTP; empty
 	// over stdio).
 	Session string `json:"session,omitempty"`
-	// Subject is who the session authenticated as: the OAuth token's
-	// subject, "token" for the static bearer token, empty without one.
+	// Subject is who the session authenticated as, each kind in its own
+	// namespace: "token" for the static bearer token (the operator),
+	// "oauth:sub:SUB" for an OAuth token's subject, "oauth:client:ID" for
+	// a token naming only its client; empty without a credential.
 	Subject string `json:"subject,omitempty"`
 	Server  string `json:"server"`
 	Kind    string `json:"kind"` // KindTool, KindResource or KindPrompt
@@ -69,6 +71,10 @@ type Options struct {
 	// Args keeps the arguments' values in the records (flag
 	// -audit-args). Off, a record holds only their size.
 	Args bool
+	// Redact, when set, is applied to every line before it is written: a
+	// registry of the host's secret values, hiding them by value (a
+	// configured token passed as an argument, a resource URI's query).
+	Redact func(string) string
 }
 
 // DefaultQueue is the queue length of a Log when Options.Queue is 0.
@@ -157,9 +163,15 @@ func (l *Log) Close() error {
 func (l *Log) write(w io.Writer) {
 	defer close(l.done)
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
 	for r := range l.queue {
-		if err := enc.Encode(r); err != nil && l.err == nil {
+		line, err := json.Marshal(r)
+		if err == nil {
+			if l.opts.Redact != nil {
+				line = []byte(l.opts.Redact(string(line)))
+			}
+			_, err = bw.Write(append(line, '\n'))
+		}
+		if err != nil && l.err == nil {
 			l.err = err
 		}
 		if len(l.queue) == 0 { // flush when idle: a crash loses little

@@ -152,3 +152,27 @@ func TestPolicyOutcomesAreTheirOwn(t *testing.T) {
 		t.Errorf("records: %+v", got)
 	}
 }
+
+// TestRedactHidesSecretsByValue: with Options.Redact, a configured secret
+// in a resource URI or (with Args) an argument is written hidden.
+func TestRedactHidesSecretsByValue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	const secret = "supersecret-env-value-123"
+	hide := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted fs.env.API_TOKEN]") }
+	l, err := audit.Open(path, audit.Options{Args: true, Redact: hide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(audit.Record{Subject: "oauth:sub:alice", Server: "fs", Kind: audit.KindResource, Name: "db://x?key=" + secret,
+		Outcome: "ok", Args: json.RawMessage(`{"token":"` + secret + `"}`)})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), secret) || strings.Count(string(raw), "[redacted fs.env.API_TOKEN]") != 2 {
+		t.Errorf("the trail:\n%s\nwant the secret hidden twice", raw)
+	}
+	if recs := readLines(t, path); len(recs) != 1 || recs[0].Subject != "oauth:sub:alice" {
+		t.Errorf("records %+v", recs)
+	}
+}

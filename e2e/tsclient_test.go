@@ -91,7 +91,7 @@ func TestTSClientThroughServe(t *testing.T) {
 			target := []string{"stdio", host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug"}
 			var serve *exec.Cmd
 			if front == "http" {
-				serve = exec.Command(host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug", "-listen", "127.0.0.1:0")
+				serve = exec.Command(host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug", "-listen", "127.0.0.1:0", "-unauthenticated")
 				serve.Stderr = serveLog
 				if err := serve.Start(); err != nil {
 					t.Fatal(err)

@@ -77,6 +77,19 @@ type Options struct {
 	// with what changed: a front re-reads its clients' views then, since
 	// a server whose per-caller policy alone changed keeps running.
 	OnApply func(Changes)
+	// Secrets, if set, receives the secret values of every server the
+	// host starts (env and envFile values, header values, URL credentials
+	// and query values: [AddSecrets]) before it starts, and hides them in
+	// what the host shows: [Host.Status], [Host.Health], the stderr lines
+	// it logs and keeps.
+	Secrets Secrets
+}
+
+// Secrets is a registry of secret values, hidden by value wherever String
+// is applied (mcpfsm's internal/redact.Secrets).
+type Secrets interface {
+	Add(name, value string)
+	String(text string) string
 }
 
 // Host is a running set of supervised servers. Create it with [New].
@@ -161,7 +174,10 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 	out := make([]*server, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
-		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines), policy: h.policyOf(srv, authz.Policy{})}
+		if h.opts.Secrets != nil {
+			AddSecrets(h.opts.Secrets, srv)
+		}
+		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines, h.hide), policy: h.policyOf(srv, authz.Policy{})}
 		out[i] = st
 		wg.Go(func() { st.sup, st.err = h.startOne(sctx, st) })
 	}
@@ -257,14 +273,45 @@ type ServerStatus struct {
 	Instances map[conn.State]int
 }
 
-// Status reports every configured server, sorted by name.
+// hide returns text with the secrets of Options.Secrets hidden.
+func (h *Host) hide(text string) string {
+	if h.opts.Secrets == nil {
+		return text
+	}
+	return h.opts.Secrets.String(text)
+}
+
+// hideErr is err with its message passed through hide; it unwraps to err.
+func (h *Host) hideErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := err.Error(); h.hide(msg) != msg {
+		return &hiddenError{err: err, msg: h.hide(msg)}
+	}
+	return err
+}
+
+// hiddenError is an error whose message lost its secrets.
+type hiddenError struct {
+	err error
+	msg string
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }
+
+// Status reports every configured server, sorted by name. The errors'
+// messages have Options.Secrets hidden; the Config is the server's own,
+// secrets included: show it to nobody.
 func (h *Host) Status() []ServerStatus {
 	var out []ServerStatus
 	for _, st := range h.running() {
-		s := ServerStatus{Config: st.cfg, Err: st.err, Stderr: st.stderr.Tail(),
+		s := ServerStatus{Config: st.cfg, Err: h.hideErr(st.err), Stderr: st.stderr.Tail(),
 			Fatal: st.sup == nil || st.err != nil && st.cfg.FailOnStartupError}
 		if st.sup != nil {
 			s.Status = st.sup.Status()
+			s.Status.LastErr = h.hideErr(s.Status.LastErr)
 		}
 		for _, sup := range st.live() {
 			if s.Instances == nil {
@@ -286,9 +333,10 @@ func (h *Host) Failures() []ServerStatus {
 func (h *Host) Health() []health.Status {
 	var out []health.Status
 	for _, st := range h.running() {
-		hs := health.Status{Name: st.cfg.Name, Err: st.err}
+		hs := health.Status{Name: st.cfg.Name, Err: h.hideErr(st.err)}
 		if st.sup != nil {
 			hs.Status, hs.Err = st.sup.Status(), nil
+			hs.Status.LastErr = h.hideErr(hs.Status.LastErr)
 		}
 		out = append(out, hs)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -16,6 +17,7 @@ import (
 // fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
 type Tracer struct {
 	path string
+	hide func(string) string
 
 	mu  sync.Mutex
 	f   *os.File
@@ -23,12 +25,18 @@ type Tracer struct {
 }
 
 // OpenTrace appends a trace to the file at path (created with mode 0600).
-func OpenTrace(path string) (*Tracer, error) {
+// Causes are written with credential-shaped text masked and, with hide
+// (a registry's String, such as Options.Secrets'), with its secrets
+// hidden by value; hide may be nil.
+func OpenTrace(path string, hide func(string) string) (*Tracer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
 	}
-	return &Tracer{path: path, f: f}, nil
+	if hide == nil {
+		hide = func(s string) string { return s }
+	}
+	return &Tracer{path: path, hide: hide, f: f}, nil
 }
 
 // Path is the trace's file.
@@ -37,6 +45,9 @@ func (t *Tracer) Path() string { return t.path }
 // Record writes tr as a line. It never fails the caller: the first write
 // error is kept for Close.
 func (t *Tracer) Record(tr conn.Transition) {
+	if tr.Err != nil {
+		tr.Err = errors.New(t.hide(tr.Err.Error())) // TraceStep masks what is credential-shaped
+	}
 	s := tr.TraceStep()
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -23,7 +23,7 @@ import (
 func TestTraceRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	logA, path := filepath.Join(dir, "a.pids"), filepath.Join(dir, "trace.jsonl")
-	tr, err := OpenTrace(path)
+	tr, err := OpenTrace(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -400,7 +400,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics, Secrets: secrets,
 		OnTransition: hc.record, StartTimeout: -1})
 	hc.attach(hs, sf, reg)
 	if *watch {

@@ -125,7 +125,7 @@ func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry
 		return
 	}
 	o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
-		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler}
+		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String}
 	if h.tracer != nil {
 		o.TracePath = h.tracer.Path()
 	}
@@ -147,7 +147,7 @@ func (h *hostConsole) trace(path string) error {
 	if path == "" {
 		return nil
 	}
-	t, err := host.OpenTrace(path)
+	t, err := host.OpenTrace(path, secrets.String)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/host"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -132,7 +133,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var trail *audit.Log
 	if *auditPath != "" {
-		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs}); err != nil {
+		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs, Redact: secrets.String}); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 			return exitFail
 		}
@@ -170,13 +171,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 	var f *front.Front // the host's servers need its client options; it needs the host's servers
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
 		StartTimeout: *timeout, OnTransition: hc.record,
 		Configure: func(server string, c *conn.Config) { f.Configure(server, c) },
 		OnApply:   func(host.Changes) { f.Update() }})
 	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Backends: hs, Names: names,
 		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
-		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused})
+		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
 	hc.attach(hs, sf, reg)
 	if *watch {
 		if err := hc.watch(); err != nil {
@@ -216,7 +217,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions,
 					MaxSessionsPerSubject: *perSubject, HostChecked: true,
 					Subject:  func(r *http.Request) string { return access.Subject(r.Context()) },
-					Operator: func(r *http.Request) bool { return access.Subject(r.Context()) == access.SubjectToken }}})
+					Operator: func(r *http.Request) bool { return access.Operator(auth.TokenInfoFromContext(r.Context())) }}})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
 			// default that write kills a Go program with SIGPIPE, which
@@ -285,7 +286,7 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	// Every request's context ends when streams must: at shutdown.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls})
+	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls, Uncapped: []string{health.LivePath}})
 	srv.BaseContext = func(net.Listener) context.Context { return streams }
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
