@@ -2,6 +2,7 @@ package front
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 )
@@ -26,6 +27,10 @@ func (b backend) status() (conn.Status, bool) {
 	return b.f.status(b.server)
 }
 
+// errServerDown: a request would start an instance of a server whose
+// shared instance is not established.
+var errServerDown = errors.New("the server is down")
+
 // backend returns where c's request to server goes: its own instance
 // of it, started and waited for (by ctx) on first use, when the server
 // is isolated per client; the shared instance otherwise. The caller
@@ -42,6 +47,16 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	in, err := c.instanceOf(server)
 	if err != nil {
 		return backend{}, err
+	}
+	if in.running() == nil {
+		// A first use (or one after an idle close) during an outage of
+		// the server is answered at once, as any call during an outage,
+		// from the shared instance's state: an instance started now would
+		// only wait for the same server.
+		shared := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+		if st, ok := shared.status(); ok && st.State != conn.Established {
+			return shared, errServerDown
+		}
 	}
 	sup, started, done, err := in.use(ctx)
 	if err != nil {

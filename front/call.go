@@ -35,6 +35,9 @@ func (c *client) handler(name string) mcp.ToolHandler {
 		in, end := c.begin(ctx, req.Session, server, bridgeOf(ctx))
 		defer end()
 		be, err := c.backend(ctx, server)
+		if errors.Is(err, errServerDown) {
+			return errorResult(c.f.describe(be, toolOp(name), nil, "")), nil
+		}
 		if err != nil {
 			return errorResult(c.f.refusal(server, toolOp(name), err)), nil
 		}

@@ -438,3 +438,27 @@ func TestCloseEndsEveryClient(t *testing.T) {
 		recv(t, sup.Done(), "the end of an instance")
 	}
 }
+
+// A client's first call of a server during the server's outage is
+// answered at once from the shared instance's state, and starts no
+// instance that would only wait for the same server.
+func TestFirstUseDuringAnOutageFailsFast(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	clk := clock.NewMock()
+	r.bs.status = func(string) (conn.Status, bool) {
+		return conn.Status{State: conn.LostReconnecting, Attempt: 2, MaxAttempts: 5, NextRetry: clk.Now().Add(time.Hour)}, true
+	}
+	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := alice.sess.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(text, `server "a": connection lost; reconnecting in`) {
+		t.Fatalf("a first call during the outage: %q (error %v)", text, res.IsError)
+	}
+	if n := len(r.bs.instances()); n != 0 {
+		t.Fatalf("%d instances started during the outage", n)
+	}
+}

@@ -50,7 +50,7 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	defer end()
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(t.server, resourceOp(uri), err)}
+		return nil, c.f.unserved(be, t.server, resourceOp(uri), err)
 	}
 	defer be.done()
 	start := c.f.opts.Clock.Now()
@@ -94,7 +94,7 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		defer end()
 		be, err := c.backend(ctx, listed.Server)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(listed.Server, promptOp(name), err)}
+			return nil, c.f.unserved(be, listed.Server, promptOp(name), err)
 		}
 		defer be.done()
 		p, ok := be.cat.LookupPrompt(listed.Name)
@@ -121,6 +121,16 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		}
 		return res, nil
 	}
+}
+
+// unserved is the error a request gets when no instance of server could
+// take it (see client.backend): the server's outage, or why no instance
+// of its own could start.
+func (f *Front) unserved(be backend, server string, op operation, err error) error {
+	if errors.Is(err, errServerDown) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, nil, "")}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.refusal(server, op, err)}
 }
 
 // requestError is the error the front client gets for a request that
@@ -171,7 +181,7 @@ func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	}
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(t.server, resourceOp(uri), err)}
+		return c.f.unserved(be, t.server, resourceOp(uri), err)
 	}
 	defer be.done()
 	sup, err := be.supervisor()
@@ -336,7 +346,7 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	defer end()
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.f.refusal(t.server, op, err)}
+		return nil, c.f.unserved(be, t.server, op, err)
 	}
 	defer be.done()
 	sup, err := be.supervisor()
