@@ -48,7 +48,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	if err != nil {
 		return backend{}, err
 	}
-	if in.running() == nil {
+	if in.Running() == nil {
 		// A first use (or one after an idle close) during an outage of
 		// the server is answered at once, as any call during an outage,
 		// from the shared instance's state: an instance started now would
@@ -58,7 +58,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 			return shared, errServerDown
 		}
 	}
-	sup, started, done, err := in.use(ctx)
+	sup, started, done, err := in.Use(ctx)
 	if err != nil {
 		return backend{}, err
 	}
@@ -74,7 +74,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 				f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", server, "level", level)
 			}
 		}
-		in.settle(ctx)
+		in.Settle(ctx)
 	}
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
 }

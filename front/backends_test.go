@@ -97,9 +97,7 @@ func (b *fakeBackends) StartInstance(ctx context.Context, server string, configu
 func (f *Front) bridgesLeft() int {
 	n := 0
 	for _, c := range f.all() {
-		c.mu.Lock()
-		n += len(c.bridges)
-		c.mu.Unlock()
+		n += c.bridges.Len()
 	}
 	return n
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
+	"github.com/mcpfsm/mcpfsm/front/internal/instance"
 	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +34,7 @@ func (c *client) handler(name string) mcp.ToolHandler {
 		}
 		// In flight from here: a server that starts for the call (and
 		// asks for roots) asks on its stream.
-		in, end := c.begin(ctx, req.Session, server, bridgeOf(ctx))
+		in, end := c.begin(ctx, req.Session, server, bridge.Of(ctx))
 		defer end()
 		be, err := c.backend(ctx, server)
 		if errors.Is(err, errServerDown) {
@@ -60,7 +62,7 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 	}
 	f := c.f
 	start := f.opts.Clock.Now()
-	b := bridgeOf(ctx)
+	b := bridge.Of(ctx)
 	res, err := c.callTool(ctx, req, t, args)
 	if err == nil {
 		c.settleLogs(ctx, in)
@@ -74,7 +76,7 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 	case errors.Is(err, conn.ErrUnavailable):
 		f.awaitLoss(ctx, be)
 		if errors.Unwrap(err) != nil && b != nil {
-			b.markLost()
+			b.MarkLost()
 		}
 		return errorResult(f.describe(be, toolOp(name), err, "")), nil
 	case errors.As(err, &wire):
@@ -227,7 +229,7 @@ func (f *Front) refusal(server string, op operation, err error) string {
 	if errors.As(err, &bound) {
 		return fmt.Sprintf("server %q: %v; %s %s; try again later", server, err, op.what, op.undone)
 	}
-	if errors.Is(err, errInstanceEnded) {
+	if errors.Is(err, instance.ErrEnded) {
 		return fmt.Sprintf("server %q: %s %s: %v", server, op.what, op.undone, err)
 	}
 	return f.opts.Redact(fmt.Sprintf("%v; %s %s; try again", err, op.what, op.undone))

@@ -10,6 +10,8 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
+	"github.com/mcpfsm/mcpfsm/front/internal/instance"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +51,8 @@ type client struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup // the client's goroutines: its sync loop, roots reads
 
-	release func() // frees the client's session slot, once
+	release func()      // frees the client's session slot, once
+	bridges *bridge.Set // its bridged calls, by requestState
 
 	rmu sync.Mutex // serialises roots reads, so the newest is applied last
 
@@ -61,8 +64,7 @@ type client struct {
 	rootsDue  bool // the read at initialized failed: read at the next request
 	level     mcp.LoggingLevel
 	calls     map[string][]*inflight // server -> requests in flight there, oldest first
-	instances map[string]*instance
-	bridges   map[string]*bridge // by requestState
+	instances map[string]*instance.Instance
 	subs      map[target]map[string]bool
 	syncing   bool         // the sync loop of the client's own registry runs
 	busy      int          // requests in progress (a 2026-07-28 client's)
@@ -76,7 +78,7 @@ type inflight struct {
 	// under its values goes on the request's own stream.
 	ctx context.Context
 	ss  *mcp.ServerSession // the session that serves the request
-	b   *bridge            // the bridged call, for a 2026-07-28 client
+	b   *bridge.Call       // the bridged call, for a 2026-07-28 client
 	// logged has a value once a log message of the server was relayed
 	// during the request (see client.settleLogs).
 	logged chan struct{}
@@ -86,56 +88,17 @@ type inflight struct {
 // makes it one of the front's.
 func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	c := &client{f: f, kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
-		calls: map[string][]*inflight{}, instances: map[string]*instance{}, bridges: map[string]*bridge{},
+		calls: map[string][]*inflight{}, instances: map[string]*instance.Instance{},
 		subs: map[target]map[string]bool{}}
 	if f.opts.Catalog != nil {
 		c.cat = conn.NewCatalog()
 	}
+	c.bridges = c.newBridges()
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	c.server = f.newServer(c)
 	c.view.init()
 	c.update()
 	return c
-}
-
-// newServer is the MCP server that serves c.
-func (f *Front) newServer(c *client) *mcp.Server {
-	// Tools (and resources and prompts) come and go with the supervised
-	// servers: always announce the capabilities with list_changed, even
-	// with nothing listed yet.
-	instructions := "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
-		"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry."
-	if f.opts.Names == NamesRaw {
-		instructions = "Tools of several MCP servers, supervised by mcpfsm, under their servers' own names " +
-			"(mcp__<server>__<tool> for a name an earlier server has). While a server reconnects, its tools answer at once with an error saying when to retry."
-	}
-	opts := &mcp.ServerOptions{
-		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		Instructions:            instructions,
-		InitializedHandler:      c.initialized,
-		RootsListChangedHandler: c.rootsChanged,
-	}
-	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
-	if f.opts.Catalog != nil {
-		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
-		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
-		opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
-		opts.SubscribeHandler, opts.UnsubscribeHandler = c.subscribe, c.unsubscribe
-		opts.CompletionHandler = c.complete
-		opts.Instructions += " Prompts are named like tools. A resource is listed under its server's own URI, or as " +
-			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
-	}
-	s := mcp.NewServer(f.opts.Implementation, opts)
-	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
-	if f.opts.Catalog != nil {
-		// Every read is routed here, listed or not: a URI built from a
-		// template, or named by a tool's resource link, reaches its server.
-		s.AddReceivingMiddleware(c.readMiddleware)
-	}
-	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
-	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
-	s.AddSendingMiddleware(keepAnswer)
-	return s
 }
 
 // session is c's session, if it has one yet.
@@ -156,7 +119,7 @@ func (c *client) adopt(ss *mcp.ServerSession) {
 
 // begin records a request of c in flight on server, made under ctx in
 // ss; the returned function ends it.
-func (c *client) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge) (*inflight, func()) {
+func (c *client) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge.Call) (*inflight, func()) {
 	in := &inflight{ctx: ctx, ss: ss, b: b, logged: make(chan struct{}, 1)}
 	c.adopt(ss)
 	c.mu.Lock()
@@ -210,13 +173,9 @@ func (c *client) close() {
 		return
 	}
 	c.closed = true
-	instances := make([]*instance, 0, len(c.instances))
+	instances := make([]*instance.Instance, 0, len(c.instances))
 	for _, in := range c.instances {
 		instances = append(instances, in)
-	}
-	bridges := make([]*bridge, 0, len(c.bridges))
-	for _, b := range c.bridges {
-		bridges = append(bridges, b)
 	}
 	subs := c.subs
 	c.subs = map[target]map[string]bool{}
@@ -230,20 +189,18 @@ func (c *client) close() {
 	if ss != nil && c.kind == sessionClient {
 		_ = ss.Close() // the front ends it: its client hears of it
 	}
-	for _, b := range bridges {
-		c.lose(b, "the client's session ended")
-	}
+	c.bridges.Close()
 	for t := range subs {
 		if !c.isolated(t.server) {
 			c.f.unsubscribeShared(t)
 		}
 	}
 	for _, in := range instances {
-		in.end()
+		in.End()
 	}
 	c.stop()
 	c.release()
-	c.f.wg.Go(c.wg.Wait)
+	c.f.wg.Go(func() { c.bridges.Wait(); c.wg.Wait() })
 }
 
 // drop ends c and forgets it.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -120,8 +121,10 @@ func (f *Front) clientMiddleware(server string, only *client) []mcp.Middleware {
 // per-client instance (only set), its client and that client's newest
 // call on the server; else the one client with calls in flight there.
 func (f *Front) peer(ctx context.Context, server string, only *client) (*client, *inflight, error) {
-	if b := bridgeOf(ctx); b != nil && (only == nil || b.c == only) {
-		return b.c, &inflight{ctx: b.ctx, b: b}, nil
+	if b := bridge.Of(ctx); b != nil {
+		if owner, ok := b.Owner().(*client); ok && (only == nil || owner == only) {
+			return owner, &inflight{ctx: b.Context(), b: b}, nil
+		}
 	}
 	if only != nil {
 		return only, only.newest(server), nil
@@ -152,7 +155,7 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 }
 
 // bridgeFor is the bridged call that carries a request to c, if any.
-func bridgeFor(in *inflight) *bridge {
+func bridgeFor(in *inflight) *bridge.Call {
 	if in == nil {
 		return nil
 	}
@@ -190,7 +193,7 @@ func (f *Front) forwardElicit(ctx context.Context, server string, only *client, 
 		return nil, err
 	}
 	if b := bridgeFor(in); b != nil {
-		r, err := b.askClient(ctx, server, p)
+		r, err := b.Ask(ctx, server, p)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +227,7 @@ func (f *Front) forwardSampling(ctx context.Context, server string, only *client
 		return nil, err
 	}
 	if b := bridgeFor(in); b != nil {
-		r, err := b.askClient(ctx, server, p)
+		r, err := b.Ask(ctx, server, p)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +276,7 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if b == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
-	r, err := b.askClient(ctx, server, &mcp.ListRootsParams{})
+	r, err := b.Ask(ctx, server, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, wireError(err)
 	}

@@ -67,7 +67,7 @@ func (c *client) sendLevel(server string) {
 	if in == nil {
 		return
 	}
-	if sup := in.running(); sup != nil {
+	if sup := in.Running(); sup != nil {
 		c.f.setLevel(sup, level)
 	}
 }

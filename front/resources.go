@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,7 +47,7 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	if err := c.admit(ss, extra, t.server, authz.Resource, t.uri, uri); err != nil {
 		return nil, wireError(err)
 	}
-	_, end := c.begin(ctx, ss, t.server, bridgeOf(ctx))
+	_, end := c.begin(ctx, ss, t.server, bridge.Of(ctx))
 	defer end()
 	be, err := c.backend(ctx, t.server)
 	if err != nil {
@@ -90,7 +91,7 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		if err := c.admit(req.Session, req.Extra, listed.Server, authz.Prompt, listed.Raw.Name, name); err != nil {
 			return nil, wireError(err)
 		}
-		_, end := c.begin(ctx, req.Session, listed.Server, bridgeOf(ctx))
+		_, end := c.begin(ctx, req.Session, listed.Server, bridge.Of(ctx))
 		defer end()
 		be, err := c.backend(ctx, listed.Server)
 		if err != nil {
@@ -142,8 +143,8 @@ func (f *Front) requestError(ctx context.Context, be backend, op operation, err 
 	switch {
 	case errors.Is(err, conn.ErrUnavailable):
 		f.awaitLoss(ctx, be)
-		if b := bridgeOf(ctx); b != nil && errors.Unwrap(err) != nil {
-			b.markLost()
+		if b := bridge.Of(ctx); b != nil && errors.Unwrap(err) != nil {
+			b.MarkLost()
 		}
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, err, "")}
 	case errors.As(err, &wire):
@@ -274,7 +275,7 @@ func (c *client) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 		in := c.instances[t.server]
 		c.mu.Unlock()
 		if in != nil {
-			sup = in.running()
+			sup = in.Running()
 		}
 	} else if c.f.opts.Backends != nil {
 		sup, _ = c.f.opts.Backends.Supervisor(t.server)

@@ -104,7 +104,7 @@ func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
 	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
 	var sups []*conn.Supervisor
 	for _, in := range c.instances {
-		if sup := in.running(); sup != nil {
+		if sup := in.Running(); sup != nil {
 			sups = append(sups, sup)
 		}
 	}

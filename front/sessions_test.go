@@ -45,37 +45,12 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The clients send nothing more: each session ends on its own timer.
-	// A session is the front's once the request that made it is served,
-	// which may end just after the client has its answer.
-	eventually(t, "the adoption of every session", func() bool {
-		for _, c := range f.all() {
-			if c.session() == nil {
-				return false
-			}
-		}
-		return true
-	})
-	ended := make(chan struct{})
-	n := 0
-	for _, c := range f.all() {
-		n++
-		ss := c.session()
-		go func() { _ = ss.Wait(); ended <- struct{}{} }()
-	}
-	if n != 3 {
-		t.Fatalf("%d sessions served, want 3", n)
-	}
-	for range n {
-		select {
-		case <-ended:
-		case <-time.After(limit):
-			t.Fatalf("an idle session was still held %v after the 50ms idle timeout", limit)
-		}
-	}
-	f.wait() // the ends are taken note of
-	if got, _ := f.slots.Counts(); got != 0 {
-		t.Fatalf("%d sessions still counted after they ended", got)
+	// The clients send nothing more: each session ends on its own timer,
+	// and gives its slot back.
+	eventually(t, "the end of the idle sessions", func() bool { n, _ := f.slots.Counts(); return n == 0 })
+	f.wait()
+	if n := len(f.all()); n != 0 {
+		t.Fatalf("%d clients still served after their sessions ended", n)
 	}
 }
 

@@ -43,7 +43,7 @@ func (c *client) own() map[string]bool {
 	defer c.mu.Unlock()
 	out := map[string]bool{}
 	for name, in := range c.instances {
-		if in.listing() {
+		if in.Listing() {
 			out[name] = true
 		}
 	}
