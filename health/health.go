@@ -34,12 +34,18 @@ type Server struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Report is the body of a /readyz answer.
+// Report is the body of a /readyz answer. Readiness is the servers'
+// shared instances': a server whose shared instance came up is ready
+// before any client has an instance of its own, and one that cannot
+// start never is.
 type Report struct {
 	Ready    bool     `json:"ready"`
 	Draining bool     `json:"draining,omitempty"`
 	Servers  int      `json:"servers"`
 	NotReady []Server `json:"notReady,omitempty"`
+	// Instances counts, per server, the per-client instances running:
+	// a number, never whose they are.
+	Instances map[string]int `json:"instances,omitempty"`
 }
 
 // Checker answers the probes for the servers Status returns. Create it
@@ -57,6 +63,8 @@ type Status struct {
 	// Err, when set, is why the server has no supervisor; Status is then
 	// ignored.
 	Err error
+	// Instances is how many per-client instances of the server run.
+	Instances int
 }
 
 // New returns a checker of the servers status returns, read at every
@@ -73,6 +81,12 @@ func (c *Checker) Report() Report {
 	r := Report{Draining: c.draining.Load()}
 	for _, s := range c.status() {
 		r.Servers++
+		if s.Instances > 0 {
+			if r.Instances == nil {
+				r.Instances = map[string]int{}
+			}
+			r.Instances[s.Name] = s.Instances
+		}
 		switch {
 		case s.Err != nil:
 			r.NotReady = append(r.NotReady, Server{Name: s.Name, State: "not started", Error: s.Err.Error()})

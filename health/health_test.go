@@ -71,3 +71,19 @@ func TestDrainTurnsReadyOff(t *testing.T) {
 		t.Fatalf("/healthz while draining: %d, want 200", rec.Code)
 	}
 }
+
+// /readyz counts each server's per-client instances, and a server
+// whose shared instance is established is ready before any client has
+// one.
+func TestReadyCountsInstances(t *testing.T) {
+	servers := []health.Status{
+		{Name: "fs", Status: conn.Status{State: conn.Established}, Instances: 3},
+		{Name: "gh", Status: conn.Status{State: conn.Established}},
+	}
+	c := health.New(func() []health.Status { return servers })
+	code, rep := probe(t, c.Ready())
+	want := health.Report{Ready: true, Servers: 2, Instances: map[string]int{"fs": 3}}
+	if d := cmp.Diff(want, rep); code != http.StatusOK || d != "" {
+		t.Errorf("%d (-want +got):\n%s", code, d)
+	}
+}

@@ -333,7 +333,7 @@ func (h *Host) Failures() []ServerStatus {
 func (h *Host) Health() []health.Status {
 	var out []health.Status
 	for _, st := range h.running() {
-		hs := health.Status{Name: st.cfg.Name, Err: h.hideErr(st.err)}
+		hs := health.Status{Name: st.cfg.Name, Err: h.hideErr(st.err), Instances: len(st.live())}
 		if st.sup != nil {
 			hs.Status, hs.Err = st.sup.Status(), nil
 			hs.Status.LastErr = h.hideErr(hs.Status.LastErr)

@@ -48,6 +48,8 @@ type Metrics struct {
 	pending     *pending // calls not yet recorded into calls
 	state       metric.Int64ObservableGauge
 	tools       metric.Int64ObservableGauge
+	instances   metric.Int64ObservableGauge
+	countInst   atomic.Pointer[func() map[string]int]
 	reg         metric.Registration
 	refusals    refusals
 
@@ -99,11 +101,15 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("{tool}"),
 		metric.WithDescription("The tools each supervised server has registered."))
 	add(err)
+	m.instances, err = meter.Int64ObservableGauge("mcpfsm.server.instances",
+		metric.WithUnit("{instance}"),
+		metric.WithDescription("The per-client instances of each server running now (see CountInstances)."))
+	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics.New: creating instruments: %w", err)
 	}
 	m.pending = newPending(m)
-	m.reg, err = meter.RegisterCallback(m.observe, m.state, m.tools)
+	m.reg, err = meter.RegisterCallback(m.observe, m.state, m.tools, m.instances)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.New: registering the state callback: %w", err)
 	}

@@ -71,5 +71,24 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 		}
 		o.ObserveInt64(m.tools, int64(len(st.Tools)), tr.server)
 	}
+	if count := m.countInst.Load(); count != nil {
+		for server, n := range (*count)() {
+			o.ObserveInt64(m.instances, int64(n), metric.WithAttributes(attribute.String(KeyServer, server)))
+		}
+	}
 	return nil
+}
+
+// CountInstances makes count the source of mcpfsm.server.instances: the
+// per-client instances each server runs (a host's Status). Nil stops
+// reporting them.
+func (m *Metrics) CountInstances(count func() map[string]int) {
+	if m == nil {
+		return
+	}
+	if count == nil {
+		m.countInst.Store(nil)
+		return
+	}
+	m.countInst.Store(&count)
 }

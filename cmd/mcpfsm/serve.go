@@ -179,6 +179,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
 		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
 	hc.attach(hs, sf, reg)
+	hc.metrics.CountInstances(func() map[string]int {
+		out := map[string]int{}
+		for _, st := range hs.Status() {
+			for _, n := range st.Instances {
+				out[st.Config.Name] += n
+			}
+		}
+		return out
+	})
 	if *watch {
 		if err := hc.watch(); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
