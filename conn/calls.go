@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -186,7 +187,11 @@ func (g *generation) request(ctx context.Context, tool string, do func(context.C
 		return g.unavailable(tool, nil)
 	}
 	defer g.calls.end(n)
-	err := do(n)
+	var ctxDo context.Context = n
+	if bugs.CallIgnoresDeadline {
+		ctxDo = context.WithoutCancel(n)
+	}
+	err := do(ctxDo)
 	if err != nil && n.expired() {
 		what := "the request"
 		if tool != "" {
