@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/fsm/trace"
+)
+
+// traceServer names supervisor inc in a trace: fsmdot -trace -server
+// draws one incarnation's path.
+func traceServer(inc int) string { return fmt.Sprintf("sim-%d", inc) }
+
+// traceStep is the one adapter between the simulator and package
+// fsm/trace: a transition of supervisor inc as a trace line.
+func traceStep(m Move) trace.Step {
+	s := trace.Step{
+		Time: time.Time{}.Add(m.At).UTC().Format(time.RFC3339Nano), Server: traceServer(m.Inc),
+		From: string(m.From), Event: string(m.Event), Guard: m.Guard, To: string(m.To),
+		Attempt: m.Attempt, Generation: m.Generation,
+	}
+	if m.Delay > 0 {
+		s.Delay = m.Delay.String()
+	}
+	if m.Err != nil {
+		s.Cause = m.Err.Error()
+	}
+	return s
+}
+
+// table is the connection machine's declaration, which every trace must
+// follow.
+var table = conn.Table()
+
+// checkTrace checks the transitions of h not yet checked against
+// conn.Table(): each is an edge, with its guard, continuing from the one
+// before of its supervisor (the first from the initial state). trace.Check
+// chains the new ones; the first new one of each supervisor is chained to
+// the last one checked before here.
+func (h *History) checkTrace() error {
+	if h.traceLast == nil {
+		h.traceLast = map[int]conn.State{}
+	}
+	moves := h.Transitions[h.traceChecked:]
+	steps := make([]trace.Step, len(moves))
+	first := map[int]bool{}
+	for i, m := range moves {
+		last, ok := h.traceLast[m.Inc]
+		switch {
+		case first[m.Inc]:
+		case !ok && m.From != conn.Connecting:
+			return fmt.Errorf("supervisor %d's first transition leaves %s, not %s", m.Inc, m.From, conn.Connecting)
+		case ok && last != m.From:
+			return fmt.Errorf("supervisor %d's transition %s -%s-> %s does not continue from %s", m.Inc, m.From, m.Event, m.To, last)
+		}
+		first[m.Inc] = true
+		steps[i] = traceStep(m)
+	}
+	if err := trace.Check(table, steps); err != nil {
+		return fmt.Errorf("the trace breaks conn.Table(): %w", err)
+	}
+	for _, m := range moves {
+		h.traceLast[m.Inc] = m.To
+	}
+	h.traceChecked = len(h.Transitions)
+	return nil
+}
+
+// writeTrace writes moves as a trace for fsmdot -trace.
+func writeTrace(w io.Writer, moves []Move) error {
+	for _, m := range moves {
+		if err := trace.Write(w, traceStep(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
