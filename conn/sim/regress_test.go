@@ -1,0 +1,41 @@
+package sim_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/conn/sim"
+)
+
+// regressions are the bugs the simulator found in conn, each by the seed
+// that found it; testdata/seed-N.json is its shrunk schedule. Both must
+// now keep every invariant (the seed's schedule changes meaning if the
+// generator changes; the shrunk one does not).
+var regressions = []struct {
+	seed uint64
+	bug  string
+}{
+	{843, "Close in halted, after an attempt whose process never exits, returned nil while that process ran; a config reload then started the server beside it"},
+}
+
+// TestRegressions replays each regression, its seed and its shrunk
+// schedule, a few times (a replay is not exact: see the package doc).
+func TestRegressions(t *testing.T) {
+	for _, reg := range regressions {
+		t.Run(fmt.Sprint(reg.seed), func(t *testing.T) {
+			shrunk, err := sim.ReadSchedule(filepath.Join("testdata", fmt.Sprintf("seed-%d.json", reg.seed)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, s := range map[string]sim.Schedule{"seed": sim.Generate(reg.seed), "shrunk": shrunk} {
+				for range 3 {
+					if res := sim.Run(t, s, sim.Options{}); res.Violation != nil {
+						t.Errorf("%s (%s): %v\n%s", name, reg.bug, res.Violation, sim.Report(res, "", fmt.Sprintf("-seed %d", reg.seed)))
+						break
+					}
+				}
+			}
+		})
+	}
+}
