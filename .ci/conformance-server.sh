@@ -5,9 +5,14 @@
 # and (b) 'mcpfsm serve -names raw -listen' with that server as its one
 # stdio backend, and prints a Markdown table of both outcomes. It exits
 # non-zero when (b) passes fewer scenarios than (a): through serve a
-# client must be able to do what it does against the server directly.
+# client must be able to do what it does against the server directly;
+# and, so that a broken runner, an empty scenario list or a changed
+# result line (every scenario failing both ways) cannot pass, when the
+# list is empty or (b) passes fewer than MIN scenarios.
 # Usage: conformance-server.sh [SCENARIO...] (default: every server
-# scenario). The suite is installed by .ci/conformance.sh.
+# scenario). MIN is $CONFORMANCE_SERVER_MIN, by default 32 for every
+# scenario and 1 for a named list. The suite is installed by
+# .ci/conformance.sh.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,7 +71,9 @@ ready "$serve_port" "$work/serve.log"
 
 if [ $# -gt 0 ]; then
 	scenarios="$*"
+	min=${CONFORMANCE_SERVER_MIN:-1}
 else
+	min=${CONFORMANCE_SERVER_MIN:-32}
 	# "conformance list" prints the server scenarios after the line
 	# "Server scenarios", one per line as "  - NAME [VERSIONS]".
 	scenarios=$("$conformance" list | sed -n '/^Server scenarios/,/^Client scenarios/p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
@@ -97,6 +104,14 @@ for s in $scenarios; do
 done
 echo
 echo "alone: passed $direct/$total; through serve: passed $served/$total"
+if [ "$total" -eq 0 ]; then
+	echo "conformance-server: the suite listed no server scenarios ('conformance list' changed, or failed)" >&2
+	exit 1
+fi
+if [ "$served" -lt "$min" ]; then
+	echo "conformance-server: through serve only $served of $total scenarios pass; at least $min must (alone: $direct)" >&2
+	exit 1
+fi
 if [ "$served" -lt "$direct" ]; then
 	echo "conformance-server: through serve $served of $total scenarios pass, alone $direct; they must be equal" >&2
 	exit 1
