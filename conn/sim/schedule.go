@@ -234,7 +234,7 @@ func (g gen) setup() Setup {
 		s.Protocol = "2026-07-28"
 	}
 	if g.chance(0.4) {
-		s.KeepAlive = g.pick(500*time.Millisecond, 2*time.Second, 5*time.Second)
+		s.KeepAlive = g.pick(500*time.Millisecond, 3*time.Second, 10*time.Second)
 	}
 	if g.chance(0.25) {
 		s.HoldCalls = g.pick(time.Second, 5*time.Second)

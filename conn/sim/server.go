@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,7 +84,7 @@ func (w *world) open(inc int) conn.Transport {
 				alive = append(alive, p.n)
 			}
 		}
-		p := &process{w: w, n: n, inc: inc, plan: plan, started: plan, link: newLink(), exitedCh: make(chan struct{}),
+		p := &process{w: w, n: n, inc: inc, plan: plan, started: plan, link: newLink(), exitedCh: make(chan struct{}), wake: make(chan struct{}, 1),
 			counts: map[string]int{}, lists: map[jsonrpc.ID]*listing{}, cursors: map[string]*listing{}, crashAfter: map[jsonrpc.ID]bool{}}
 		w.procs = append(w.procs, p)
 		if plan.Refuse == "" {
@@ -266,6 +265,7 @@ type process struct {
 	held       []outMsg       // written while hung
 	delayed    []outMsg       // waiting out the latency
 	delaying   bool           // a goroutine delivers delayed
+	wake       chan struct{}  // tells that goroutine the latency ended (buffered 1)
 	lists      map[jsonrpc.ID]*listing
 	cursors    map[string]*listing
 	crashAfter map[jsonrpc.ID]bool
@@ -477,7 +477,11 @@ func (p *process) hang(d time.Duration) {
 	}
 	p.hung = make(chan struct{})
 	p.mu.Unlock()
-	p.w.r.logf("process %d hangs for %v", p.n, cmp.Or(d, Never))
+	if d > 0 {
+		p.w.r.logf("process %d hangs for %v", p.n, d)
+	} else {
+		p.w.r.logf("process %d hangs until the world calms", p.n)
+	}
 	if d > 0 {
 		time.AfterFunc(d, p.thaw)
 	}
@@ -654,10 +658,13 @@ func (p *process) deliver() {
 		m := p.delayed[0]
 		if wait := time.Until(m.due); wait > 0 {
 			p.mu.Unlock()
+			t := time.NewTimer(wait)
 			select {
-			case <-time.After(wait):
+			case <-t.C:
+			case <-p.wake:
 			case <-p.exitedCh:
 			}
+			t.Stop()
 			continue
 		}
 		p.delayed = p.delayed[1:]
@@ -675,6 +682,10 @@ func (p *process) flushDelayed() {
 	defer p.mu.Unlock()
 	for i := range p.delayed {
 		p.delayed[i].due = time.Time{}
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 

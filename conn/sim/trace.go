@@ -31,40 +31,50 @@ func traceStep(m Move) trace.Step {
 }
 
 // table is the connection machine's declaration, which every trace must
-// follow.
-var table = conn.Table()
+// follow, and edges its flattened edges, by (from, event, guard, to).
+var (
+	table = conn.Table()
+	edges = func() map[[4]string]bool {
+		out := map[[4]string]bool{}
+		for _, e := range table.Flatten() {
+			out[[4]string{string(e.From), string(e.Event), e.When, string(e.To)}] = true
+		}
+		return out
+	}()
+)
 
-// checkTrace checks the transitions of h not yet checked against
-// conn.Table(): each is an edge, with its guard, continuing from the one
-// before of its supervisor (the first from the initial state). trace.Check
-// chains the new ones; the first new one of each supervisor is chained to
-// the last one checked before here.
+// checkTrace checks the transitions of h not yet checked: each is an edge
+// of conn.Table(), with its guard, continuing from the one before of its
+// supervisor (the first from the initial state). At the end of the run
+// (h.Final) the whole trace goes through fsm/trace's Check, as fsmdot
+// -trace reads it.
 func (h *History) checkTrace() error {
 	if h.traceLast == nil {
 		h.traceLast = map[int]conn.State{}
 	}
-	moves := h.Transitions[h.traceChecked:]
-	steps := make([]trace.Step, len(moves))
-	first := map[int]bool{}
-	for i, m := range moves {
+	for _, m := range h.Transitions[h.traceChecked:] {
 		last, ok := h.traceLast[m.Inc]
 		switch {
-		case first[m.Inc]:
 		case !ok && m.From != conn.Connecting:
 			return fmt.Errorf("supervisor %d's first transition leaves %s, not %s", m.Inc, m.From, conn.Connecting)
 		case ok && last != m.From:
 			return fmt.Errorf("supervisor %d's transition %s -%s-> %s does not continue from %s", m.Inc, m.From, m.Event, m.To, last)
+		case !edges[[4]string{string(m.From), string(m.Event), m.Guard, string(m.To)}]:
+			return fmt.Errorf("supervisor %d's transition %s -%s-> %s (guard %q) is no edge of conn.Table()", m.Inc, m.From, m.Event, m.To, m.Guard)
 		}
-		first[m.Inc] = true
+		h.traceLast[m.Inc] = m.To
+	}
+	h.traceChecked = len(h.Transitions)
+	if !h.Final {
+		return nil
+	}
+	steps := make([]trace.Step, len(h.Transitions))
+	for i, m := range h.Transitions {
 		steps[i] = traceStep(m)
 	}
 	if err := trace.Check(table, steps); err != nil {
 		return fmt.Errorf("the trace breaks conn.Table(): %w", err)
 	}
-	for _, m := range moves {
-		h.traceLast[m.Inc] = m.To
-	}
-	h.traceChecked = len(h.Transitions)
 	return nil
 }
 
