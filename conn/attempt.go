@@ -81,6 +81,11 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	defer answer(waiters, ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
+		// A process not yet confirmed gone is waited for by disposal, so
+		// that Start leaves nothing running or says that it may have.
+		if !released {
+			s.stuck = g
+		}
 		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})
 		return
 	}
