@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,7 +53,7 @@ func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *m
 	if g == nil {
 		return &unavailableError{server: s.cfg.Name, state: s.State()}
 	}
-	return g.request(ctx, "", func(ctx context.Context) error { return f(ctx, g.sess) })
+	return g.request(ctx, "", time.Time{}, func(ctx context.Context) error { return f(ctx, g.sess) })
 }
 
 // ReadResource reads a resource of the server through [Supervisor.WithSession].

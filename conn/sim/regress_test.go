@@ -17,6 +17,8 @@ var regressions = []struct {
 	bug  string
 }{
 	{843, "Close in halted, after an attempt whose process never exits, returned nil while that process ran; a config reload then started the server beside it"},
+	{2530, "a strict Start whose first attempt's process did not exit returned the attempt's error alone, leaving the process running unreported"},
+	{2017, "a call that waited for a slot of MaxConcurrentCalls then got a whole CallTimeout of its own: it outlived CallTimeout by the wait"},
 }
 
 // TestRegressions replays each regression, its seed and its shrunk
