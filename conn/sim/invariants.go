@@ -236,43 +236,54 @@ func RegistryConverges(h *History) error {
 		case len(c.Tools) > 0 && !slices.Equal(c.Procs, []int{c.Live}):
 			return fmt.Errorf("at %v, calm for a while, supervisor %d registered tools of processes %v; the live one is %d", c.At, c.Inc, c.Procs, c.Live)
 		}
-		for _, uri := range h.owed(c) {
+		owed, stale := h.subscriptions(c)
+		for _, uri := range owed {
 			if !slices.Contains(c.Served, uri) {
 				return fmt.Errorf("at %v, calm for a while, supervisor %d is subscribed to %s, but its live process %d (protocol %s) does not have the subscription (it has %v)", c.At, c.Inc, uri, c.Live, c.Protocol, c.Served)
+			}
+		}
+		for _, uri := range stale {
+			if slices.Contains(c.Served, uri) {
+				return fmt.Errorf("at %v, calm for a while, supervisor %d unsubscribed from %s, but its live process %d (protocol %s) still has the subscription", c.At, c.Inc, uri, c.Live, c.Protocol)
 			}
 		}
 	}
 	return nil
 }
 
-// owed returns the subscriptions the live process of a calm must have:
-// those made before it started (a new generation gets them all), and
-// those made since that succeeded or failed because no generation was up
-// (conn keeps them and sends them when the server is back). A Subscribe
+// subscriptions returns the subscriptions the live process of a calm must
+// have (owed) and must not have (stale). A subscription made before the
+// process started is owed (a new generation gets them all), and so is one
+// made since that succeeded or found no generation up (conn keeps it and
+// sends it when the server is back); the same for an ended one. A change
 // that the live session answered with an error, or that timed out there,
-// owes nothing.
-func (h *History) owed(c Calm) []string {
+// owes nothing either way.
+func (h *History) subscriptions(c Calm) (owed, stale []string) {
 	var opened time.Duration = -1
 	for _, o := range h.Opens {
 		if o.Proc == c.Live {
 			opened = o.At
 		}
 	}
-	var out []string
-	for _, uri := range c.Subs {
-		var last *Call
-		for _, call := range h.Calls {
-			if call.Kind == "subscribe" && call.Inc == c.Inc && call.Tool == uri && call.Returns > 0 {
-				last = call
-			}
-		}
-		switch {
-		case last == nil:
-		case last.End < opened, last.Err == nil, errors.Is(last.Err, conn.ErrUnavailable):
-			out = append(out, uri)
+	last := map[string]*Call{}
+	for _, call := range h.Calls {
+		if (call.Kind == "subscribe" || call.Kind == "unsubscribe") && call.Inc == c.Inc && call.Returns > 0 {
+			last[call.Tool] = call
 		}
 	}
-	return out
+	for uri, call := range last {
+		if call.End >= opened && call.Err != nil && !errors.Is(call.Err, conn.ErrUnavailable) {
+			continue
+		}
+		if slices.Contains(c.Subs, uri) {
+			owed = append(owed, uri)
+		} else {
+			stale = append(stale, uri)
+		}
+	}
+	slices.Sort(owed)
+	slices.Sort(stale)
+	return owed, stale
 }
 
 // NothingRunningAfterClose: after Close, nothing running. A Close that
