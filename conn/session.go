@@ -52,11 +52,17 @@ type genSession struct {
 // runs, the error f returns is wrapped so that it matches ErrUnavailable
 // too. Otherwise it returns f's error as is.
 func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *mcp.ClientSession) error) error {
+	return s.withSession(ctx, time.Time{}, f)
+}
+
+// withSession is WithSession for a request that started at since (zero:
+// now), from which its CallTimeout counts.
+func (s *Supervisor) withSession(ctx context.Context, since time.Time, f func(context.Context, *mcp.ClientSession) error) error {
 	g := s.ext.live.Load()
 	if g == nil {
 		return &unavailableError{server: s.cfg.Name, state: s.State()}
 	}
-	return g.request(ctx, "", time.Time{}, func(ctx context.Context) error { return f(ctx, g.sess) })
+	return g.request(ctx, "", since, func(ctx context.Context) error { return f(ctx, g.sess) })
 }
 
 // ReadResource reads a resource of the server through [Supervisor.WithSession].
@@ -91,7 +97,8 @@ func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 	if uri == "" {
 		return errors.New("conn: Subscribe: empty resource URI")
 	}
-	if err := s.lockSubs(ctx); err != nil {
+	since, err := s.lockSubs(ctx)
+	if err != nil {
 		return err
 	}
 	defer s.unlockSubs()
@@ -100,7 +107,7 @@ func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 		s.ext.subs = append(s.ext.subs, uri)
 	}
 	s.ext.subMu.Unlock()
-	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+	return s.withSession(ctx, since, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 }
@@ -110,27 +117,36 @@ func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 // During an outage it returns an error matching [ErrUnavailable], but the
 // subscription is forgotten all the same.
 func (s *Supervisor) Unsubscribe(ctx context.Context, uri string) error {
-	if err := s.lockSubs(ctx); err != nil {
+	since, err := s.lockSubs(ctx)
+	if err != nil {
 		return err
 	}
 	defer s.unlockSubs()
 	s.ext.subMu.Lock()
 	s.ext.subs = slices.DeleteFunc(s.ext.subs, func(u string) bool { return u == uri })
 	s.ext.subMu.Unlock()
-	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+	return s.withSession(ctx, since, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 }
 
 // lockSubs takes the right to change the subscriptions, so that the list
 // and what the server is sent change in the same order; it gives up when
-// ctx ends. A channel rather than a mutex: its wait can end with ctx.
-func (s *Supervisor) lockSubs(ctx context.Context) error {
+// ctx ends. A channel rather than a mutex: its wait can end with ctx. A
+// caller that waited gets when it started, from which its CallTimeout
+// counts (zero for one that did not wait).
+func (s *Supervisor) lockSubs(ctx context.Context) (since time.Time, err error) {
 	select {
 	case s.ext.subSend <- struct{}{}:
-		return nil
+		return time.Time{}, nil
+	default:
+	}
+	since = s.clk.Now()
+	select {
+	case s.ext.subSend <- struct{}{}:
+		return since, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Time{}, ctx.Err()
 	}
 }
 
@@ -211,7 +227,7 @@ func (s *Supervisor) catchUpSubscriptions(g *generation) {
 		defer s.workers.Done()
 		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.CallTimeout)
 		defer cancel()
-		if s.lockSubs(ctx) != nil {
+		if _, err := s.lockSubs(ctx); err != nil {
 			return // retired, or the server is too slow: the next generation gets them
 		}
 		defer s.unlockSubs()
