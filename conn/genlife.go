@@ -118,6 +118,9 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 		g.stopKeepAliveLocked()
 	case GenClosing:
 		g.stopKeepAliveLocked() // a retired generation too: no timer keeps it in memory
+		if g.resyncTimer != nil {
+			g.resyncTimer.Stop()
+		}
 		g.life.cause, g.life.closed = d.cause, d
 		if d.cause == causeLost {
 			g.life.closed.err, g.life.closed.at = g.life.badErr, g.life.badAt
