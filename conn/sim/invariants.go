@@ -267,7 +267,7 @@ func (h *History) subscriptions(c Calm) (owed, stale []string) {
 	}
 	last := map[string]*Call{}
 	for _, call := range h.Calls {
-		if (call.Kind == "subscribe" || call.Kind == "unsubscribe") && call.Inc == c.Inc && call.Returns > 0 {
+		if (call.Kind == "subscribe" || call.Kind == "unsubscribe") && call.Inc == c.Inc && call.Returns > 0 && call.End <= c.At {
 			last[call.Tool] = call
 		}
 	}
