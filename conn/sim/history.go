@@ -98,6 +98,7 @@ type Close struct {
 	Err    error
 	Alive  []int    // its processes not yet exited
 	Tools  []string // the server's tools still registered
+	Listed []string // the server's resources and prompts still in the catalog
 	State  conn.State
 	Reason string
 }
@@ -116,6 +117,10 @@ type Calm struct {
 	Served   []string // the subscriptions the live process has
 	Protocol string
 	Deaf     bool // the live process's server sends no list changes (see process.deaf)
+	// With Setup.Catalog, the catalog's resource URIs and prompt names
+	// of the server, sorted.
+	Catalog bool
+	Listing []string
 }
 
 // StartError is a Start that failed.

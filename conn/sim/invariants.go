@@ -221,7 +221,9 @@ func BudgetBounded(h *History) error {
 // over, every later process healthy, a stopped supervisor reconnected),
 // the supervisor is established, its registered tools are the server's
 // tool list, definitions included, all from the newest live process, and
-// that process has the supervisor's resource subscriptions.
+// that process has the supervisor's resource subscriptions (and none it
+// ended); with a Catalog, the catalog holds the server's resources and
+// prompts.
 func RegistryConverges(h *History) error {
 	for _, c := range h.Calms {
 		switch {
@@ -235,6 +237,8 @@ func RegistryConverges(h *History) error {
 			return fmt.Errorf("at %v, calm for a while, supervisor %d registered %v; the server lists %v", c.At, c.Inc, c.Tools, c.Listed)
 		case len(c.Tools) > 0 && !slices.Equal(c.Procs, []int{c.Live}):
 			return fmt.Errorf("at %v, calm for a while, supervisor %d registered tools of processes %v; the live one is %d", c.At, c.Inc, c.Procs, c.Live)
+		case c.Catalog && !slices.Equal(c.Listing, catalogListing()):
+			return fmt.Errorf("at %v, calm for a while, supervisor %d's catalog holds %v; the server lists %v", c.At, c.Inc, c.Listing, catalogListing())
 		}
 		owed, stale := h.subscriptions(c)
 		for _, uri := range owed {
@@ -288,7 +292,8 @@ func (h *History) subscriptions(c Calm) (owed, stale []string) {
 
 // NothingRunningAfterClose: after Close, nothing running. A Close that
 // returns nil leaves no process of its supervisor alive, none of its
-// tools registered, the supervisor disposed, and no goroutine or timer
+// tools registered and nothing of it in the catalog, the supervisor
+// disposed, and no goroutine or timer
 // behind: once the run has ended every process and waited out every
 // timer, nothing of the run is left. A Close that returns an error does
 // so only with conn.ErrIncompleteShutdown or its context's error, and
@@ -304,6 +309,8 @@ func NothingRunningAfterClose(h *History) error {
 			return fmt.Errorf("at %v Close of supervisor %d returned nil, but its process %v is alive", c.At, c.Inc, c.Alive)
 		case c.Err == nil && len(c.Tools) > 0:
 			return fmt.Errorf("at %v Close of supervisor %d returned nil, but its tools %v are registered", c.At, c.Inc, c.Tools)
+		case c.Err == nil && len(c.Listed) > 0:
+			return fmt.Errorf("at %v Close of supervisor %d returned nil, but the catalog still holds its %v", c.At, c.Inc, c.Listed)
 		case c.Err == nil && c.State != conn.Disposed:
 			return fmt.Errorf("at %v Close of supervisor %d returned nil in state %s", c.At, c.Inc, c.State)
 		case c.Err != nil && !errors.Is(c.Err, conn.ErrIncompleteShutdown) && !errors.Is(c.Err, context.DeadlineExceeded):
@@ -328,6 +335,14 @@ func (h *History) outlived(inc int) bool {
 		}
 	}
 	return false
+}
+
+// catalogListing is what every process serves besides tools, as the
+// catalog of a supervisor lists it: resource URIs and prompt names, sorted.
+func catalogListing() []string {
+	out := append(slices.Clone(resourceURIs), promptNames...)
+	slices.Sort(out)
+	return out
 }
 
 // check runs every invariant on h and returns the first that breaks.

@@ -72,6 +72,7 @@ type run struct {
 	t0    time.Time
 	w     *world
 	reg   *conn.ToolRegistry
+	cat   *conn.Catalog
 
 	mu   sync.Mutex // guards h, tail, the Calls' fields
 	h    History
@@ -91,7 +92,7 @@ func runBubble(s Schedule, opts Options) *Result {
 	if opts.Tail == 0 {
 		opts.Tail = 50
 	}
-	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), kept: map[string]keptTool{}}
+	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), cat: conn.NewCatalog(), kept: map[string]keptTool{}}
 	r.w = newWorld(r)
 	r.startSup(s.Setup, "start")
 	var v *Violation
@@ -234,6 +235,7 @@ func (r *run) startSup(s Setup, why string) {
 		HoldCalls: s.HoldCalls, RetryIdempotent: s.RetryIdempotent && s.HoldCalls > 0,
 		MaxConcurrentCalls: s.MaxConcurrentCalls, Roots: roots, Clock: r.clk,
 		Logger:       slog.New(&logHandler{r: r}),
+		Catalog:      map[bool]*conn.Catalog{true: r.cat}[s.Catalog],
 		OnTransition: func(t conn.Transition) { r.transition(inc, t) },
 	}
 	r.logf("supervisor %d starts (%s): %v", inc, why, s)
@@ -287,9 +289,28 @@ func (r *run) afterClose(inc int, err error, st conn.State, why string) {
 		}
 	}
 	alive := r.w.aliveOf(inc)
+	listed := r.listing()
 	r.record(func(h *History) {
-		h.Closes = append(h.Closes, Close{At: r.now(), Inc: inc, Err: err, Alive: alive, Tools: tools, State: st, Reason: why})
+		h.Closes = append(h.Closes, Close{At: r.now(), Inc: inc, Err: err, Alive: alive, Tools: tools, Listed: listed, State: st, Reason: why})
 	})
+}
+
+// listing is what the catalog holds of the server: resource URIs and
+// prompt names, sorted.
+func (r *run) listing() []string {
+	var out []string
+	for _, res := range r.cat.Resources() {
+		if res.Server == ServerName {
+			out = append(out, res.Raw.URI)
+		}
+	}
+	for _, p := range r.cat.Prompts() {
+		if p.Server == ServerName {
+			out = append(out, p.Raw.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func isIncomplete(err error) bool {
@@ -313,6 +334,8 @@ func (r *run) calm(final bool) {
 	if sup := r.sup; sup != nil {
 		c.State = sup.State()
 		c.Protocol = sup.Status().Protocol
+		c.Catalog = r.setup.Catalog
+		c.Listing = r.listing()
 		c.Subs = sup.Subscriptions()
 		for _, t := range r.reg.Tools() {
 			if t.Server != ServerName {

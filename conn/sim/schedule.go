@@ -36,6 +36,7 @@ type Setup struct {
 	Strict             bool          `json:",omitempty"` // FailOnStartupError
 	Roots              []string      `json:",omitempty"` // Config.Roots (which asks for the classic protocol)
 	Plain              bool          `json:",omitempty"` // a registry without Replace: the swap unregisters, then registers
+	Catalog            bool          `json:",omitempty"` // Config.Catalog: resources and prompts are listed and published too
 }
 
 // Proc is what one server process does. The zero Proc is a healthy
@@ -160,7 +161,7 @@ func (s Setup) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{s.Disabled, "reconnect disabled"}, {s.Strict, "strict"}, {s.Plain, "plain registry"}, {len(s.Roots) > 0, "roots"}} {
+	}{{s.Disabled, "reconnect disabled"}, {s.Strict, "strict"}, {s.Plain, "plain registry"}, {len(s.Roots) > 0, "roots"}, {s.Catalog, "catalog"}} {
 		if f.on {
 			out += ", " + f.name
 		}
@@ -175,8 +176,12 @@ func (s Setup) String() string {
 // again; the others must never run twice for one call.
 var toolNames = []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"}
 
-// resourceURIs are the resources every process serves.
-var resourceURIs = []string{"sim://r/0", "sim://r/1", "sim://r/2"}
+// resourceURIs are the resources, and promptNames the prompts, every
+// process serves.
+var (
+	resourceURIs = []string{"sim://r/0", "sim://r/1", "sim://r/2"}
+	promptNames  = []string{"p0"}
+)
 
 // The methods a fault point may name.
 var pointMethods = []string{"server/discover", "initialize", "tools/list", "tools/call", "ping", "subscriptions/listen", "resources/subscribe", "resources/list", "prompts/list"}
@@ -252,6 +257,7 @@ func (g gen) setup() Setup {
 		s.Roots = []string{"file:///w/a"}
 	}
 	s.Plain = g.chance(0.1)
+	s.Catalog = g.chance(0.3)
 	return s
 }
 

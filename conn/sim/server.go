@@ -323,6 +323,11 @@ func (p *process) newServer(tools map[string]int) *mcp.Server {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: "r"}}}, nil
 		})
 	}
+	for _, name := range promptNames {
+		srv.AddPrompt(&mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+	}
 	for name, v := range tools {
 		p.addToolTo(srv, name, v)
 	}
