@@ -25,7 +25,8 @@ var (
 	bugFlag    = flag.String("bug", "", "plant the bug `NAME` for -seed or -schedule (see conn/internal/bugs)")
 	traceDir   = flag.String("trace-dir", os.TempDir(), "where a violation's trace and shrunk schedule are written")
 	shrinkRuns = flag.Int("shrink", 300, "runs the shrinker may make for a violation; 0 turns it off")
-	planted    = flag.Bool("planted", true, "look for the planted bugs too")
+	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does)")
+	rates      = flag.Bool("rates", false, "with -planted, run all -seeds seeds per planted bug and report how many find it")
 	workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
 	wire       = flag.Bool("wire", false, "with -seed -v, log every message between the supervisor and a process")
 )
@@ -68,7 +69,7 @@ func TestSim(t *testing.T) {
 		for _, b := range plantedBugs {
 			*b.on = true
 			bstart := time.Now()
-			hits := runSeeds(t, 1, *seeds, true)
+			hits := runSeeds(t, *from, *seeds, !*rates)
 			*b.on = false
 			if len(hits) == 0 {
 				t.Errorf("planted bug %s: not found within %d seeds", b.name, *seeds)
@@ -77,6 +78,13 @@ func TestSim(t *testing.T) {
 			got++
 			h := hits[0]
 			t.Logf("planted bug %s: found by seed %d (invariant %s) in %v", b.name, h.Schedule.Seed, h.Violation.Invariant, time.Since(bstart).Round(time.Millisecond))
+			if *rates {
+				by := map[string]int{}
+				for _, h := range hits {
+					by[h.Violation.Invariant]++
+				}
+				t.Logf("planted bug %s: found by %d of %d seeds (%.2f%%), by invariant %v", b.name, len(hits), *seeds, 100*float64(len(hits))/float64(*seeds), by)
+			}
 		}
 	}
 	t.Logf("%d seeds in %v (%v a seed, %d workers)", *seeds, took.Round(time.Millisecond), (took / time.Duration(max(*seeds, 1))).Round(time.Microsecond), *workers)
