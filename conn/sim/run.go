@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -40,6 +42,10 @@ type Result struct {
 	Took      time.Duration // the simulated time the run lasted
 	Procs     int           // processes started
 	Calls     int           // host requests made
+	// Digest is a hash of the run's whole log: two runs of one schedule
+	// with the same Digest happened alike, event for event and instant
+	// for instant.
+	Digest uint64
 }
 
 // Violation is an invariant a run broke, and when it noticed.
@@ -74,10 +80,11 @@ type run struct {
 	reg   *conn.ToolRegistry
 	cat   *conn.Catalog
 
-	mu   sync.Mutex // guards h, tail, the Calls' fields
-	h    History
-	tail []string
-	seq  int
+	mu     sync.Mutex // guards h, tail, digest, the Calls' fields
+	h      History
+	tail   []string
+	digest hash.Hash64
+	seq    int
 
 	// The driver's (the bubble's root goroutine).
 	inc   int
@@ -92,7 +99,7 @@ func runBubble(s Schedule, opts Options) *Result {
 	if opts.Tail == 0 {
 		opts.Tail = 50
 	}
-	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), cat: conn.NewCatalog(), kept: map[string]keptTool{}}
+	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), cat: conn.NewCatalog(), kept: map[string]keptTool{}, digest: fnv.New64a()}
 	r.w = newWorld(r)
 	r.startSup(s.Setup, "start")
 	var v *Violation
@@ -107,7 +114,7 @@ func runBubble(s Schedule, opts Options) *Result {
 			break
 		}
 	}
-	if v == nil {
+	if v == nil && !s.Abrupt {
 		r.calm(true)
 		v = r.check(len(s.Steps)+1, false)
 	}
@@ -136,7 +143,7 @@ func runBubble(s Schedule, opts Options) *Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &Result{Schedule: s, Violation: v, Tail: slices.Clone(r.tail), Moves: slices.Clone(r.h.Transitions),
-		Took: r.now(), Procs: len(r.h.Opens), Calls: len(r.h.Calls)}
+		Took: r.now(), Procs: len(r.h.Opens), Calls: len(r.h.Calls), Digest: r.digest.Sum64()}
 }
 
 func (r *run) now() time.Duration { return time.Since(r.t0) }
@@ -157,6 +164,7 @@ func (r *run) logf(format string, args ...any) {
 		r.tail = r.tail[:len(r.tail)-1]
 	}
 	r.tail = append(r.tail, line)
+	r.digest.Write([]byte(line))
 	r.mu.Unlock()
 	if r.opts.Log != nil {
 		r.opts.Log(line)

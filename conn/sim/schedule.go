@@ -16,6 +16,10 @@ type Schedule struct {
 	Setup Setup  // the first supervisor's settings
 	Procs []Proc // process n (in the order they are opened, from 1) follows Procs[n-1]; later ones are healthy
 	Steps []Step
+	// Abrupt ends the run with Close in the middle of whatever happens;
+	// otherwise the world calms first and the run checks that the
+	// supervisor recovered.
+	Abrupt bool `json:",omitempty"`
 }
 
 // Setup is a supervisor's settings, as a host's config would give them.
@@ -213,6 +217,7 @@ func Generate(seed uint64) Schedule {
 		}
 		s.Steps = append(s.Steps, g.steps(after)...)
 	}
+	s.Abrupt = g.chance(0.3)
 	return s
 }
 

@@ -26,7 +26,8 @@ var (
 	traceDir   = flag.String("trace-dir", os.TempDir(), "where a violation's trace and shrunk schedule are written")
 	shrinkRuns = flag.Int("shrink", 300, "runs the shrinker may make for a violation; 0 turns it off")
 	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does)")
-	rates      = flag.Bool("rates", false, "with -planted, run all -seeds seeds per planted bug and report how many find it")
+	rates      = flag.Bool("rates", false, "with -planted, run all -seeds seeds per planted bug, report how many find it, and how often a finding seed reproduces when replayed")
+	exact      = flag.Bool("exact", false, "run each of -seeds seeds twice and report how many replay exactly (the same log, event for event)")
 	workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
 	wire       = flag.Bool("wire", false, "with -seed -v, log every message between the supervisor and a process")
 )
@@ -52,6 +53,10 @@ var plantedBugs = []struct {
 func TestSim(t *testing.T) {
 	if *seed != 0 || *schedFile != "" {
 		replay(t)
+		return
+	}
+	if *exact {
+		exactness(t)
 		return
 	}
 	// A run makes much short-lived garbage; collecting less often saves
@@ -84,6 +89,18 @@ func TestSim(t *testing.T) {
 					by[h.Violation.Invariant]++
 				}
 				t.Logf("planted bug %s: found by %d of %d seeds (%.2f%%), by invariant %v", b.name, len(hits), *seeds, 100*float64(len(hits))/float64(*seeds), by)
+				*b.on = true
+				again, tries := 0, 0
+				for _, h := range hits[:min(len(hits), 20)] {
+					for range 10 {
+						tries++
+						if r := sim.Run(t, h.Schedule, sim.Options{}); r.Violation != nil && r.Violation.Invariant == h.Violation.Invariant {
+							again++
+						}
+					}
+				}
+				*b.on = false
+				t.Logf("planted bug %s: replays of %d finding seeds reproduced it %d of %d times (%.0f%%)", b.name, min(len(hits), 20), again, tries, 100*float64(again)/float64(tries))
 			}
 		}
 	}
@@ -97,6 +114,38 @@ func TestSim(t *testing.T) {
 	if len(found) > 0 {
 		t.Fail()
 	}
+}
+
+// exactness runs each of -seeds seeds twice, one run after the other on
+// one worker, and reports how many runs were alike (the same log digest)
+// and how many at least ended alike (the same invariant broken, or none).
+func exactness(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	var same, outcome atomic.Int64
+	var next atomic.Uint64
+	next.Store(*from)
+	var wg sync.WaitGroup
+	for range max(*workers, 1) {
+		wg.Go(func() {
+			for {
+				s := next.Add(1) - 1
+				if s >= *from+uint64(*seeds) {
+					return
+				}
+				sched := sim.Generate(s)
+				a, b := sim.Run(t, sched, sim.Options{}), sim.Run(t, sched, sim.Options{})
+				if a.Digest == b.Digest {
+					same.Add(1)
+				}
+				if (a.Violation == nil) == (b.Violation == nil) && (a.Violation == nil || a.Violation.Invariant == b.Violation.Invariant) {
+					outcome.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d seeds run twice: %d (%.1f%%) replayed exactly, %d (%.1f%%) ended alike", *seeds,
+		same.Load(), 100*float64(same.Load())/float64(*seeds), outcome.Load(), 100*float64(outcome.Load())/float64(*seeds))
 }
 
 // runSeeds runs n seeds from first on the workers and returns the
