@@ -32,7 +32,8 @@ type sessionState struct {
 // catalog re-sync.
 type genSession struct {
 	listed *serverCatalog // phase one's catalog, published when the attempt succeeds
-	sent   []string       // the subscriptions phase one sent (nil if the server has none)
+	sent   []string       // the subscriptions phase one sent
+	takes  bool           // the server takes subscriptions
 
 	mu            sync.Mutex
 	live          bool // established: a list_changed re-syncs now
@@ -169,7 +170,7 @@ func (g *generation) prepare(ctx context.Context) error {
 	s := g.sup
 	caps := g.sess.InitializeResult().Capabilities
 	if caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
-		g.ext.sent = s.Subscriptions()
+		g.ext.takes, g.ext.sent = true, s.Subscriptions()
 		for _, uri := range g.ext.sent {
 			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 				if ctx.Err() != nil {
@@ -216,8 +217,8 @@ func (s *Supervisor) established(g *generation) {
 // the live generation, so a later change goes to g itself; one made
 // meanwhile may be sent twice, which changes nothing.
 func (s *Supervisor) catchUpSubscriptions(g *generation) {
-	if g.ext.sent == nil {
-		return // the server takes no subscriptions
+	if !g.ext.takes {
+		return
 	}
 	if add, drop := subsDiff(s.Subscriptions(), g.ext.sent); len(add)+len(drop) == 0 {
 		return

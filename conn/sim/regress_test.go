@@ -19,6 +19,7 @@ var regressions = []struct {
 	{843, "Close in halted, after an attempt whose process never exits, returned nil while that process ran; a config reload then started the server beside it"},
 	{2530, "a strict Start whose first attempt's process did not exit returned the attempt's error alone, leaving the process running unreported"},
 	{4241, "a Subscribe or Unsubscribe while an attempt was sending the subscriptions was never sent to that generation: it was established without the new one and with the ended one"},
+	{1775, "the catch-up of subscriptions made while connecting skipped a generation whose attempt had none to send (an empty list read as a server that takes none)"},
 	{13326, "a Subscribe or Unsubscribe that waited for another to finish then got a whole CallTimeout of its own"},
 	{10522, "a re-sync the server did not answer within ConnectTimeout was never tried again: the registry stayed behind the recovered server"},
 	{2017, "a call that waited for a slot of MaxConcurrentCalls then got a whole CallTimeout of its own: it outlived CallTimeout by the wait"},
