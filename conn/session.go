@@ -93,7 +93,12 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 // Config.Client.ResourceUpdatedHandler. It returns the error of sending the
 // subscription to the current session; during an outage that error matches
 // [ErrUnavailable] but the subscription is kept, and sent when the server
-// is back. Subscribing twice to one uri is one subscription.
+// is back (a generation that was connecting meanwhile gets it once it is
+// established). Subscribing twice to one uri is one subscription.
+// Subscribe and Unsubscribe calls take effect one at a time, in the order
+// they change the list, so the server ends with the subscriptions the
+// list holds; a call that waits for another counts its CallTimeout from
+// its start.
 func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 	if uri == "" {
 		return errors.New("conn: Subscribe: empty resource URI")
