@@ -54,12 +54,6 @@ func (l *link) cut() {
 	}
 }
 
-func (l *link) isDown() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
 func (l *link) push(q *queue, msg jsonrpc.Message) error {
 	l.mu.Lock()
 	if l.closed {

@@ -10,9 +10,9 @@ import (
 
 // Report words a violation for a person: the seed, the invariant and
 // what broke it, the last lines of the run's log, where the run's trace
-// was written (for fsmdot -trace) and the command that replays it. replay
-// is the command line's flags that replay the run (-seed S, or -schedule
-// FILE), and bug the planted bug it ran with, if any.
+// was written (traceFile, for fsmdot -trace; "" for none) and the command
+// that replays it; replay is that command's flags (-seed S, or -schedule
+// FILE, and -bug NAME for a planted bug).
 func Report(res *Result, traceFile, replay string) string {
 	var b strings.Builder
 	v := res.Violation

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still served; the simulator sets them.
+
 package sim
 
 import (
@@ -56,6 +58,7 @@ type Violation struct {
 	At        time.Duration // simulated time since the start
 }
 
+// String words the violation: the invariant, when it was found, what broke it.
 func (v *Violation) String() string {
 	return fmt.Sprintf("invariant %s broken (found after step %d, at +%v): %v", v.Invariant, v.Step, v.At, v.Err)
 }
@@ -232,7 +235,7 @@ func (r *run) startSup(s Setup, why string) {
 	if s.Plain {
 		reg = plainRecorder{reg.(*recorder)}
 	}
-	var roots []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream but still served
+	var roots []*mcp.Root
 	for _, uri := range s.Roots {
 		roots = append(roots, &mcp.Root{URI: uri})
 	}
@@ -546,7 +549,7 @@ func (r *run) roots(uris []string) {
 		return
 	}
 	c := &Call{ID: r.nextID("o"), Kind: "roots", Inc: r.inc, Start: r.now()}
-	var roots []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream but still served
+	var roots []*mcp.Root
 	for _, uri := range uris {
 		roots = append(roots, &mcp.Root{URI: uri})
 	}

@@ -114,6 +114,7 @@ type Step struct {
 	Setup    *Setup        `json:",omitempty"`
 }
 
+// String is the step as a run's log shows it.
 func (s Step) String() string {
 	out := fmt.Sprintf("+%v %s", s.After, s.Do)
 	if s.Tool != "" {
@@ -140,6 +141,7 @@ func (s Step) String() string {
 	return out
 }
 
+// String is the settings as a run's log shows them.
 func (s Setup) String() string {
 	proto := s.Protocol
 	if proto == "" {
@@ -244,7 +246,7 @@ func (g gen) setup() Setup {
 		s.Protocol = "2026-07-28"
 	}
 	if g.chance(0.4) {
-		s.KeepAlive = g.pick(500*time.Millisecond, 3*time.Second, 10*time.Second)
+		s.KeepAlive = g.pick(time.Second, 3*time.Second, 10*time.Second)
 	}
 	if g.chance(0.25) {
 		s.HoldCalls = g.pick(time.Second, 5*time.Second)

@@ -228,12 +228,6 @@ func (w *world) executed(id string) {
 	w.mu.Unlock()
 }
 
-func (w *world) executions(id string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.execs[id]
-}
-
 // teardown ends every process, so that nothing of the run is left.
 func (w *world) teardown() {
 	w.mu.Lock()
@@ -289,6 +283,7 @@ type outMsg struct {
 // listing is a tools/list the process answers page by page.
 type listing struct{ tools []string }
 
+// describe is the plan as a run's log shows it ("" for a healthy one).
 func (p *Proc) describe() string {
 	if *p == (Proc{}) {
 		return ""

@@ -91,6 +91,7 @@ func shrinkList(n int, removes bool, try func(lo, hi int) bool) {
 	}
 }
 
+// clone copies s deeply enough for the shrinker to change its lists.
 func (s Schedule) clone() Schedule {
 	c := s
 	c.Procs = append([]Proc(nil), s.Procs...)
