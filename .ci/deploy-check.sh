@@ -12,10 +12,21 @@ trap 'rm -rf "$out"' EXIT
 
 $helm lint --strict "$chart"
 $helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef \
-	--set-json 'config={"mcpServers":{"docs":{"url":"https://docs.example.com/mcp"}}}' \
-	--set auth.oauthIssuer=https://issuer.example.com --set auth.oauthResource=https://mcp.example.com/mcp >"$out/rendered.yaml"
+	--set-json 'config={"mcpServers":{"docs":{"url":"https://docs.example.com/mcp","headers":{"Authorization":"Bearer ${DOCS_TOKEN}"}}}}' \
+	--set-json 'env=[{"name":"DOCS_TOKEN","valueFrom":{"secretKeyRef":{"name":"docs","key":"token"}}}]' \
+	--set-json 'envFrom=[{"secretRef":{"name":"more-keys"}}]' \
+	--set auth.oauthIssuer=https://issuer.example.com --set auth.oauthResource=https://mcp.example.com/mcp \
+	--set 'auth.oauthScopes={mcp:tools}' --set maxConnsPerIP=512 >"$out/rendered.yaml"
 grep -q 'kind: Deployment' "$out/rendered.yaml"
 grep -q 'path: /healthz' "$out/rendered.yaml"
+# The pod is hardened, and the servers' secrets come from Secrets, never
+# the ConfigMap.
+for want in 'readOnlyRootFilesystem: true' 'allowPrivilegeEscalation: false' 'drop: ["ALL"]' 'type: RuntimeDefault' \
+	'automountServiceAccountToken: false' 'runAsNonRoot: true' '- -oauth-scope=mcp:tools' '- -max-conns-per-ip=512' \
+	'name: DOCS_TOKEN' 'secretRef:'; do
+	grep -qF -- "$want" "$out/rendered.yaml" || { echo "deploy-check: the rendered chart lacks '$want'" >&2; exit 1; }
+done
+grep -qF '${DOCS_TOKEN}' "$out/rendered.yaml" || { echo "deploy-check: the ConfigMap lost the \${DOCS_TOKEN} reference" >&2; exit 1; }
 
 # The Dockerfile's build, as it runs in the image's build stage.
 build=$(sed -n 's/^RUN \(CGO_ENABLED=0 go build .*\) -o \/out\/mcpfsm \(.*\)$/\1 -o '"$(printf '%s' "$out" | sed 's/[\/&]/\\&/g')"'\/mcpfsm \2/p' Dockerfile)

@@ -33,7 +33,21 @@ type Config struct {
 	Cookie string
 	// MaxConns bounds the connections open at once on a listener made by
 	// [Rule.Listen]; 0 means DefaultMaxConns, a negative value no bound.
+	// Past it a connection is answered 503 with Retry-After ([NewServer]).
 	MaxConns int
+	// MaxConnsPerIP bounds the connections of one client address within
+	// MaxConns; 0 means half of MaxConns, a negative value MaxConns. Behind
+	// a reverse proxy every client has the proxy's address: raise it.
+	MaxConnsPerIP int
+	// LoopbackOnly makes [Rule.Listen] serve loopback addresses only,
+	// even with a Token: one the host made itself, since none was
+	// configured, guards against the other local users, not the network.
+	LoopbackOnly bool
+	// Listened, when set, is called by [Rule.Listen] with the address
+	// bound (the port chosen, for port 0) before it returns; an error
+	// closes the listener and is returned. mcpfsm writes the token file
+	// of that address then ([WriteTokenFile]).
+	Listened func(net.Addr) error
 	// Clock is used for token times and the JWKS refetch limit; nil means
 	// the real clock.
 	Clock clock.Clock

@@ -19,12 +19,17 @@
 //     Without either, no credential is asked for, and [Rule.Listen] serves
 //     loopback addresses only.
 //
-// The subject of an accepted request is in its context ([Subject]). The
-// Protected Resource Metadata document (RFC 9728) is answered before
-// authentication, at /.well-known/oauth-protected-resource.
+// The subject of an accepted request is in its context ([Subject]), in a
+// namespace of its kind (token, oauth:sub:, oauth:client:). The Protected
+// Resource Metadata document (RFC 9728) is answered before
+// authentication, at /.well-known/oauth-protected-resource; a preflight
+// from an -allow-origin origin is answered there too (CORS).
 //
-// [NewServer] makes the http.Server with the timeouts and limits these
-// surfaces need, [TLSConfig] loads -tls-cert and -tls-key, [LoadToken]
-// reads -token-file or $MCPFSM_TOKEN. No token ever appears in an error,
-// a log record or a response of this package.
+// [Rule.Listen] opens a TCP or unix:PATH listener under the rule's
+// connection caps, and [NewServer] makes the http.Server with the
+// timeouts and limits these surfaces need, answering a connection past
+// the caps with 503 at once. [TLSConfig] loads -tls-cert and -tls-key,
+// [LoadToken] reads -token-file or $MCPFSM_TOKEN, [RunToken] and
+// [WriteTokenFile] keep the token of a host given none. No token ever
+// appears in an error, a log record or a response of this package.
 package access

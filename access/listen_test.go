@@ -1,8 +1,13 @@
 package access
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,6 +21,7 @@ func TestListenLoopbackOnlyWithoutAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	madeToken := mustRule(t, Config{Token: goodToken, LoopbackOnly: true})
 	for _, tc := range []struct {
 		addr    string
 		rule    *Rule
@@ -29,6 +35,8 @@ func TestListenLoopbackOnlyWithoutAuth(t *testing.T) {
 		{"[::]:0", open, true},
 		{"0.0.0.0:0", withToken, false},
 		{":0", withToken, false},
+		{"0.0.0.0:0", madeToken, true},
+		{"127.0.0.1:0", madeToken, false},
 	} {
 		ln, err := tc.rule.Listen(tc.addr)
 		if ln != nil {
@@ -56,64 +64,85 @@ func TestListenLoopbackOnlyWithoutAuth(t *testing.T) {
 	}
 }
 
-// TestListenBoundsConnections: with MaxConns 1, a second connection is
-// not accepted while the first is open, and is once it closes.
-func TestListenBoundsConnections(t *testing.T) {
-	r, err := New(Config{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := r.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	lim := ln.(*limited)
-	c1, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close()
-	s1, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(lim.sem); n != 1 {
-		t.Fatalf("after one accept, %d slots taken, want 1", n)
-	}
-	c2, err := net.Dial("tcp", ln.Addr().String()) // waits in the backlog
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
+// TestListenResolvesNames: without a token, a host name is resolved
+// before the loopback check: one naming loopback addresses only is
+// served (it was refused), one naming any other address is not, and
+// ":PORT" says it listens on every interface.
+func TestListenResolvesNames(t *testing.T) {
+	defer func(f func(context.Context, string) ([]net.IPAddr, error)) { lookupIP = f }(lookupIP)
+	lookupIP = func(_ context.Context, host string) ([]net.IPAddr, error) {
+		switch host {
+		case "vm":
+			return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}}, nil
+		case "mixed":
+			return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}, {IP: net.ParseIP("192.0.2.7")}}, nil
 		}
-		accepted <- c
-	}()
-	s1.Close()
-	s1.Close() // a second Close must not free a second slot
-	s2, ok := <-accepted
-	if !ok {
-		t.Fatal("the second connection was not accepted after the first closed")
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	if n := len(lim.sem); n != 1 {
-		t.Errorf("with the second connection open, %d slots taken, want 1", n)
+	open := mustRule(t, Config{})
+	ln, err := open.Listen("vm:0")
+	if err != nil {
+		t.Fatalf("Listen(vm:0) with vm at 127.0.0.1: %v", err)
 	}
-	// Full again: Accept waits, and returns ErrClosed when the listener
-	// closes rather than hanging.
-	done := make(chan error, 1)
-	go func() { _, err := ln.Accept(); done <- err }()
 	ln.Close()
-	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept on a full, closed listener: %v, want net.ErrClosed", err)
+	for addr, want := range map[string]string{
+		"mixed:0":   "mixed resolves to 192.0.2.7, which is not loopback",
+		":0":        "an empty host listens on every interface",
+		"nowhere:0": "no such host",
+	} {
+		_, err := open.Listen(addr)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Listen(%q) = %v, want an error saying %q", addr, err, want)
+		}
 	}
-	s2.Close()
-	if n := len(lim.sem); n != 0 {
-		t.Errorf("after both closed, %d slots taken, want 0", n)
+}
+
+// TestListenUnix: unix:PATH makes a socket of mode 0600 (the rule's caps
+// apply), serves HTTP on it, and removes it when closed; a file that is
+// not a socket is not replaced.
+func TestListenUnix(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcpfsm.sock")
+	ln, err := mustRule(t, Config{}).Listen("unix:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket: %v %v, want a socket of mode 0600", fi, err)
+	}
+	if ln.Addr().String() != path {
+		t.Errorf("Addr() = %q, want %q", ln.Addr(), path)
+	}
+	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), ServerOptions{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := client.Get("http://localhost/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" {
+		t.Errorf("over the socket: %q", body)
+	}
+	client.CloseIdleConnections()
+	srv.Close()
+	<-served
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close the socket is still there: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("left in the directory: %v", entries)
+	}
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mustRule(t, Config{}).Listen("unix:" + path); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("Listen on a regular file: %v, want refused", err)
 	}
 }

@@ -45,6 +45,12 @@ type OAuth struct {
 	// Leeway is the clock skew allowed on "exp" and "nbf"; 0 means
 	// DefaultLeeway.
 	Leeway time.Duration
+	// Forbidden refuses, with 403, every token that verifies: the surface
+	// knows the issuer's tokens but grants their holders nothing. The
+	// console without -console-oauth-scope is such a surface: an MCP
+	// user's token is recognised there, and refused, since a user is not
+	// the operator. No metadata is published then.
+	Forbidden bool
 }
 
 // Limits of the OAuth verifier.
@@ -109,9 +115,7 @@ func newVerifier(o *OAuth, clk clock.Clock, log *slog.Logger) (*verifier, error)
 	if cfg.Leeway <= 0 {
 		cfg.Leeway = DefaultLeeway
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
+	cfg.HTTPClient = checkRedirects(cfg.HTTPClient)
 	res, _ := url.Parse(cfg.ResourceURL)
 	path := strings.TrimSuffix(res.EscapedPath(), "/")
 	v := &verifier{
@@ -133,7 +137,40 @@ func newVerifier(o *OAuth, clk clock.Clock, log *slog.Logger) (*verifier, error)
 	if path != "" {
 		v.metaPaths = append(v.metaPaths, ProtectedResourcePath+path)
 	}
+	if cfg.Forbidden {
+		v.metaPaths = nil
+	}
 	return v, nil
+}
+
+// maxRedirects bounds the redirects of one metadata or key set fetch.
+const maxRedirects = 5
+
+// checkRedirects returns a copy of c (nil: a client with a 10 s timeout)
+// whose every redirect hop must pass the rule of the issuer's own URL
+// (checkURL): a key set at https cannot be sent on to plain http, nor to
+// a URL with user info or a query.
+func checkRedirects(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	} else {
+		out.Timeout = 10 * time.Second
+	}
+	prev := out.CheckRedirect
+	out.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if err := checkURL("a redirect of the key set or metadata", req.URL.String(), true); err != nil {
+			return err
+		}
+		if prev != nil {
+			return prev(req, via)
+		}
+		return nil
+	}
+	return &out
 }
 
 // checkURL refuses anything but an absolute http(s) URL; with issuer, http
@@ -189,6 +226,9 @@ func (v *verifier) serve(w http.ResponseWriter, req *http.Request, tok string, n
 	case err != nil:
 		v.challenge(w, "invalid_token")
 		refuse(w, req, http.StatusUnauthorized, "invalid token: "+err.Error()+"; get a new access token from "+v.cfg.Issuer)
+	case v.cfg.Forbidden:
+		refuse(w, req, http.StatusForbidden, "an access token of "+v.cfg.Issuer+" is not accepted here: this surface is the operator's; "+
+			"send the operator's token (-token-file), or start mcpfsm with -console-oauth-scope SCOPE and use a token with that scope")
 	default:
 		ctx := context.WithValue(req.Context(), subjectKey{}, info.UserID)
 		next.ServeHTTP(w, req.WithContext(context.WithValue(ctx, tokenInfoKey{}, info)))
@@ -214,6 +254,18 @@ type missingScopeError struct{ scope string }
 
 func (e *missingScopeError) Error() string { return "missing scope " + e.scope }
 
+// Subject prefixes of OAuth tokens (see [Subject]): each kind of subject
+// has its own namespace, so that no token can pass for another kind.
+const (
+	SubjectOAuthSub    = "oauth:sub:"
+	SubjectOAuthClient = "oauth:client:"
+)
+
+// accessTokenTypes are the JOSE "typ" values accepted where a token has
+// one (RFC 9068 §2.1: at+jwt; plain JWT, which many issuers send),
+// compared case-insensitively, with or without "application/".
+var accessTokenTypes = []string{"at+jwt", "jwt"}
+
 // claims are the access token's claims read here.
 type claims struct {
 	jwt.RegisteredClaims
@@ -227,9 +279,18 @@ type claims struct {
 func (v *verifier) verify(ctx context.Context, tok string) (*auth.TokenInfo, error) {
 	var c claims
 	_, err := v.parser.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) {
+		if typ, ok := t.Header["typ"]; ok {
+			s, _ := typ.(string)
+			if !slices.Contains(accessTokenTypes, strings.TrimPrefix(strings.ToLower(s), "application/")) {
+				return nil, errTokenType
+			}
+		}
 		kid, _ := t.Header["kid"].(string)
 		return v.keys.key(ctx, kid, t.Method.Alg())
 	})
+	if errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && len(c.Audience) == 0 {
+		return nil, errors.New("the token lacks aud: ask the authorization server for a token for this resource (RFC 8707 resource=" + v.cfg.Audience + ")")
+	}
 	if err != nil {
 		return nil, tokenError(err)
 	}
@@ -239,15 +300,25 @@ func (v *verifier) verify(ctx context.Context, tok string) (*auth.TokenInfo, err
 			return nil, &missingScopeError{scope: s}
 		}
 	}
-	info := &auth.TokenInfo{Scopes: scopes, UserID: c.Subject}
-	if info.UserID == "" && c.ClientID != "" {
-		info.UserID = "client:" + c.ClientID
+	info := &auth.TokenInfo{Scopes: scopes}
+	switch {
+	case c.Subject != "":
+		info.UserID = SubjectOAuthSub + c.Subject
+	case c.ClientID != "":
+		info.UserID = SubjectOAuthClient + c.ClientID
+	default:
+		return nil, errNoSubject
 	}
 	if c.ExpiresAt != nil {
 		info.Expiration = c.ExpiresAt.Time
 	}
 	return info, nil
 }
+
+var (
+	errTokenType = errors.New("the token's type (typ) is not an access token's (at+jwt or JWT)")
+	errNoSubject = errors.New("the token names neither a subject (sub) nor a client (client_id), so no session can be bound to it")
+)
 
 // tokenError maps a jwt error to a fixed text.
 func tokenError(err error) error {
@@ -257,6 +328,7 @@ func tokenError(err error) error {
 	}{
 		{ErrIssuerUnavailable, ""},
 		{errUnknownKey, ""},
+		{errTokenType, ""},
 		{jwt.ErrTokenExpired, "the token has expired"},
 		{jwt.ErrTokenNotValidYet, "the token is not valid yet"},
 		{jwt.ErrTokenInvalidAudience, "the token is not for this server (aud)"},

@@ -2,9 +2,11 @@ package access
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,13 +63,24 @@ func TestOAuthTokens(t *testing.T) {
 		error string // the WWW-Authenticate error param
 		text  string // in the body
 	}{
-		{"valid", is.sign("k1", valid), 200, "", "subject=alice"},
-		{"aud array", is.sign("k1", with("aud", []string{"other", resource})), 200, "", "subject=alice"},
-		{"scp array", is.sign("k1", with("scope", nil, "scp", []string{"mcp:tools"})), 200, "", "subject=alice"},
-		{"no sub: client id", is.sign("k1", with("sub", nil, "client_id", "robot")), 200, "", "subject=client:robot"},
+		{"valid", is.sign("k1", valid), 200, "", "subject=oauth:sub:alice"},
+		{"aud array", is.sign("k1", with("aud", []string{"other", resource})), 200, "", "subject=oauth:sub:alice"},
+		{"scp array", is.sign("k1", with("scope", nil, "scp", []string{"mcp:tools"})), 200, "", "subject=oauth:sub:alice"},
+		{"no sub: client id", is.sign("k1", with("sub", nil, "client_id", "robot")), 200, "", "subject=oauth:client:robot"},
+		// Each kind of subject in its own namespace: a sub of "token" is
+		// not the static token's subject, nor "client:X" a client id's.
+		{"sub token", is.sign("k1", with("sub", "token")), 200, "", "subject=oauth:sub:token"},
+		{"sub client:robot", is.sign("k1", with("sub", "client:robot")), 200, "", "subject=oauth:sub:client:robot"},
+		{"neither sub nor client id", is.sign("k1", with("sub", nil)), 401, "invalid_token", "neither a subject (sub) nor a client (client_id)"},
+		{"empty sub", is.sign("k1", with("sub", "")), 401, "invalid_token", "neither a subject"},
 		{"expired", is.sign("k1", with("exp", now.Add(-time.Hour).Unix())), 401, "invalid_token", "expired"},
-		{"expired within leeway", is.sign("k1", with("exp", now.Add(-10*time.Second).Unix())), 200, "", "subject=alice"},
-		{"no exp", is.sign("k1", with("exp", nil)), 401, "invalid_token", "exp"},
+		{"expired within leeway", is.sign("k1", with("exp", now.Add(-10*time.Second).Unix())), 200, "", "subject=oauth:sub:alice"},
+		{"no exp", is.sign("k1", with("exp", nil)), 401, "invalid_token", "lacks a required claim (exp)"},
+		{"no aud", is.sign("k1", with("aud", nil)), 401, "invalid_token", "lacks aud"},
+		{"typ at+jwt", signTyp(t, is, "at+jwt", valid), 200, "", "subject=oauth:sub:alice"},
+		{"typ application/at+jwt", signTyp(t, is, "application/at+jwt", valid), 200, "", "subject=oauth:sub:alice"},
+		{"typ id token", signTyp(t, is, "id+jwt", valid), 401, "invalid_token", "typ"},
+		{"typ not a string", signTyp(t, is, 7, valid), 401, "invalid_token", "typ"},
 		{"not yet valid", is.sign("k1", with("nbf", now.Add(time.Hour).Unix())), 401, "invalid_token", "not valid yet"},
 		{"wrong audience", is.sign("k1", with("aud", "https://other.example/mcp")), 401, "invalid_token", "aud"},
 		{"wrong issuer", is.sign("k1", with("iss", "https://evil.example")), 401, "invalid_token", "iss"},
@@ -101,6 +114,22 @@ func TestOAuthTokens(t *testing.T) {
 	if n := is.jwksGet.Load(); n != 1 {
 		t.Errorf("the key set was fetched %d times, want once (cached)", n)
 	}
+}
+
+// signTyp signs c with the issuer's key k1 and the JOSE header typ.
+func signTyp(t *testing.T, is *issuer, typ any, c jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	tok.Header["kid"] = "k1"
+	tok.Header["typ"] = typ
+	is.mu.Lock()
+	k := is.keys["k1"]
+	is.mu.Unlock()
+	s, err := tok.SignedString(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func challenge(t *testing.T, rw *httptest.ResponseRecorder) oauthex.Challenge {
@@ -202,6 +231,90 @@ func TestOAuthConfigErrors(t *testing.T) {
 		_, err := New(Config{OAuth: &tc.o})
 		if err == nil || !strings.Contains(err.Error(), tc.with) {
 			t.Errorf("%+v: %v, want an error with %q", tc.o, err, tc.with)
+		}
+	}
+}
+
+// recordingTransport sends loopback requests on and answers every other
+// one itself, recording it: the test never leaves loopback, and sees
+// whether a redirect was followed.
+type recordingTransport struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if loopbackName(r.URL.Hostname()) {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	rt.mu.Lock()
+	rt.seen = append(rt.seen, r.URL.String())
+	rt.mu.Unlock()
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(`{"keys":[]}`)), Header: http.Header{}, Request: r}, nil
+}
+
+// TestJWKSRedirectsPassTheURLRule: a key set (or metadata) answering 307
+// to plain http on another host is not followed: every hop passes the
+// rule of the issuer's URL. A redirect on loopback still is.
+func TestJWKSRedirectsPassTheURLRule(t *testing.T) {
+	is := newIssuer(t, false)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/jwks-away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://keys.evil.example/jwks", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/jwks-local", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, is.srv.URL+"/jwks", http.StatusTemporaryRedirect)
+	})
+	redirector := httptest.NewServer(mux)
+	defer redirector.Close()
+	for _, tc := range []struct {
+		path string
+		code int
+	}{{"/jwks-away", 503}, {"/jwks-local", 200}} {
+		rt := &recordingTransport{}
+		clk := clock.NewMock()
+		clk.Set(time.Now())
+		rule := mustRule(t, Config{Clock: clk, OAuth: &OAuth{Issuer: is.srv.URL, ResourceURL: resource,
+			JWKSURL: redirector.URL + tc.path, HTTPClient: &http.Client{Transport: rt}}})
+		rw := req{hdr: bearerHdr(is.sign("k1", is.claims(resource, clk.Now())))}.send(t, rule.Wrap(echoSubject))
+		if rw.Code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.path, rw.Code, rw.Body, tc.code)
+		}
+		if len(rt.seen) > 0 {
+			t.Errorf("%s: the fetch followed a redirect to %v", tc.path, rt.seen)
+		}
+	}
+}
+
+// TestForbiddenOAuth: on a surface whose OAuth is Forbidden (the console
+// without -console-oauth-scope), a valid token of the issuer gets 403,
+// the static token works, anything else 401; no metadata is published.
+func TestForbiddenOAuth(t *testing.T) {
+	is := newIssuer(t, false)
+	clk := clock.NewMock()
+	clk.Set(time.Now())
+	rule := mustRule(t, Config{Token: goodToken, Clock: clk, OAuth: &OAuth{
+		Issuer: is.srv.URL, ResourceURL: resource, HTTPClient: is.srv.Client(), Forbidden: true}})
+	h := rule.Wrap(echoSubject)
+	user := is.sign("k1", is.claims(resource, clk.Now()))
+	for _, tc := range []struct {
+		name string
+		r    req
+		code int
+	}{
+		{"an MCP user's token", req{hdr: bearerHdr(user)}, 403},
+		{"the operator's token", req{hdr: bearerHdr(goodToken)}, 200},
+		{"a wrong token", req{hdr: bearerHdr(strings.Repeat("x", 32))}, 401},
+		{"a forged JWT", req{hdr: bearerHdr(signWith(t, "k1", newKey(t), is.claims(resource, clk.Now())))}, 401},
+		{"no token", req{}, 401},
+		{"metadata", req{target: ProtectedResourcePath}, 401},
+	} {
+		rw := tc.r.send(t, h)
+		if rw.Code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, rw.Code, rw.Body, tc.code)
+		}
+		if tc.code == 403 && !strings.Contains(errorOf(t, rw), "operator") {
+			t.Errorf("%s: %s, want the refusal to name the operator", tc.name, rw.Body)
 		}
 	}
 }

@@ -16,13 +16,17 @@ import (
 type subjectKey struct{}
 
 // SubjectToken is the [Subject] of a request authenticated by the static
-// token (header or cookie).
+// token (header or cookie): the operator.
 const SubjectToken = "token"
 
 // Subject returns who was authenticated for the request whose context is
-// ctx: SubjectToken for the static token, the JWT's "sub" (or "client:"
-// and its client_id when it has no sub) for an OAuth token, and "" when
-// the rule asks for no credential (loopback) or ctx did not pass a Rule.
+// ctx, each kind in its own namespace: SubjectToken for the static token,
+// SubjectOAuthSub and the JWT's "sub" ("oauth:sub:alice") for an OAuth
+// token, or SubjectOAuthClient and its "client_id" ("oauth:client:robot")
+// when it has no sub; "" when the rule asks for no credential or ctx did
+// not pass a Rule. A token with neither sub nor client_id is refused. The
+// same string is the UserID of the request's go-sdk auth.TokenInfo, which
+// binds an MCP session to whoever opened it.
 func Subject(ctx context.Context) string {
 	s, _ := ctx.Value(subjectKey{}).(string)
 	return s
@@ -51,6 +55,9 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 			r.refuse(w, req, http.StatusForbidden, msg)
 			return
 		}
+		if r.cors(w, req) {
+			return
+		}
 		if !r.Authenticated() {
 			h.ServeHTTP(w, req)
 			return
@@ -70,7 +77,7 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 				}
 			}
 		}
-		if r.oauth != nil {
+		if r.oauth != nil && (!r.oauth.cfg.Forbidden || r.cfg.Token == "") {
 			if tok, ok := bearer(req); ok {
 				r.oauth.serve(w, req, tok, next, r.refuse)
 				return
@@ -78,6 +85,14 @@ func (r *Rule) Wrap(h http.Handler) http.Handler {
 			r.oauth.challenge(w, "")
 			r.refuse(w, req, http.StatusUnauthorized, "missing bearer token: send \"Authorization: Bearer TOKEN\" with an access token from "+r.oauth.cfg.Issuer)
 			return
+		}
+		if r.oauth != nil {
+			// Forbidden beside the static token: an OAuth token is
+			// recognised (403) rather than taken for a wrong token (401).
+			if tok, ok := bearer(req); ok && strings.Count(tok, ".") == 2 {
+				r.oauth.serve(w, req, tok, next, r.refuse)
+				return
+			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfsm"`)
 		msg := "missing or wrong token: send \"Authorization: Bearer TOKEN\""
@@ -102,10 +117,19 @@ func (r *Rule) cookieLogin(w http.ResponseWriter, req *http.Request) bool {
 		SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil,
 	})
 	q.Del("token")
-	u := *req.URL
-	u.RawQuery = q.Encode()
-	http.Redirect(w, req, u.RequestURI(), http.StatusSeeOther)
+	http.Redirect(w, req, sameOrigin(req.URL.EscapedPath(), q.Encode()), http.StatusSeeOther)
 	return true
+}
+
+// sameOrigin returns a Location on the request's own origin for path and
+// query: a path of "//evil.example/" or "/\\evil.example" (which
+// browsers read as another host) keeps a single leading slash.
+func sameOrigin(path, query string) string {
+	loc := "/" + strings.TrimLeft(path, "/\\")
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
 }
 
 func (r *Rule) tokenIs(s string) bool {
@@ -182,6 +206,45 @@ func (r *Rule) checkOrigin(req *http.Request) string {
 	return ""
 }
 
+// CORS of the origins of Config.AllowOrigins: what a browser client at
+// such an origin may send and read.
+const (
+	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsExpose  = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After"
+	corsMaxAge  = "600"
+)
+
+// cors adds the CORS headers to the answer of a request from an origin of
+// Config.AllowOrigins (checkOrigin has let it through), and answers a
+// preflight (OPTIONS with Access-Control-Request-Method) itself, before
+// authentication: a browser sends no credentials on a preflight. It
+// reports whether it answered. The request's own origin needs no CORS.
+func (r *Rule) cors(w http.ResponseWriter, req *http.Request) bool {
+	o := req.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	n, err := normalOrigin(o)
+	if err != nil || !r.origins[n] {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Add("Vary", "Origin")
+	if req.Method != http.MethodOptions || req.Header.Get("Access-Control-Request-Method") == "" {
+		h.Set("Access-Control-Expose-Headers", corsExpose)
+		return false
+	}
+	h.Add("Vary", "Access-Control-Request-Method")
+	h.Add("Vary", "Access-Control-Request-Headers")
+	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Headers", corsHeaders)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 // errorBody is the JSON body of every refusal.
 type errorBody struct {
 	Error string `json:"error"`
@@ -204,9 +267,29 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 // staticTokenInfo gives a request that carried the static token go-sdk's
 // auth.TokenInfo with UserID SubjectToken, as an OAuth token's has its
 // subject: a front sees who called (RequestExtra.TokenInfo), for its
-// audit trail. The token is already checked when it runs.
+// audit trail. The token is already checked when it runs. Its Extra
+// holds the operator's mark ([Operator]).
 func staticTokenInfo(h http.Handler) http.Handler {
 	return auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: SubjectToken, Expiration: time.Now().Add(time.Hour)}, nil
+		return &auth.TokenInfo{UserID: SubjectToken, Expiration: time.Now().Add(time.Hour),
+			Extra: map[string]any{operatorKey: operatorMark{}}}, nil
 	}, nil)(h)
+}
+
+// operatorKey holds, in the TokenInfo.Extra of the static token, a value
+// of a type no other package can make.
+const operatorKey = "mcpfsm.operator"
+
+type operatorMark struct{}
+
+// Operator reports whether info is the static token's: the operator, who
+// passes every per-caller rule. Only this package marks it; an OAuth
+// token never is the operator, whatever its subject (an access token
+// whose "sub" is "token" has the Subject SubjectToken but is not it).
+func Operator(info *auth.TokenInfo) bool {
+	if info == nil {
+		return false
+	}
+	_, ok := info.Extra[operatorKey].(operatorMark)
+	return ok
 }

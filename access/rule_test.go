@@ -1,9 +1,11 @@
 package access
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -245,5 +247,34 @@ func TestCookieLogin(t *testing.T) {
 	}
 	if _, err := New(Config{Cookie: "c"}); err == nil {
 		t.Error("a cookie without a token was accepted")
+	}
+}
+
+// TestCookieLoginRedirectsSameOrigin: over a real socket, the login of
+// "GET //evil.example/?token=..." (and "/\evil.example") sends the
+// browser to a path of its own origin, never to another host.
+func TestCookieLoginRedirectsSameOrigin(t *testing.T) {
+	ts := httptest.NewServer(mustRule(t, Config{Token: goodToken, Cookie: "mcpfsm_token"}).Wrap(echoSubject))
+	defer ts.Close()
+	for target, want := range map[string]string{
+		"//evil.example/?token=" + goodToken:       "/evil.example/",
+		"/\\evil.example/x?token=" + goodToken:     "/%5Cevil.example/x",
+		"///evil.example?a=1&token=" + goodToken:   "/evil.example?a=1",
+		"/status?token=" + goodToken + "&view=all": "/status?view=all",
+	} {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, ts.Listener.Addr())
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatalf("GET %s: %v", target, err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != want {
+			t.Errorf("GET %s: %d Location %q, want 303 to %q", target, resp.StatusCode, loc, want)
+		}
 	}
 }

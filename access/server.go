@@ -27,6 +27,10 @@ type ServerOptions struct {
 	// TLSConfig, when set, is the server's TLS configuration ([TLSConfig]);
 	// serve with srv.ServeTLS(ln, "", "").
 	TLSConfig *tls.Config
+	// Uncapped are the paths served on a connection past the listener's
+	// caps too (a liveness probe's, such as /healthz); every other request
+	// on such a connection is answered 503 with Retry-After.
+	Uncapped []string
 }
 
 // Defaults of [ServerOptions].
@@ -38,6 +42,12 @@ const (
 )
 
 // NewServer returns an http.Server for h with the limits of opts.
+//
+// Served on a listener of [Rule.Listen], it enforces the listener's
+// connection caps: a connection past one (Config.MaxConns,
+// Config.MaxConnsPerIP) is answered at once, one request only, with 503
+// and Retry-After, or with h for a path of opts.Uncapped, and is closed
+// within OverflowTimeout.
 //
 // It sets no WriteTimeout: both surfaces stream responses for as long as a
 // client listens (the MCP GET stream and SSE answers, the console's
@@ -56,7 +66,7 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 	if maxHeader <= 0 {
 		maxHeader = DefaultMaxHeaderBytes
 	}
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       or(opts.ReadTimeout, DefaultReadTimeout),
@@ -64,6 +74,8 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 		MaxHeaderBytes:    maxHeader,
 		TLSConfig:         opts.TLSConfig,
 	}
+	withLimits(srv, opts.Uncapped)
+	return srv
 }
 
 // TLSConfig loads a certificate (PEM, the chain after the leaf) and its

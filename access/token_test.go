@@ -39,6 +39,25 @@ func TestCheckToken(t *testing.T) {
 	}
 }
 
+// TestWeakTokenRefused: a token long enough but made of repetition is
+// refused as weak, naming the fix; random ones of the least length pass.
+func TestWeakTokenRefused(t *testing.T) {
+	for _, tok := range []string{strings.Repeat("a", 16), strings.Repeat("ab", 8), "passwordpassword", strings.Repeat("abcd", 8), strings.Repeat("0", 64)} {
+		err := CheckToken(tok)
+		if !errors.Is(err, ErrWeakToken) || !strings.Contains(err.Error(), "openssl rand -hex 32") || strings.Contains(err.Error(), tok) {
+			t.Errorf("CheckToken(%q) = %v, want ErrWeakToken naming the fix, without the token", tok, err)
+		}
+	}
+	for _, tok := range []string{"3f9a0c7e21b4d85a", "Zq8_fK2m-Xw7LpQe", goodToken} {
+		if err := CheckToken(tok); err != nil {
+			t.Errorf("CheckToken(%q) = %v, want accepted", tok, err)
+		}
+	}
+	if b := TokenBits(strings.Repeat("a", 16)); b != 0 {
+		t.Errorf("TokenBits(16 × a) = %v, want 0", b)
+	}
+}
+
 func TestLoadToken(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string, mode os.FileMode) string {

@@ -26,14 +26,25 @@ const (
 	KindPrompt   = "prompt"
 )
 
+// Outcomes of a request refused by a server's per-caller policy (package
+// authz), beside conn's Outcome words.
+const (
+	// OutcomeDenied: the caller lacks a scope the server's rules ask for.
+	OutcomeDenied = "denied"
+	// OutcomeRateLimited: the caller reached the server's rateLimit.
+	OutcomeRateLimited = "rate-limited"
+)
+
 // Record is one line of the trail.
 type Record struct {
 	Time time.Time `json:"time"`
 	// Session is the front session's id (Mcp-Session-Id over HTTP; empty
 	// over stdio).
 	Session string `json:"session,omitempty"`
-	// Subject is who the session authenticated as: the OAuth token's
-	// subject, "token" for the static bearer token, empty without one.
+	// Subject is who the session authenticated as, each kind in its own
+	// namespace: "token" for the static bearer token (the operator),
+	// "oauth:sub:SUB" for an OAuth token's subject, "oauth:client:ID" for
+	// a token naming only its client; empty without a credential.
 	Subject string `json:"subject,omitempty"`
 	Server  string `json:"server"`
 	Kind    string `json:"kind"` // KindTool, KindResource or KindPrompt
@@ -41,7 +52,9 @@ type Record struct {
 	// as the client asked for it.
 	Name string `json:"name"`
 	// Outcome is one of conn's Outcome words (ok, tool-error,
-	// unavailable, timeout, canceled, error).
+	// unavailable, timeout, canceled, error), or OutcomeDenied or
+	// OutcomeRateLimited for a request the server's per-caller policy
+	// refused before it reached the server.
 	Outcome  string  `json:"outcome"`
 	Duration float64 `json:"durationMs"`
 	// ArgBytes is the size of the arguments as the client sent them.
@@ -58,6 +71,10 @@ type Options struct {
 	// Args keeps the arguments' values in the records (flag
 	// -audit-args). Off, a record holds only their size.
 	Args bool
+	// Redact, when set, is applied to every line before it is written: a
+	// registry of the host's secret values, hiding them by value (a
+	// configured token passed as an argument, a resource URI's query).
+	Redact func(string) string
 }
 
 // DefaultQueue is the queue length of a Log when Options.Queue is 0.
@@ -146,9 +163,15 @@ func (l *Log) Close() error {
 func (l *Log) write(w io.Writer) {
 	defer close(l.done)
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
 	for r := range l.queue {
-		if err := enc.Encode(r); err != nil && l.err == nil {
+		line, err := json.Marshal(r)
+		if err == nil {
+			if l.opts.Redact != nil {
+				line = []byte(l.opts.Redact(string(line)))
+			}
+			_, err = bw.Write(append(line, '\n'))
+		}
+		if err != nil && l.err == nil {
 			l.err = err
 		}
 		if len(l.queue) == 0 { // flush when idle: a crash loses little

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/conn"
 )
 
 func readLines(t *testing.T, path string) []audit.Record {
@@ -125,3 +126,53 @@ func TestRecordDuringClose(t *testing.T) {
 }
 
 func closedChan() chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// TestPolicyOutcomesAreTheirOwn: a refusal by the per-caller policy is
+// never read as one of conn's outcomes, and survives the trail.
+func TestPolicyOutcomesAreTheirOwn(t *testing.T) {
+	for _, o := range []string{audit.OutcomeDenied, audit.OutcomeRateLimited} {
+		for _, c := range []conn.Outcome{conn.OutcomeOK, conn.OutcomeToolError, conn.OutcomeUnavailable, conn.OutcomeTimeout, conn.OutcomeCanceled, conn.OutcomeError} {
+			if o == string(c) {
+				t.Errorf("audit outcome %q is also conn's", o)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(audit.Record{Subject: "alice", Server: "gh", Kind: audit.KindTool, Name: "mcp__gh__delete_repo", Outcome: audit.OutcomeDenied})
+	l.Record(audit.Record{Subject: "alice", Server: "gh", Kind: audit.KindTool, Name: "mcp__gh__get_issue", Outcome: audit.OutcomeRateLimited})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readLines(t, path)
+	if len(got) != 2 || got[0].Outcome != "denied" || got[1].Outcome != "rate-limited" {
+		t.Errorf("records: %+v", got)
+	}
+}
+
+// TestRedactHidesSecretsByValue: with Options.Redact, a configured secret
+// in a resource URI or (with Args) an argument is written hidden.
+func TestRedactHidesSecretsByValue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	const secret = "supersecret-env-value-123"
+	hide := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted fs.env.API_TOKEN]") }
+	l, err := audit.Open(path, audit.Options{Args: true, Redact: hide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(audit.Record{Subject: "oauth:sub:alice", Server: "fs", Kind: audit.KindResource, Name: "db://x?key=" + secret,
+		Outcome: "ok", Args: json.RawMessage(`{"token":"` + secret + `"}`)})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), secret) || strings.Count(string(raw), "[redacted fs.env.API_TOKEN]") != 2 {
+		t.Errorf("the trail:\n%s\nwant the secret hidden twice", raw)
+	}
+	if recs := readLines(t, path); len(recs) != 1 || recs[0].Subject != "oauth:sub:alice" {
+		t.Errorf("records %+v", recs)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
@@ -86,6 +87,26 @@ type Server struct {
 	// MaxConcurrentCalls bounds the server's calls in flight at once;
 	// zero means no bound.
 	MaxConcurrentCalls int
+
+	// Isolation says how the clients of mcpfsm serve's HTTP front share
+	// the server: IsolationPerClient (or "", the default) gives each its
+	// own instance, IsolationShared one for all.
+	Isolation string
+	// MaxInstances bounds the server's per-client instances; zero means
+	// serve's -max-sessions.
+	MaxInstances int
+	// Roots are the root URIs offered to the server's shared instance;
+	// no client's roots reach a server that several clients share.
+	Roots []string
+	// AllowScopes, ToolScopes and RateLimit are the per-caller policy of
+	// the server (see package authz; [Server.Rules], [Server.Limiter]):
+	// a caller needs one of AllowScopes for anything of the server, and
+	// one of each matching ToolScopes pattern's scopes for a tool or
+	// prompt; each caller makes at most RateLimit calls. Nil and zero
+	// mean no rule.
+	AllowScopes []string
+	ToolScopes  []authz.ToolScope
+	RateLimit   authz.Rate
 }
 
 // Options tune how a file is read. The zero value reads the process

@@ -20,13 +20,33 @@
 // with the hosts' keys type ("stdio", "http" or "sse"), command, args,
 // env, envFile, cwd, url and headers, and mcpfsm's extensions reconnect
 // (see package policy), failOnStartupError, connectTimeoutMs,
-// callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools
-// and maxConcurrentCalls. A server with "disabled": true is left out.
+// callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools,
+// maxConcurrentCalls, allowScopes, toolScopes and rateLimit. A server
+// with "disabled": true is left out.
 //
 // includeTools and excludeTools list the server's own tool names, '*'
 // matching any run of characters; exclusion wins (see
 // [Server.ToolAllowed]; the runtime applies them). maxConcurrentCalls
 // bounds the server's calls in flight.
+//
+// The per-caller policy of `mcpfsm serve` (package authz) has three keys:
+//
+//	"allowScopes": ["gh:read", "gh:admin"]
+//	"toolScopes":  {"delete_*": ["gh:admin"]}
+//	"rateLimit":   "5/s"
+//
+// A caller needs one of allowScopes (OAuth scopes of its access token) to
+// see or use any of the server's tools, prompts and resources; and, for a
+// tool or prompt whose own name matches a toolScopes pattern ('*' as in
+// includeTools), also one of that pattern's scopes, for every pattern it
+// matches. The static token's holder (the operator) passes every rule.
+// rateLimit ("N/s", "N/m" or "N/h") caps each caller's calls to the
+// server. An empty allowScopes or scope list is an error, an empty
+// toolScopes a warning; so is a toolScopes pattern that the file shows
+// guards nothing (it matches none of the tools a literal includeTools
+// serves, or only tools excludeTools leaves out). Other patterns are
+// checked against the tools when serve lists them. [Server.Rules] and
+// [Server.Limiter] build the policy.
 //
 // Strings in command, args, env, envFile, cwd, url and headers have
 // their variables substituted: ${VAR} (an error when unset),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -20,7 +19,9 @@ import (
 // The format is the dotenv one VS Code reads: one KEY=VALUE per line,
 // blank lines and lines starting with '#' skipped, an optional "export "
 // prefix, and values optionally in single quotes (taken literally) or
-// double quotes (with \n, \t, \" and \\ escapes).
+// double quotes (with \n, \t, \" and \\ escapes; any other backslash is
+// itself, so "C:\data\db" is a Windows path), a comment after the closing
+// quote or after " #" in an unquoted value.
 func (p *parser) envFileEntries(file, path string, env *[]string) string {
 	if !filepath.IsAbs(file) && p.opts.Dir != "" {
 		file = filepath.Join(p.opts.Dir, file)
@@ -85,25 +86,35 @@ func badEnvLine(key string, hasEq bool) string {
 // maxEnvFile bounds the size of an env file.
 const maxEnvFile = 1 << 20
 
-// envValue unquotes one dotenv value; an unquoted value ends at " #".
+// envValue unquotes one dotenv value (see envFileEntries): it reports
+// false for a quote that is not closed, or is followed by more than a
+// comment.
 func envValue(v string) (string, bool) {
-	switch {
-	case strings.HasPrefix(v, `"`):
-		end := strings.LastIndexByte(v, '"')
-		if end == 0 {
-			return "", false
+	if v == "" || v[0] != '"' && v[0] != '\'' {
+		if i := strings.Index(v, " #"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
 		}
-		s, err := strconv.Unquote(v[:end+1])
-		return s, err == nil
-	case strings.HasPrefix(v, "'"):
-		end := strings.LastIndexByte(v, '\'')
-		if end == 0 {
-			return "", false
+		return v, true
+	}
+	quote := v[0]
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		if c == quote {
+			rest := strings.TrimSpace(v[i+1:])
+			return b.String(), rest == "" || rest[0] == '#'
 		}
-		return v[1:end], true
+		if c == '\\' && quote == '"' && i+1 < len(v) {
+			if e, ok := envEscapes[v[i+1]]; ok {
+				b.WriteByte(e)
+				i++
+				continue
+			}
+		}
+		b.WriteByte(c)
 	}
-	if i := strings.Index(v, " #"); i >= 0 {
-		v = strings.TrimSpace(v[:i])
-	}
-	return v, true
+	return "", false
 }
+
+// envEscapes are the escapes of a double-quoted value.
+var envEscapes = map[byte]byte{'n': '\n', 't': '\t', '"': '"', '\\': '\\'}

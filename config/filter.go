@@ -3,8 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"unicode"
+
+	"github.com/mcpfsm/mcpfsm/internal/toolglob"
 )
 
 // ToolAllowed reports whether the server's tool raw (its own name, not
@@ -28,49 +28,12 @@ func (s Server) ToolAllowed(raw string) bool {
 	return false
 }
 
-// matchTool reports whether name matches pattern, where '*' matches any
-// run of characters (also none, also '/') and every other character only
-// itself. Tool names are not paths, so path.Match's '*', which stops at
-// '/', would surprise.
-func matchTool(pattern, name string) bool {
-	first, rest, star := strings.Cut(pattern, "*")
-	if !star {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, first) {
-		return false
-	}
-	name = name[len(first):]
-	for {
-		// rest follows a '*': try every suffix, shortest skip first.
-		next, after, more := strings.Cut(rest, "*")
-		if !more {
-			return strings.HasSuffix(name, rest)
-		}
-		i := strings.Index(name, next)
-		if i < 0 {
-			return false
-		}
-		name, rest = name[i+len(next):], after
-	}
-}
-
-// toolPatternChars are the characters a pattern must not hold: wildcards
-// of other glob syntaxes, which would silently match nothing here.
-const toolPatternChars = `?[]{}\`
+// matchTool reports whether name matches pattern (see package
+// internal/toolglob: '*' matches any run of characters).
+func matchTool(pattern, name string) bool { return toolglob.Match(pattern, name) }
 
 // checkToolPattern returns why p is not a tool name pattern, or "".
-func checkToolPattern(p string) string {
-	switch {
-	case p == "":
-		return "must not be empty: give a tool name, with * matching any run of characters"
-	case strings.ContainsAny(p, toolPatternChars):
-		return fmt.Sprintf("%q is not a tool name pattern: only * is a wildcard (? [ ] { } \\ are not); give the tool's name, as in \"read_*\"", p)
-	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return fmt.Sprintf("%q is not a tool name pattern: tool names hold no spaces or control characters", p)
-	}
-	return ""
-}
+func checkToolPattern(p string) string { return toolglob.Check(p) }
 
 // toolList parses an array of tool name patterns, the value at path.
 // Names are taken literally: no variables are substituted in them.

@@ -14,7 +14,8 @@ import (
 var serverKeys = []string{
 	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
-	"includeTools", "excludeTools", "maxConcurrentCalls",
+	"includeTools", "excludeTools", "maxConcurrentCalls", "isolation", "maxInstances", "roots",
+	"allowScopes", "toolScopes", "rateLimit",
 }
 
 // otherKeys are server keys read but not listed in suggestions: the
@@ -148,6 +149,7 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 	s.Env = append(s.Env, env...)
 	p.settleURL(path, &s, urlKey, given)
 	p.checkType(path, &s, given)
+	p.checkPolicy(path, &s)
 	if disabled {
 		p.warnf("%s is disabled (\"disabled\": true): not started", path)
 		return s, false
@@ -193,7 +195,10 @@ func (p *parser) extension(s *Server, m member, fpath string, has map[string]boo
 	case "maxConcurrentCalls":
 		s.MaxConcurrentCalls = p.positiveInt(m.val, fpath, "the most calls in flight at once")
 	default:
-		return false
+		if p.isolationKey(s, m, fpath) {
+			return true
+		}
+		return p.policyKey(s, m, fpath)
 	}
 	return true
 }

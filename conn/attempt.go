@@ -57,9 +57,9 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		// The attempt's listing is done; a change that arrived during it
 		// starts the first re-sync now.
 		if g.changed.Swap(false) {
-			s.syncFire(g, SyncChanged)
+			s.syncFire(g, syncChanged)
 		}
-		s.syncFire(g, SyncListed)
+		s.syncFire(g, syncListed)
 		return
 	}
 	s.pending = nil

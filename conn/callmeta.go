@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,8 +16,11 @@ func WithCallMeta(ctx context.Context, meta mcp.Meta) context.Context {
 	return context.WithValue(ctx, callMetaKey{}, meta)
 }
 
-// callMeta is the _meta WithCallMeta put in ctx, or nil.
+// callMeta is a copy of the _meta WithCallMeta put in ctx, or nil: the
+// SDK adds its own keys to a request's _meta in place (on 2026-07-28,
+// the protocol version, client info and capabilities), which must not
+// reach the caller's map, nor race with another call made with it.
 func callMeta(ctx context.Context) mcp.Meta {
 	m, _ := ctx.Value(callMetaKey{}).(mcp.Meta)
-	return m
+	return maps.Clone(m)
 }

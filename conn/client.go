@@ -107,6 +107,9 @@ func (g *generation) newClient() *mcp.Client {
 	}
 	client := mcp.NewClient(&impl, &opts)
 	client.AddReceivingMiddleware(s.cfg.ClientMiddleware...)
+	if s.cfg.Propagate != nil {
+		client.AddSendingMiddleware(propagating(s.cfg.Propagate))
+	}
 	s.ext.roots.attach(client)
 	return client
 }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -30,7 +31,7 @@ const (
 	// that dies on the probe (some older stdio servers exit on unknown
 	// methods) teaches the Supervisor to use ClassicProtocolVersion for the
 	// rest of its life, within the same attempt.
-	DefaultProtocolVersion = "2026-07-28"
+	DefaultProtocolVersion = StatelessProtocolVersion
 )
 
 // Config configures a [Supervisor]. Only Name, Transport and Registry are
@@ -134,6 +135,21 @@ type Config struct {
 	// and may answer them itself (a proxy answers roots/list for the
 	// client the request belongs to, for example).
 	ClientMiddleware []mcp.Middleware
+	// Propagate, if set, carries the host's own context into every
+	// request the supervisor sends to the server, such as W3C trace
+	// context (SEP-414) without conn depending on a tracing library. It
+	// is called with the request's context (for a tool call, prompt or
+	// resource read, the caller's ctx; for the supervisor's own requests,
+	// such as pings and listings, one without the caller's values) and a
+	// set function; each key and value set is added to the request's
+	// params._meta (a copy: the caller's WithCallMeta map is not
+	// changed, and a key set here wins over the same key there), and on
+	// an [HTTP] transport also sent as an HTTP header of the request
+	// unless the request already has that header. Notifications get
+	// nothing. It runs on the caller's goroutine, concurrently with other
+	// calls: it must be safe for concurrent use, and cheap. Package
+	// tracing provides one.
+	Propagate func(ctx context.Context, set func(key, value string))
 	// Implementation is the client identity sent in initialize. Nil means
 	// "mcpfsm" at this module's version from the build information
 	// ("(devel)" when there is none).

@@ -98,7 +98,7 @@ func newConnRunWith(t *testing.T, p policy.Policy, steps []connStep, hold bool, 
 		}),
 		OnTransition: func(tr conn.Transition) {
 			r.mu.Lock()
-			r.steps = append(r.steps, connStep{From: tr.From, Event: tr.Event, When: tr.Guard, To: tr.To})
+			r.steps = append(r.steps, connStep{From: tr.From, Event: tr.Event, When: tr.When, To: tr.To})
 			r.mu.Unlock()
 			r.rec.OnTransition(tr)
 		},

@@ -20,3 +20,27 @@ var (
 	InheritedEnv     = proc.InheritedEnv
 	IsDefaultEnvName = proc.IsDefaultEnvName
 )
+
+// The inner machines' tables, for the tests that drive them.
+type (
+	GenState  = genState
+	GenEvent  = genEvent
+	SyncState = syncState
+	SyncEvent = syncEvent
+)
+
+var (
+	GenerationTable = generationTable
+	SyncTable       = syncTable
+)
+
+const (
+	GenClosing  = genClosing
+	GenExpired  = genExpired
+	GenReleased = genReleased
+	GenWentBad  = genWentBad
+	GenClose    = genClose
+	GenExpire   = genExpire
+	SyncChanged = syncChanged
+	SyncListed  = syncListed
+)

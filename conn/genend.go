@@ -25,7 +25,7 @@ func (g *generation) sessionEnded(src any, exited bool) {
 		g.mu.Unlock()
 		return
 	}
-	if g.lifeState() == GenConnecting {
+	if g.lifeState() == genConnecting {
 		if !g.life.early {
 			g.life.early, g.life.earlyExited = true, exited
 		}
@@ -47,14 +47,14 @@ func (g *generation) sessionEnded(src any, exited bool) {
 func (g *generation) ended(exited, own bool) {
 	s := g.sup
 	if exited {
-		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
+		g.fire(genWentBad, genPayload{at: s.clk.Now(), err: errServerExited, natural: true, own: own})
 		return
 	}
 	// Counted as a worker under the lock, only while up: disposal, which
 	// waits for the workers, first moves every generation past up under
 	// the same lock, so no worker is added once it waits.
 	g.mu.Lock()
-	if g.lifeState() != GenUp {
+	if g.lifeState() != genUp {
 		g.mu.Unlock()
 		return // already going: a shutdown closed the connection
 	}
@@ -63,7 +63,7 @@ func (g *generation) ended(exited, own bool) {
 	go func() {
 		defer s.workers.Done()
 		err := g.sess.Wait()
-		g.fire(GenWentBad, genEvent{at: s.clk.Now(), err: err, natural: true})
+		g.fire(genWentBad, genPayload{at: s.clk.Now(), err: err, natural: true})
 	}()
 }
 
@@ -74,14 +74,14 @@ func (g *generation) processGone(src any) {
 	mine := src == any(g.transport)
 	g.mu.Unlock()
 	if mine {
-		g.fire(GenRelease, genEvent{own: true})
+		g.fire(genRelease, genPayload{own: true})
 	}
 }
 
 // markBad reports the first bad news about an established connection;
 // later news, and news about a generation not up, changes nothing.
 func (g *generation) markBad(at time.Time, err error) {
-	g.fire(GenWentBad, genEvent{at: at, err: err})
+	g.fire(genWentBad, genPayload{at: at, err: err})
 }
 
 // causer is implemented by the package's own SDK transports: cause says

@@ -30,7 +30,7 @@ type generation struct {
 	// mu guards what follows and the generation machine's transitions
 	// (genlife.go): the state decides what may still be attached.
 	mu        sync.Mutex
-	life      genLife // the generation machine (GenerationTable)
+	life      genLife // the generation machine (generationTable)
 	ka        keepAlive
 	transport mcp.Transport
 	wire      *wireTransport // what reached the server (wire.go); nil for Streamable HTTP
@@ -44,7 +44,7 @@ type generation struct {
 	expiry   *clock.Timer  // fires expire; stopped at the release
 
 	// Owned by the supervisor's loop.
-	sync        *fsm.Machine[SyncState, SyncEvent, struct{}] // see SyncTable; nil while in sync (syncFire)
+	sync        *fsm.Machine[syncState, syncEvent, struct{}] // see syncTable; nil while in sync (syncFire)
 	resyncFails int                                          // failed re-syncs in a row (resync.go)
 
 	resyncTimer *clock.Timer // the retry of a failed re-sync; guarded by mu
@@ -57,7 +57,7 @@ func (s *Supervisor) newGeneration(attempt int) *generation {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
 		released: make(chan struct{}), expired: make(chan struct{})}
-	g.sync = s.newSync(g, SyncListing) // the attempt's listing
+	g.sync = s.newSync(g, syncListing) // the attempt's listing
 	return g
 }
 
@@ -71,11 +71,11 @@ func (g *generation) run() {
 	defer g.sup.workers.Done()
 	tools, err := g.connect()
 	if err != nil {
-		g.fire(GenClose, genEvent{cause: causeFailed, err: err, own: true})
+		g.fire(genClose, genPayload{cause: causeFailed, err: err, own: true})
 		return
 	}
 	g.markGood(g.sup.clk.Now())
-	if !g.fire(GenConnected, genEvent{tools: tools, own: true}) {
+	if !g.fire(genConnected, genPayload{tools: tools, own: true}) {
 		return // retired meanwhile: disposal is waiting for its release
 	}
 	if !g.reportsEnd() {

@@ -17,8 +17,8 @@ const (
 	causeLost                    // its connection went bad: report the loss
 )
 
-// genEvent is what an event of the generation machine carries.
-type genEvent struct {
+// genPayload is what an event of the generation machine carries.
+type genPayload struct {
 	tools   []Tool    // connected: the attempt's tools
 	err     error     // went-bad, close: why
 	at      time.Time // went-bad: when the connection was first known bad
@@ -34,12 +34,12 @@ type genEvent struct {
 // recorded. The state is written under the generation's mu, and also
 // kept in an atomic so that the call path reads it without the lock.
 type genLife struct {
-	state   atomic.Pointer[GenState]
+	state   atomic.Pointer[genState]
 	cause   genCause
-	badAt   time.Time // when the connection was first known bad
-	badErr  error     // why; written once, before the state becomes bad
-	natural bool      // the session ended by itself
-	closed  genEvent  // the close event, for the report of the release
+	badAt   time.Time  // when the connection was first known bad
+	badErr  error      // why; written once, before the state becomes bad
+	natural bool       // the session ended by itself
+	closed  genPayload // the close event, for the report of the release
 	term    Terminator
 	// An end the transport reported while the attempt ran, which the
 	// machine defers until the attempt's outcome (run replays it once up).
@@ -47,18 +47,18 @@ type genLife struct {
 }
 
 // lifeState returns the generation's state.
-func (g *generation) lifeState() GenState {
+func (g *generation) lifeState() genState {
 	if p := g.life.state.Load(); p != nil {
 		return *p
 	}
-	return GenConnecting
+	return genConnecting
 }
 
 // down reports whether the generation is past its useful life: calls
 // fail fast.
 func (g *generation) down() bool {
 	switch g.lifeState() {
-	case GenConnecting, GenUp:
+	case genConnecting, genUp:
 		return false
 	}
 	return true
@@ -68,7 +68,7 @@ func (g *generation) down() bool {
 // be attached.
 func (g *generation) closingLocked() bool {
 	switch g.lifeState() {
-	case GenClosing, GenExpired, GenReleased:
+	case genClosing, genExpired, genReleased:
 		return true
 	}
 	return false
@@ -77,7 +77,7 @@ func (g *generation) closingLocked() bool {
 // badCause returns why the connection is bad, or nil if it is not known
 // to be.
 func (g *generation) badCause() error {
-	if g.lifeState() == GenConnecting || g.lifeState() == GenUp {
+	if g.lifeState() == genConnecting || g.lifeState() == genUp {
 		return nil
 	}
 	g.mu.Lock()
@@ -93,7 +93,7 @@ func (g *generation) badCause() error {
 // reads, arm timers) and queues the transition's report on the loop; then,
 // unlocked, it runs the new state's entry action, and runs the loop if the
 // report started it.
-func (g *generation) fire(ev GenEvent, d genEvent) bool {
+func (g *generation) fire(ev genEvent, d genPayload) bool {
 	s := g.sup
 	g.mu.Lock()
 	from := g.lifeState()
@@ -106,17 +106,17 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 	var report func()
 	term := g.life.term
 	switch to {
-	case GenUp:
+	case genUp:
 		tools := d.tools
 		// Armed before the loop hears "up", so that whoever sees the
 		// established transition (a test advancing a fake clock) knows
 		// the first ping is already scheduled.
 		g.startKeepAliveLocked()
 		report = func() { s.attemptDone(g, tools, nil, true) }
-	case GenBad:
+	case genBad:
 		g.life.badAt, g.life.badErr, g.life.natural = d.at, d.err, d.natural
 		g.stopKeepAliveLocked()
-	case GenClosing:
+	case genClosing:
 		g.stopKeepAliveLocked() // a retired generation too: no timer keeps it in memory
 		if g.resyncTimer != nil {
 			g.resyncTimer.Stop()
@@ -128,16 +128,16 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 		// One barrier deadline per generation, armed before anything is
 		// closed: every waiter shares it, and a test that sees the
 		// close begin can advance a fake clock past it.
-		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(GenExpire, genEvent{own: true}) }) // the clock's own goroutine
+		g.expiry = s.clk.AfterFunc(s.cfg.CloseTimeout, func() { g.fire(genExpire, genPayload{own: true}) }) // the clock's own goroutine
 		// The session's close (shutdownWork) is a worker, counted here so
 		// that whoever sees closing (disposal) sees it counted.
 		s.workers.Add(1)
-	case GenExpired:
+	case genExpired:
 		close(g.expired)
 		report = g.releaseReport(false)
-	case GenReleased:
+	case genReleased:
 		close(g.released)
-		if from == GenExpired {
+		if from == genExpired {
 			// Released after the barrier gave up: the loop, which may
 			// have halted on it, is woken to see (afterTurn).
 			report = func() {}
@@ -155,11 +155,11 @@ func (g *generation) fire(ev GenEvent, d genEvent) bool {
 	}
 
 	switch to {
-	case GenBad:
-		g.fire(GenClose, genEvent{cause: causeLost, own: d.own})
-	case GenClosing:
+	case genBad:
+		g.fire(genClose, genPayload{cause: causeLost, own: d.own})
+	case genClosing:
 		g.shutdownWork(d.own)
-	case GenReleased:
+	case genReleased:
 		if term != nil {
 			s.procs.remove(term)
 		}
@@ -215,7 +215,7 @@ func (g *generation) shutdownWork(own bool) {
 	}()
 	term, ok := t.(Terminator)
 	if !ok {
-		g.fire(GenRelease, genEvent{own: own}) // no process: nothing can outlive the session
+		g.fire(genRelease, genPayload{own: own}) // no process: nothing can outlive the session
 		return
 	}
 	g.mu.Lock()
@@ -227,7 +227,7 @@ func (g *generation) shutdownWork(own bool) {
 	}
 	switch _, reports := term.(ownedProcess); {
 	case isDone(gone):
-		g.fire(GenRelease, genEvent{own: own}) // found gone already
+		g.fire(genRelease, genPayload{own: own}) // found gone already
 	case reports:
 		// Its processGone comes on the goroutine that reaped it, which
 		// saves a goroutine's wake-up on the way from the process's end
@@ -236,7 +236,7 @@ func (g *generation) shutdownWork(own bool) {
 	default:
 		go func() {
 			<-gone
-			g.fire(GenRelease, genEvent{own: true})
+			g.fire(genRelease, genPayload{own: true})
 		}()
 	}
 }
@@ -245,6 +245,6 @@ func (g *generation) shutdownWork(own bool) {
 // own disposal, a strict startup) and returns the released channel; a
 // generation already closing is left as it is.
 func (g *generation) shutdown() <-chan struct{} {
-	g.fire(GenClose, genEvent{cause: causeRetired})
+	g.fire(genClose, genPayload{cause: causeRetired})
 	return g.released
 }

@@ -75,7 +75,7 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 		next = http.DefaultTransport
 	}
 	rec := &responseRecorder{base: next, now: time.Now}
-	hc.Transport = &watchTransport{next: httpheader.New(h.Endpoint, h.Header, rec), watch: watch}
+	hc.Transport = &watchTransport{next: httpheader.New(h.Endpoint, h.Header, propagateHeaders{rec}), watch: watch}
 	return &httpTransport{
 		StreamableClientTransport: &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: &hc, OAuthHandler: h.OAuthHandler},
 		watch:                     watch,

@@ -39,7 +39,7 @@ var errServerExited = errors.New("server process exited")
 // it, and watch returns; its went-bad is then no news.
 func (g *generation) watch() {
 	err := g.sess.Wait()
-	g.fire(GenWentBad, genEvent{at: g.sup.clk.Now(), err: err, natural: true})
+	g.fire(genWentBad, genPayload{at: g.sup.clk.Now(), err: err, natural: true})
 }
 
 // requestFailed is the cause to report for a request that failed because

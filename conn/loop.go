@@ -29,7 +29,7 @@ func (s *Supervisor) post(f func()) bool {
 // startLoop starts the loop when a post found it idle (start). With own,
 // the caller is a goroutine of the supervisor's own that has nothing left
 // to do that cannot wait (a generation's goroutine with the attempt's
-// outcome, the goroutine that reaped a server: see genEvent.own), and
+// outcome, the goroutine that reaped a server: see genPayload.own), and
 // runs the loop itself, at once. That saves the start of a
 // goroutine, and on an idle machine the wake-up of another processor,
 // on the way from the event to the loop. Never from a caller's goroutine

@@ -2,8 +2,10 @@ package conn_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/fsm/trace"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -205,5 +208,33 @@ func TestClassifyCall(t *testing.T) {
 		if got := conn.ClassifyCall(c.res, c.err); got != c.want {
 			t.Errorf("ClassifyCall(%+v, %v) = %s, want %s", c.res, c.err, got, c.want)
 		}
+	}
+}
+
+// TestTransitionTraceStep: a transition becomes a trace step of the
+// machine named by its server, with conn's own fields in Extra and the
+// cause's secrets redacted; a step with none of them has no Extra.
+func TestTransitionTraceStep(t *testing.T) {
+	at := time.Date(2026, 7, 28, 10, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+	tr := conn.Transition{
+		Server: "git", From: conn.Connecting, To: conn.Exhausted, Event: conn.EventAttemptFailed, When: "budget spent",
+		At: at, Attempt: 3, Delay: 1500 * time.Millisecond, Generation: 7,
+		Err: errors.New(`dial https://bob:hunter2@example.com/mcp: refused`),
+	}
+	got := tr.TraceStep()
+	var x conn.TraceExtra
+	if err := json.Unmarshal(got.Extra, &x); err != nil {
+		t.Fatal(err)
+	}
+	got.Extra = nil
+	want := trace.Step{Time: "2026-07-28T08:00:00Z", Machine: "git", From: "connecting", Event: "attempt-failed", When: "budget spent", To: "exhausted"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TraceStep (-want +got):\n%s", diff)
+	}
+	if x.Attempt != 3 || x.Delay != "1.5s" || x.Generation != 7 || !strings.Contains(x.Cause, "example.com") || strings.Contains(x.Cause, "hunter2") {
+		t.Errorf("TraceStep's extra %+v, want attempt 3, delay 1.5s, generation 7 and the cause without its password", x)
+	}
+	if s := (conn.Transition{Server: "git", From: conn.Established, To: conn.Disposing, Event: conn.EventDispose}).TraceStep(); s.Extra != nil {
+		t.Errorf("a step without attempt, delay, generation or cause has extra %s", s.Extra)
 	}
 }

@@ -15,12 +15,16 @@ import (
 // has died on the server/discover probe of [DefaultProtocolVersion].
 const ClassicProtocolVersion = "2025-11-25"
 
-// newProtocol reports whether version is stateless protocol 2026-07-28 or
-// later: no initialize, no session, no ping.
-func newProtocol(version string) bool { return version >= statelessProtocolVersion }
+// StatelessProtocolVersion is the first MCP protocol version without the
+// initialize handshake and sessions: a client probes a server with
+// server/discover, and every request carries its version. Versions
+// compare as strings; the package's DefaultProtocolVersion is it, and
+// package front tells the eras of its clients apart by it.
+const StatelessProtocolVersion = "2026-07-28"
 
-// statelessProtocolVersion is the first stateless protocol version.
-const statelessProtocolVersion = "2026-07-28"
+// newProtocol reports whether version is StatelessProtocolVersion or
+// later: no initialize, no session, no ping.
+func newProtocol(version string) bool { return version >= StatelessProtocolVersion }
 
 // requestVersion is the protocol version the next attempt asks for, and
 // whether a server dying on its probe teaches the supervisor to use the
@@ -187,7 +191,7 @@ func (g *generation) wireConn() *wireConn {
 //
 // During the attempt, the attempt fails instead: its context ends.
 func (g *generation) listenBroken(err error) {
-	if g.lifeState() == GenConnecting {
+	if g.lifeState() == genConnecting {
 		g.cancel()
 		return
 	}

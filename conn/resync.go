@@ -13,77 +13,77 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
-// SyncState is a state of a generation's tool-sync machine ([SyncTable]).
-type SyncState string
+// syncState is a state of a generation's tool-sync machine ([syncTable]).
+type syncState string
 
 // The states of the tool-sync machine.
 const (
-	// SyncListing: a tools/list is in flight (the attempt's own, or a re-sync).
-	SyncListing SyncState = "listing"
-	// SyncStale: a list_changed arrived while listing; list again when done.
-	SyncStale SyncState = "listing-stale"
-	// SyncIdle: the registered tools are the last listing's.
-	SyncIdle SyncState = "in-sync"
+	// syncListing: a tools/list is in flight (the attempt's own, or a re-sync).
+	syncListing syncState = "listing"
+	// syncStale: a list_changed arrived while listing; list again when done.
+	syncStale syncState = "listing-stale"
+	// syncIdle: the registered tools are the last listing's.
+	syncIdle syncState = "in-sync"
 )
 
-// SyncEvent is an event of the tool-sync machine.
-type SyncEvent string
+// syncEvent is an event of the tool-sync machine.
+type syncEvent string
 
 // The events of the tool-sync machine.
 const (
-	// SyncChanged: the server sent notifications/tools/list_changed.
-	SyncChanged SyncEvent = "list-changed"
-	// SyncListed: a listing finished (and, if it succeeded, was swapped in).
-	SyncListed SyncEvent = "listed"
+	// syncChanged: the server sent notifications/tools/list_changed.
+	syncChanged syncEvent = "list-changed"
+	// syncListed: a listing finished (and, if it succeeded, was swapped in).
+	syncListed syncEvent = "listed"
 )
 
-// SyncTable returns the declaration of the tool-sync machine each
+// syncTable returns the declaration of the tool-sync machine each
 // generation runs on the supervisor's loop: at most one listing at a time,
 // and a storm of list_changed notifications costs at most one more. A
 // generation starts in listing, because its attempt lists the tools, so a
 // notification that arrives before the connection is up only marks the
 // listing stale: the attempt's own listing still decides startup, and the
 // re-sync follows once the generation is established.
-func SyncTable() fsm.Spec[SyncState, SyncEvent, struct{}] {
-	return fsm.Spec[SyncState, SyncEvent, struct{}]{
+func syncTable() fsm.Spec[syncState, syncEvent, struct{}] {
+	return fsm.Spec[syncState, syncEvent, struct{}]{
 		Name:    "tool-sync",
-		Initial: SyncListing,
-		States: []fsm.State[SyncState]{
-			{Name: SyncListing, Doc: "tools/list in flight"},
-			{Name: SyncStale, Doc: "tools/list in flight; the server changed its tools meanwhile"},
-			{Name: SyncIdle, Doc: "registered tools are the last listing's"},
+		Initial: syncListing,
+		States: []fsm.State[syncState]{
+			{Name: syncListing, Doc: "tools/list in flight"},
+			{Name: syncStale, Doc: "tools/list in flight; the server changed its tools meanwhile"},
+			{Name: syncIdle, Doc: "registered tools are the last listing's"},
 		},
-		Events: []fsm.Event[SyncEvent]{
-			{Name: SyncChanged, Doc: "notifications/tools/list_changed arrived"},
-			{Name: SyncListed, Doc: "a listing finished"},
+		Events: []fsm.Event[syncEvent]{
+			{Name: syncChanged, Doc: "notifications/tools/list_changed arrived"},
+			{Name: syncListed, Doc: "a listing finished"},
 		},
-		Transitions: []fsm.Transition[SyncState, SyncEvent, struct{}]{
-			{Event: SyncChanged, From: []SyncState{SyncIdle}, To: SyncListing},
-			{Event: SyncChanged, From: []SyncState{SyncListing, SyncStale}, To: SyncStale},
-			{Event: SyncListed, From: []SyncState{SyncListing}, To: SyncIdle},
-			{Event: SyncListed, From: []SyncState{SyncStale}, To: SyncListing},
+		Transitions: []fsm.Transition[syncState, syncEvent, struct{}]{
+			{Event: syncChanged, From: []syncState{syncIdle}, To: syncListing},
+			{Event: syncChanged, From: []syncState{syncListing, syncStale}, To: syncStale},
+			{Event: syncListed, From: []syncState{syncListing}, To: syncIdle},
+			{Event: syncListed, From: []syncState{syncStale}, To: syncListing},
 		},
 	}
 }
 
-// compiledSync is SyncTable compiled once: every generation's machine
+// compiledSync is syncTable compiled once: every generation's machine
 // shares its tables.
-var compiledSync = sync.OnceValues(func() (*fsm.Compiled[SyncState, SyncEvent, struct{}], error) {
-	return fsm.Compile(SyncTable())
+var compiledSync = sync.OnceValues(func() (*fsm.Compiled[syncState, syncEvent, struct{}], error) {
+	return fsm.Compile(syncTable())
 })
 
 // newSync returns g's tool-sync machine in state; entering listing
 // (never the initial state, which is the attempt's listing) starts a
 // re-sync.
-func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncState, SyncEvent, struct{}] {
+func (s *Supervisor) newSync(g *generation, state syncState) *fsm.Machine[syncState, syncEvent, struct{}] {
 	table, err := compiledSync()
 	if err != nil {
-		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // SyncTable is tested to be valid
+		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // syncTable is tested to be valid
 	}
-	m, err := table.NewIn(state, fsm.Options[SyncState, SyncEvent, struct{}]{
-		OnEnter: map[SyncState]func(context.Context, fsm.Step[SyncState, SyncEvent, struct{}]){
-			SyncListing: func(_ context.Context, st fsm.Step[SyncState, SyncEvent, struct{}]) {
-				if st.Event == SyncChanged {
+	m, err := table.NewIn(state, fsm.Options[syncState, syncEvent, struct{}]{
+		OnEnter: map[syncState]func(context.Context, fsm.Step[syncState, syncEvent, struct{}]){
+			syncListing: func(_ context.Context, st fsm.Step[syncState, syncEvent, struct{}]) {
+				if st.Event == syncChanged {
 					// Coalesced like the sync itself: a flood gets one
 					// INFO line a second, counting the changes it stands for.
 					level, held := slog.LevelDebug, 0
@@ -96,18 +96,18 @@ func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncSt
 				s.resync(g)
 			},
 		},
-		Observer: func(st fsm.Step[SyncState, SyncEvent, struct{}]) {
+		Observer: func(st fsm.Step[syncState, syncEvent, struct{}]) {
 			if s.cfg.onStep != nil {
 				s.cfg.onStep("tool-sync", string(st.From), string(st.Event), st.When, string(st.To))
 			}
 		},
-		OnError: func(ev SyncEvent, err error) {
+		OnError: func(ev syncEvent, err error) {
 			s.cfg.Logger.Error("tool-sync machine rejected a queued event; this is a bug in mcpfsm",
 				"server", s.cfg.Name, "event", string(ev), "err", err)
 		},
 	})
 	if err != nil {
-		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // SyncTable is tested to be valid
+		panic(fmt.Sprintf("conn: tool-sync table: %v", err)) // syncTable is tested to be valid
 	}
 	return m
 }
@@ -118,24 +118,24 @@ func (s *Supervisor) newSync(g *generation, state SyncState) *fsm.Machine[SyncSt
 // machine (about 1.4 KiB each): the machine is dropped when it reaches
 // in-sync, its engine handed back for the next machine's build (see
 // fsm.Machine.Rest), and made again, in in-sync, for the next event.
-func (s *Supervisor) syncFire(g *generation, ev SyncEvent) {
+func (s *Supervisor) syncFire(g *generation, ev syncEvent) {
 	if g.sync == nil {
-		g.sync = s.newSync(g, SyncIdle)
+		g.sync = s.newSync(g, syncIdle)
 	}
 	if err := g.sync.Fire(context.Background(), ev); err != nil {
 		s.cfg.Logger.Error("tool-sync machine rejected an event; this is a bug in mcpfsm",
 			"server", s.cfg.Name, "generation", g.id, "event", string(ev), "err", err)
 	}
-	if g.sync.State() == SyncIdle {
+	if g.sync.State() == syncIdle {
 		g.sync.Rest()
 		g.sync = nil
 	}
 }
 
 // syncState is the state of g's tool-sync machine; only the loop reads it.
-func (g *generation) syncState() SyncState {
+func (g *generation) syncState() syncState {
 	if g.sync == nil {
-		return SyncIdle
+		return syncIdle
 	}
 	return g.sync.State()
 }
@@ -146,7 +146,7 @@ func (g *generation) syncState() SyncState {
 func (s *Supervisor) listChanged() {
 	for _, g := range []*generation{s.current, s.pending} {
 		if g != nil && !g.down() && g.changed.Swap(false) {
-			s.syncFire(g, SyncChanged)
+			s.syncFire(g, syncChanged)
 		}
 	}
 }
@@ -195,7 +195,7 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 	} else {
 		g.resyncFails = 0
 	}
-	s.syncFire(g, SyncListed)
+	s.syncFire(g, syncListed)
 }
 
 // retryResync arms the next re-sync of g after delay(n) for its n-th

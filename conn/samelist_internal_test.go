@@ -57,9 +57,9 @@ func TestResyncOfSameToolsChangesNothing(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			got := lists.Load()
-			var st SyncState
+			var st syncState
 			onLoop(sup, func() { st = sup.current.syncState() })
-			if got >= n && st == SyncIdle {
+			if got >= n && st == syncIdle {
 				return
 			}
 			if time.Now().After(deadline) {

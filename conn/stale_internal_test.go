@@ -138,14 +138,14 @@ func TestStaleGenerationIsInert(t *testing.T) {
 	if cur == stale {
 		t.Fatal("the stale generation is still current")
 	}
-	if st := stale.syncState(); st != SyncIdle {
-		t.Errorf("stale generation's sync machine = %s, want %s (untouched)", st, SyncIdle)
+	if st := stale.syncState(); st != syncIdle {
+		t.Errorf("stale generation's sync machine = %s, want %s (untouched)", st, syncIdle)
 	}
 	if !stale.changed.Load() {
 		t.Error("the stale notification was consumed")
 	}
-	if st := cur.syncState(); st != SyncIdle {
-		t.Errorf("current generation's sync machine = %s, want %s", st, SyncIdle)
+	if st := cur.syncState(); st != syncIdle {
+		t.Errorf("current generation's sync machine = %s, want %s", st, syncIdle)
 	}
 	var names []string
 	for _, tool := range reg.Tools() {

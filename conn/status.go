@@ -2,11 +2,14 @@ package conn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
+	"github.com/mcpfsm/mcpfsm/fsm/trace"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // Transition is one step of the connection machine, as delivered to
@@ -15,10 +18,10 @@ type Transition struct {
 	Server   string
 	From, To State
 	Event    Event
-	// Guard is the condition (the When of [Table]) of the guard that
+	// When is the condition (the When of [Table]) of the guard that
 	// chose the step among the outcomes of its event; empty for an
 	// unguarded transition.
-	Guard       string
+	When        string
 	At          time.Time     // on the supervisor's clock
 	Attempt     int           // reconnect attempt: 0 initial, n of MaxAttempts after a failure or loss
 	MaxAttempts int           // the policy's MaxAttempts where Attempt counts against it
@@ -36,6 +39,36 @@ type Transition struct {
 	// right before this one because its reader fell behind; always 0
 	// for OnTransition.
 	Dropped int
+}
+
+// TraceExtra is what a step of a trace of the connection machine records
+// beyond the step itself: the [trace.Step.Extra] of [Transition.TraceStep].
+type TraceExtra struct {
+	Attempt    int    `json:"attempt,omitempty"`
+	Delay      string `json:"delay,omitempty"` // a time.Duration's String
+	Generation uint64 `json:"generation,omitempty"`
+	Cause      string `json:"cause,omitempty"` // Err's text, with secrets redacted
+}
+
+// TraceStep returns t as a step of an fsm trace (package fsm/trace), the
+// machine named by the server, which trace.Check holds against [Table].
+func (t Transition) TraceStep() trace.Step {
+	x := TraceExtra{Attempt: t.Attempt, Generation: t.Generation}
+	if t.Delay > 0 {
+		x.Delay = t.Delay.String()
+	}
+	if t.Err != nil {
+		x.Cause = redact.Line(t.Err.Error())
+	}
+	extra, _ := json.Marshal(x) // strings and numbers: it cannot fail
+	if string(extra) == "{}" {
+		extra = nil
+	}
+	return trace.Step{
+		Time: t.At.UTC().Format(time.RFC3339Nano), Machine: t.Server,
+		From: string(t.From), Event: string(t.Event), When: t.When, To: string(t.To),
+		Extra: extra,
+	}
 }
 
 // Status is a snapshot of a [Supervisor].
@@ -73,7 +106,7 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	}
 	now := s.clk.Now()
 	t := Transition{
-		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, Guard: st.When, At: now,
+		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, When: st.When, At: now,
 		Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Delay: p.Delay, Err: p.Err, Generation: p.Generation,
 		Protocol: p.Protocol,
 	}

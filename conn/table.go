@@ -18,8 +18,8 @@ const (
 // superstates declares the superstates and, for each state of the states
 // list, the superstate it lies in.
 var superstates = []fsm.State[State]{
-	{Name: live, Initial: Connecting, Doc: "Close leaves every state in here"},
-	{Name: waiting, Parent: live, Initial: FailedRetrying, Doc: "Reconnect leaves every state in here at once"},
+	{Name: live, Doc: "Close leaves every state in here"},
+	{Name: waiting, Parent: live, Doc: "Reconnect leaves every state in here at once"},
 }
 
 // parentOf returns the superstate a state of the states list lies in.
@@ -97,4 +97,28 @@ func Table() fsm.Spec[State, Event, Payload] {
 	}
 	spec.States = append(spec.States, superstates...)
 	return spec
+}
+
+// MachineDiagram is one of conn's machines drawn, as cmd/fsmdot writes
+// it to diagrams/ and checks it there.
+type MachineDiagram struct {
+	Name    string // the machine's name, which names its files: "connection", "tool-sync", "generation"
+	DOT     string // [fsm.Spec.DOT] of its table
+	Mermaid string // [fsm.Spec.Mermaid] of its table
+}
+
+// Machines returns the diagrams of conn's three machines: the connection
+// machine ([Table]), then the two each generation runs on the supervisor's
+// loop, the tool-sync machine (one listing at a time, a storm of
+// list_changed notifications costing at most one more) and the
+// generation's lifecycle (connecting, up, bad, and the close barrier
+// before its process is released). The inner two are conn's own; their
+// diagrams are how they are documented.
+func Machines() []MachineDiagram {
+	conn, sync, gen := Table(), syncTable(), generationTable()
+	return []MachineDiagram{
+		{Name: conn.Name, DOT: conn.DOT(), Mermaid: conn.Mermaid()},
+		{Name: sync.Name, DOT: sync.DOT(), Mermaid: sync.Mermaid()},
+		{Name: gen.Name, DOT: gen.DOT(), Mermaid: gen.Mermaid()},
+	}
 }

@@ -182,6 +182,7 @@ func TestReload(t *testing.T) {
 	h.mu.Lock()
 	h.reloadErr = errReloadBroken
 	h.mu.Unlock()
+	h.clk.Add(ReconnectInterval)
 	var e apiError
 	if resp := do(t, h.cons, "POST", "/api/reload", nil, &e); resp.StatusCode != 500 ||
 		e.Error != "reload: "+errReloadBroken.Error() {
@@ -191,6 +192,7 @@ func TestReload(t *testing.T) {
 	h.reloadErr = ErrReloadUnsupported
 	n := h.reloads
 	h.mu.Unlock()
+	h.clk.Add(ReconnectInterval)
 	if resp := do(t, h.cons, "POST", "/api/reload", nil, &e); resp.StatusCode != 501 {
 		t.Errorf("unsupported reload: %d %q", resp.StatusCode, e.Error)
 	}

@@ -1,16 +1,20 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
@@ -128,6 +132,7 @@ func TestBrowser(t *testing.T) {
 	alpha.srv.Crash()
 	waitCard("alpha", "lost-reconnecting")
 	screenshot(t, ctx, "console-lost.png")
+	nestedDrawing(t, ctx, `section.card[data-server="alpha"] .diagram`)
 	h.clk.Add(time.Second)
 	waitCard("alpha", "established")
 
@@ -153,13 +158,56 @@ func TestBrowser(t *testing.T) {
 	// Under the console's Content-Security-Policy the page's stylesheet and
 	// the diagram's inline <style> (allowed by its hash) both apply.
 	styled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-		const box = document.querySelector('section.card[data-server="gamma"] .diagram .node.current rect.box');
+		const box = document.querySelector('section.card[data-server="gamma"] .diagram .node.current path');
 		return getComputedStyle(box).stroke + " " + getComputedStyle(document.querySelector("#reconnect-all")).cursor;
 	})()`))
 	if err != nil || !strings.HasPrefix(styled, "rgb(10, 88, 202) ") || strings.HasSuffix(styled, " auto") {
 		t.Errorf("styles under the CSP: %q (%v), want the diagram's highlight stroke rgb(10, 88, 202) and style.css's button cursor", styled, err)
 	}
 	screenshot(t, ctx, "console-after.png")
+}
+
+// nestedDrawing checks, in the card's drawing as the browser laid it out,
+// that the machine is drawn nested: each state of conn.Table() is a node
+// inside the cluster of each superstate it lies in, and the arrows that
+// leave the current state are marked from its own node and from its
+// superstates' (alpha is in lost-reconnecting: reconnect from waiting,
+// dispose from live).
+func nestedDrawing(t *testing.T, ctx context.Context, diagram string) {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const svg = document.querySelector(`+strconv.Quote(diagram)+` + " svg");
+		const inside = (a, b) => a.left >= b.left && a.right <= b.right && a.top >= b.top && a.bottom <= b.bottom;
+		const out = [];
+		for (const node of svg.querySelectorAll(".node[data-state]")) {
+			const box = node.getBoundingClientRect();
+			let where = [];
+			for (const sup of node.dataset.within.split(" ").filter(Boolean)) {
+				const cluster = svg.querySelector('.cluster[data-state="' + sup + '"]');
+				where.push(sup + (cluster && inside(box, cluster.getBoundingClientRect()) ? "" : "(outside)"));
+			}
+			out.push(node.dataset.state + " in " + (where.join(",") || "-"));
+		}
+		for (const edge of svg.querySelectorAll(".edge.next")) out.push("next " + edge.dataset.from + " -> " + edge.dataset.to);
+		return out.sort();
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	spec := conn.Table()
+	for _, leaf := range spec.Leaves() {
+		var within []string
+		for _, p := range spec.Ancestors(leaf) {
+			within = append(within, string(p))
+		}
+		want = append(want, string(leaf)+" in "+cmp.Or(strings.Join(within, ","), "-"))
+	}
+	want = append(want, "next live -> disposing", "next lost-reconnecting -> connecting", "next waiting -> connecting")
+	slices.Sort(want)
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("the drawing in the browser (-want +got):\n%s", diff)
+	}
 }
 
 // screenshot saves the viewport as a PNG in $MCPFSM_ARTIFACTS (or the

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"embed"
@@ -67,6 +68,11 @@ type Options struct {
 	// TracePath, when set, is the host's trace file (mcpfsm -trace),
 	// offered for download at /api/trace.
 	TracePath string
+	// Redact, when set, is applied to every answer as it leaves (the JSON
+	// of the API and the event stream, each line of /api/trace, /readyz's
+	// errors): a registry of the host's secret values, hiding them by
+	// value (mcpfsm passes its internal/redact.Secrets' String).
+	Redact func(string) string
 }
 
 // Console is the operator console of a host: an http.Handler serving the
@@ -99,7 +105,7 @@ func New(host Host, opts Options) *Console {
 	c := &Console{
 		host: host, opts: opts, clk: opts.Clock, log: opts.Logger,
 		hist:    newHistory(opts.HistorySize),
-		diagram: []byte(Diagram(conn.Table())),
+		diagram: []byte(diagramSVG()),
 		closed:  make(chan struct{}),
 	}
 	if c.clk == nil {
@@ -181,7 +187,7 @@ func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 	case p == "/api/trace":
 		c.method(w, r, "GET", func() { c.trace(w, r) })
 	case p == health.ReadyPath && c.opts.Health != nil:
-		c.method(w, r, "GET", func() { c.opts.Health.Ready().ServeHTTP(w, r) })
+		c.method(w, r, "GET", func() { c.opts.Health.ReadyDetailed(c.hide).ServeHTTP(w, r) })
 	case p == "/" || p == "/index.html":
 		c.method(w, r, "GET", func() { c.static(w, r, "web/index.html", "text/html; charset=utf-8") })
 	case p == "/app.js":
@@ -281,7 +287,7 @@ func (c *Console) reconnect(w http.ResponseWriter, r *http.Request, name string)
 		c.writeError(w, http.StatusNotFound, fmt.Sprintf("unknown server %q; GET /api/status lists the servers", name))
 		return
 	}
-	if !c.allowReconnect(w, name) {
+	if !c.allowManual(w, "server:"+name, fmt.Sprintf("server %q reconnected", name)) {
 		return
 	}
 	res, code := c.reconnectOne(r.Context(), s)
@@ -289,7 +295,7 @@ func (c *Console) reconnect(w http.ResponseWriter, r *http.Request, name string)
 }
 
 func (c *Console) reconnectAll(w http.ResponseWriter, r *http.Request) {
-	if !c.allowReconnect(w, "") {
+	if !c.allowManual(w, "all", "all servers reconnected") {
 		return
 	}
 	servers := c.host.Servers()
@@ -316,6 +322,9 @@ func (c *Console) reconnectAll(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) reload(w http.ResponseWriter, r *http.Request) {
+	if !c.allowManual(w, "reload", "the config reloaded") {
+		return
+	}
 	err := c.host.Reload(r.Context())
 	c.hist.notify()
 	switch {
@@ -353,7 +362,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			c.log.Error("console: encoding status", "err", err)
 			return
 		}
-		if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
+		if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", c.hide(string(b))); err != nil {
 			return
 		}
 		fl.Flush()
@@ -386,7 +395,15 @@ func (c *Console) writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
+	io.WriteString(w, c.hide(string(b))+"\n")
+}
+
+// hide applies Options.Redact.
+func (c *Console) hide(s string) string {
+	if c.opts.Redact == nil {
+		return s
+	}
+	return c.opts.Redact(s)
 }
 
 // trace serves the host's trace file, if it has one.
@@ -403,5 +420,16 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="mcpfsm-trace.jsonl"`)
-	_, _ = io.Copy(w, f)
+	br := bufio.NewReader(f)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			if _, werr := io.WriteString(w, c.hide(line)); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }

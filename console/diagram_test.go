@@ -2,6 +2,8 @@ package console
 
 import (
 	"encoding/xml"
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -9,152 +11,140 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/diagrams"
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
 
-// svgDoc is the part of the drawing the tests read.
-type svgDoc struct {
+// svgGroup is one node, cluster or arrow of the drawing, at any depth.
+type svgGroup struct {
+	Class  string     `xml:"class,attr"`
+	State  string     `xml:"data-state,attr"`
+	Within string     `xml:"data-within,attr"`
+	From   string     `xml:"data-from,attr"`
+	To     string     `xml:"data-to,attr"`
+	Title  string     `xml:"title"`
+	Texts  []string   `xml:"text"`
 	Groups []svgGroup `xml:"g"`
 }
 
-// svgGroup is one state or arrow of the drawing.
-type svgGroup struct {
-	Class string `xml:"class,attr"`
-	State string `xml:"data-state,attr"`
-	From  string `xml:"data-from,attr"`
-	To    string `xml:"data-to,attr"`
-	Title string `xml:"title"`
-	Rects []struct {
-		Class string  `xml:"class,attr"`
-		X     float64 `xml:"x,attr"`
-		Y     float64 `xml:"y,attr"`
-		W     float64 `xml:"width,attr"`
-		H     float64 `xml:"height,attr"`
-	} `xml:"rect"`
-	Text string `xml:"text"`
+// drawing is what a page's drawing shows: its states with their lines of
+// text and marks, its superstates, and its arrows with their labels.
+type drawing struct {
+	States      map[string][]string // leaf: its lines (name, doc), "alarm" and its superstates
+	Superstates map[string][]string // superstate: its lines
+	Arrows      map[string][]string // "from -> to": its labels, sorted
 }
 
-func parseDiagram(t *testing.T, svg string) svgDoc {
-	t.Helper()
-	var d svgDoc
-	if err := xml.Unmarshal([]byte(svg), &d); err != nil {
-		t.Fatalf("the diagram is not well-formed XML: %v", err)
+// read returns what svg draws, or an error for a drawing that is not
+// well-formed XML.
+func read(svg string) (drawing, error) {
+	var root svgGroup
+	if err := xml.Unmarshal([]byte(svg), &root); err != nil {
+		return drawing{}, err
+	}
+	d := drawing{States: map[string][]string{}, Superstates: map[string][]string{}, Arrows: map[string][]string{}}
+	var walk func(gs []svgGroup)
+	walk = func(gs []svgGroup) {
+		for _, g := range gs {
+			switch {
+			case g.Class == "cluster":
+				d.Superstates[g.State] = g.Texts
+			case strings.HasPrefix(g.Class, "node") && g.State != "":
+				d.States[g.State] = append(slices.Clone(g.Texts), "alarm="+fmt.Sprint(strings.Contains(g.Class, "alarm")), "within="+g.Within)
+			case g.Class == "edge" && g.From != "":
+				labels := slices.Clone(g.Texts)
+				slices.Sort(labels)
+				d.Arrows[g.From+" -> "+g.To] = labels
+			}
+			walk(g.Groups)
+		}
+	}
+	walk(root.Groups)
+	return d, nil
+}
+
+// tableDrawing is what a drawing of spec's DOT must show: every leaf with
+// its name and doc, every superstate, every (from, to) pair of the table
+// once, labelled with the labels of its transitions.
+func tableDrawing[S ~string, E ~string, D any](spec fsm.Spec[S, E, D]) drawing {
+	d := drawing{States: map[string][]string{}, Superstates: map[string][]string{}, Arrows: map[string][]string{}}
+	for _, st := range spec.States {
+		lines := []string{string(st.Name)}
+		if doc := strings.Join(strings.Fields(st.Doc), " "); doc != "" {
+			lines = append(lines, doc)
+		}
+		if spec.Superstate(st.Name) {
+			d.Superstates[string(st.Name)] = lines
+			continue
+		}
+		var within []string
+		for _, p := range spec.Ancestors(st.Name) {
+			within = append(within, string(p))
+		}
+		d.States[string(st.Name)] = append(lines, "alarm="+fmt.Sprint(st.Alarm), "within="+strings.Join(within, " "))
+	}
+	for _, tr := range spec.Transitions {
+		for _, from := range tr.From {
+			k := string(from) + " -> " + string(tr.To)
+			if !slices.Contains(d.Arrows[k], tr.Label()) {
+				d.Arrows[k] = append(d.Arrows[k], tr.Label())
+				slices.Sort(d.Arrows[k])
+			}
+		}
 	}
 	return d
 }
 
-// The drawing shows exactly the states and transitions of conn.Table():
-// every state once, with its alarm and terminal marks, and one arrow per
-// (from, to) pair labelled with its events.
+// TestDiagramMatchesTable: the page's drawing shows exactly conn.Table():
+// every state with its doc and marks inside its superstates, and every
+// transition. diagrams/connection.svg that was not drawn anew after a
+// change of the table fails here.
 func TestDiagramMatchesTable(t *testing.T) {
+	got, err := read(diagramSVG())
+	if err != nil {
+		t.Fatalf("the diagram is not well-formed XML: %v", err)
+	}
+	if diff := cmp.Diff(tableDrawing(conn.Table()), got); diff != "" {
+		t.Errorf("the drawing (-conn.Table() +diagrams/connection.svg) differs: draw it anew with Graphviz installed: go generate ./conn\n%s", diff)
+	}
+}
+
+// TestDiagramCheckFails: the same check names a transition the drawing
+// lacks and a state whose doc it shows otherwise.
+func TestDiagramCheckFails(t *testing.T) {
 	spec := conn.Table()
-	d := parseDiagram(t, Diagram(spec))
-	type node struct {
-		Name            string
-		Alarm, Terminal bool
+	spec.Transitions = append(spec.Transitions, fsm.Transition[conn.State, conn.Event, conn.Payload]{
+		Event: conn.EventProbe, From: []conn.State{conn.Halted}, To: conn.Connecting})
+	spec.States[0].Doc = "another doc"
+	got, err := read(annotate(spec, diagrams.ConnectionSVG()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var wantNodes, gotNodes []node
-	for _, st := range spec.States {
-		wantNodes = append(wantNodes, node{string(st.Name), st.Alarm, st.Terminal})
-	}
-	wantEdges := map[string][]string{}
-	for _, tr := range spec.Transitions {
-		for _, f := range tr.From {
-			k := string(f) + " -> " + string(tr.To)
-			wantEdges[k] = append(wantEdges[k], tr.Label())
-		}
-	}
-	for _, evs := range wantEdges {
-		slices.Sort(evs)
-	}
-	gotEdges := map[string][]string{}
-	for _, g := range d.Groups {
-		classes := strings.Fields(g.Class)
-		switch {
-		case slices.Contains(classes, "node"):
-			gotNodes = append(gotNodes, node{g.State, slices.Contains(classes, "alarm"), slices.Contains(classes, "terminal")})
-		case slices.Contains(classes, "edge"):
-			k := g.From + " -> " + g.To
-			if _, dup := gotEdges[k]; dup {
-				t.Errorf("two arrows %s", k)
-			}
-			_, label, _ := strings.Cut(g.Title, ": ")
-			gotEdges[k] = strings.Split(label, ", ")
-		}
-	}
-	byName := func(a, b node) int { return strings.Compare(a.Name, b.Name) }
-	slices.SortFunc(wantNodes, byName)
-	slices.SortFunc(gotNodes, byName)
-	if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
-		t.Errorf("states (-table +diagram):\n%s", diff)
-	}
-	if diff := cmp.Diff(wantEdges, gotEdges); diff != "" {
-		t.Errorf("arrows (-table +diagram):\n%s", diff)
-	}
-}
-
-// No two state boxes overlap, and each is wide enough for its name.
-func TestDiagramBoxesDoNotOverlap(t *testing.T) {
-	type box struct {
-		name       string
-		x, y, w, h float64
-	}
-	var boxes []box
-	for _, g := range parseDiagram(t, Diagram(conn.Table())).Groups {
-		for _, r := range g.Rects {
-			if r.Class == "box" {
-				boxes = append(boxes, box{g.State, r.X, r.Y, r.W, r.H})
-				if r.W < float64(len(g.State))*7 {
-					t.Errorf("%s: box %.0f wide for %d characters", g.State, r.W, len(g.State))
-				}
-			}
-		}
-	}
-	if len(boxes) != len(conn.Table().States) {
-		t.Fatalf("%d boxes for %d states", len(boxes), len(conn.Table().States))
-	}
-	for i, a := range boxes {
-		for _, b := range boxes[i+1:] {
-			if a.x < b.x+b.w && b.x < a.x+a.w && a.y < b.y+b.h && b.y < a.y+a.h {
-				t.Errorf("boxes %s and %s overlap", a.name, b.name)
-			}
+	diff := cmp.Diff(tableDrawing(spec), got)
+	for _, want := range []string{`"halted -> connecting"`, `"probe"`, `"another doc"`} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the check of a changed table does not name %s:\n%s", want, diff)
 		}
 	}
 }
 
-// The layout follows the flow: the initial state is leftmost, every
-// forward arrow points right, and names are escaped.
-func TestDiagramLayoutAndEscaping(t *testing.T) {
-	spec := fsm.Spec[string, string, struct{}]{
-		Name: "door <&>", Initial: "closed",
-		States: []fsm.State[string]{
-			{Name: "closed", Doc: "shut"}, {Name: "open", Doc: "wide <open>"},
-			{Name: "broken & gone", Doc: "x", Alarm: true, Terminal: true},
-		},
-		Events: []fsm.Event[string]{{Name: "open"}, {Name: "close"}, {Name: "kick"}},
-		Transitions: []fsm.Transition[string, string, struct{}]{
-			{Event: "open", From: []string{"closed"}, To: "open"},
-			{Event: "close", From: []string{"open"}, To: "closed"},
-			{Event: "kick", From: []string{"closed", "open"}, To: "broken & gone"},
-		},
+// TestDiagramIsInert: the drawing the page inserts runs nothing, loads
+// nothing and carries no style but its one <style> (which the console's
+// Content-Security-Policy allows by its hash).
+func TestDiagramIsInert(t *testing.T) {
+	svg := diagramSVG()
+	if !strings.HasPrefix(svg, `<svg class="fsm" `) {
+		t.Errorf("the drawing starts %.60q, want the <svg> element itself", svg)
 	}
-	nodes, edges := layout(spec)
-	layer := map[string]int{}
-	for _, n := range nodes {
-		layer[n.name] = n.layer
-	}
-	if diff := cmp.Diff(map[string]int{"closed": 0, "open": 1, "broken & gone": 2}, layer); diff != "" {
-		t.Errorf("layers (-want +got):\n%s", diff)
-	}
-	for _, e := range edges {
-		if e.back != (e.from.name == "open" && e.to.name == "closed") {
-			t.Errorf("%s -> %s: back %v", e.from.name, e.to.name, e.back)
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)\son[a-z]+=`), regexp.MustCompile(`(?i)\sstyle=`),
+		regexp.MustCompile(`(?i)href=`), regexp.MustCompile(`(?i)<foreignObject`), regexp.MustCompile(`<!DOCTYPE|<\?xml`),
+	} {
+		if bad.MatchString(svg) {
+			t.Errorf("the drawing matches %s", bad)
 		}
 	}
-	d := parseDiagram(t, Diagram(spec))
-	if !slices.ContainsFunc(d.Groups, func(g svgGroup) bool {
-		return g.State == "broken & gone" && g.Text == "broken & gone"
-	}) {
-		t.Errorf("the escaped state is missing")
+	if n := strings.Count(svg, "<style>"); n != 1 || !strings.Contains(svg, "<style>"+diagramCSS+"</style>") {
+		t.Errorf("the drawing has %d <style> elements, want one with diagramCSS", n)
 	}
 }

@@ -15,7 +15,7 @@
 // # Endpoints
 //
 //	GET  /                            the status page (HTML, CSS and JS embedded; no CDN, works offline)
-//	GET  /diagram.svg                 the connection machine, drawn from conn.Table()
+//	GET  /diagram.svg                 the connection machine, as diagrams/connection.svg draws it
 //	GET  /api/status                  a StatusReport as JSON
 //	GET  /api/events                  Server-Sent Events: a "status" event (data: a StatusReport)
 //	                                  at once, after every change, and every Options.Keepalive
@@ -80,12 +80,15 @@
 //
 // # The diagram
 //
-// [Diagram] draws the machine in Go, as SVG, straight from conn.Table():
-// it needs no Graphviz at build or run time, and a state or edge added to
-// the table appears on the page without a regeneration step, so the page
-// cannot show another machine than the one the supervisors run. It uses
-// the colours of the committed diagrams (alarm states #f8d7da on
-// #b02a37; the current state outlined in #0a58ca, filled #cfe2ff when it
-// is not an alarm state). The page highlights the current state and the
-// last transition, and labels the arrows that leave the current state.
+// The page shows the drawing of diagrams/connection.svg, which Graphviz
+// made from the DOT that fsm writes for conn.Table() (go generate ./conn):
+// the machine the docs show, superstates as clusters, served as
+// /diagram.svg with a data-state on every state and superstate and a
+// data-from and data-to on every arrow. The tests hold that drawing
+// against conn.Table(), so a table changed without drawing it anew fails
+// them. It keeps the colours of the committed diagrams (alarm states
+// #f8d7da on #b02a37); the page outlines the current state in #0a58ca
+// (filled #cfe2ff when it is not an alarm state), draws the last
+// transition in blue, and labels only the arrows that leave the current
+// state, its own and its superstates'.
 package console

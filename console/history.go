@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 )
 
 // DefaultHistory is how many recent transitions the console keeps per
@@ -18,11 +19,11 @@ type history struct {
 
 	mu      sync.Mutex
 	byName  map[string][]conn.Transition // oldest first, at most size
-	changed chan struct{}                // closed and replaced by notify
+	changed broadcast.Signal             // at every notify
 }
 
 func newHistory(size int) *history {
-	return &history{size: size, byName: map[string][]conn.Transition{}, changed: make(chan struct{})}
+	return &history{size: size, byName: map[string][]conn.Transition{}}
 }
 
 // record appends t to its server's ring and notifies.
@@ -45,11 +46,10 @@ func (h *history) recent(server string) []conn.Transition {
 	return append([]conn.Transition(nil), h.byName[server]...)
 }
 
-// notify wakes every waiter on the current changed channel.
+// notify wakes every waiter of the next change.
 func (h *history) notify() {
 	h.mu.Lock()
-	close(h.changed)
-	h.changed = make(chan struct{})
+	h.changed.Notify()
 	h.mu.Unlock()
 }
 
@@ -57,5 +57,5 @@ func (h *history) notify() {
 func (h *history) wait() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.changed
+	return h.changed.C()
 }

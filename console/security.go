@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/access"
+	"github.com/mcpfsm/mcpfsm/health"
 )
 
 // Environment variables the command reads; flags take precedence.
@@ -41,8 +42,8 @@ const (
 	// MaxBodyBytes bounds a request body: the console's POSTs carry none.
 	MaxBodyBytes = 1 << 20
 	// ReconnectInterval is the least time between two manual reconnects of
-	// one server (or two "reconnect all"); one sooner is answered 429 with
-	// Retry-After.
+	// one server, two "reconnect all" or two reloads; one sooner is
+	// answered 429 with Retry-After.
 	ReconnectInterval = time.Second
 )
 
@@ -75,7 +76,7 @@ func Listen(addr, token string) (net.Listener, error) {
 // requests in flight. It returns nil after a shutdown caused by ctx. The
 // server has the limits of access.NewServer.
 func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
-	srv := access.NewServer(c, access.ServerOptions{TLSConfig: c.opts.TLS})
+	srv := access.NewServer(c, access.ServerOptions{TLSConfig: c.opts.TLS, Uncapped: []string{health.LivePath}})
 	errc := make(chan error, 1)
 	go func() {
 		if c.opts.TLS != nil {
@@ -146,34 +147,33 @@ func setSecurityHeaders(h http.Header) {
 	h.Set("Referrer-Policy", "no-referrer")
 }
 
-// reconnectLimit remembers each server's last manual reconnect ("" for
-// "reconnect all").
+// reconnectLimit remembers the last time of each manual action: a
+// server's reconnect ("server:NAME"), "reconnect all" ("all") and a
+// reload ("reload").
 type reconnectLimit struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
-// allowReconnect reports whether a manual reconnect of name may start now,
-// and answers 429 with Retry-After when it may not.
-func (c *Console) allowReconnect(w http.ResponseWriter, name string) bool {
+// allowManual reports whether the manual action key may start now (at
+// most one a ReconnectInterval), and answers 429 with Retry-After when it
+// may not; done says what happened, for the refusal ("the config
+// reloaded").
+func (c *Console) allowManual(w http.ResponseWriter, key, done string) bool {
 	now := c.clk.Now()
 	l := &c.limit
 	l.mu.Lock()
 	if l.last == nil {
 		l.last = map[string]time.Time{}
 	}
-	wait := ReconnectInterval - now.Sub(l.last[name])
-	if _, seen := l.last[name]; !seen || wait <= 0 {
-		l.last[name] = now
+	wait := ReconnectInterval - now.Sub(l.last[key])
+	if _, seen := l.last[key]; !seen || wait <= 0 {
+		l.last[key] = now
 		l.mu.Unlock()
 		return true
 	}
 	l.mu.Unlock()
-	what := fmt.Sprintf("server %q", name)
-	if name == "" {
-		what = "all servers"
-	}
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-	c.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%s reconnected less than %v ago; retry after %v", what, ReconnectInterval, wait.Round(time.Millisecond)))
+	c.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%s less than %v ago; retry after %v", done, ReconnectInterval, wait.Round(time.Millisecond)))
 	return false
 }

@@ -49,7 +49,7 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 	// The policy's style hash is that of the <style> the diagram carries
 	// (the page inlines the SVG), so the drawing keeps its style.
-	m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(Diagram(conn.Table()))
+	m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(diagramSVG())
 	if m == nil {
 		t.Fatal("the diagram has no <style>")
 	}
@@ -104,6 +104,31 @@ func TestReconnectRateLimit(t *testing.T) {
 	post("/api/reconnect", 200, "")
 	if n := b.reconnects.Load(); n != 3 {
 		t.Errorf("beta reconnected %d times, want 3", n)
+	}
+}
+
+// TestReloadRateLimit: reloads are limited like reconnects (50 in 1.5 s
+// used to reach the host): a second one within ReconnectInterval is 429
+// with Retry-After and never reaches the host.
+func TestReloadRateLimit(t *testing.T) {
+	h := newTestHost(t, Options{})
+	codes := map[int]int{}
+	for range 50 {
+		resp := do(t, h.cons, "POST", "/api/reload", nil, nil)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "1" {
+			t.Errorf("429 with Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+		}
+	}
+	h.mu.Lock()
+	n := h.reloads
+	h.mu.Unlock()
+	if codes[200] != 1 || codes[429] != 49 || n != 1 {
+		t.Errorf("50 reloads at once: %v, %d reached the host; want one 200 and 49 429", codes, n)
+	}
+	h.clk.Add(ReconnectInterval)
+	if resp := do(t, h.cons, "POST", "/api/reload", nil, nil); resp.StatusCode != 200 {
+		t.Errorf("a reload after the interval: %d", resp.StatusCode)
 	}
 }
 

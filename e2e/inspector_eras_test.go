@@ -71,11 +71,16 @@ func inspect(t *testing.T, launcher, path string, target []string, args ...strin
 }
 
 // TestInspectorAcrossABackendKill: the Inspector CLI calls a tool through
-// a long-running serve -listen on both eras, the backend is SIGKILLed,
-// and once serve has reconnected it the same calls succeed again.
+// a long-running serve -listen on both eras, the backend (shared by every
+// client) is SIGKILLed, and once serve has reconnected it the same calls
+// succeed again.
 func TestInspectorAcrossABackendKill(t *testing.T) {
 	launcher, path := fixture.Inspector(t)
-	cmd, url, lines := serveListening(t, serveConfig(t))
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"everything": {"command": %q, "isolation": "shared"}}}`, everything(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, url, lines := serveListening(t, cfg)
 	await := func(what string) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)

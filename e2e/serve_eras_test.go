@@ -65,7 +65,7 @@ func serveHTTP(t *testing.T, cfg string) string {
 // end of the test.
 func serveListening(t *testing.T, cfg string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
-	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0")
+	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0", "-unauthenticated")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,8 @@ func tsClient(t *testing.T) (node, script string) {
 // client's file:///ts) and sampling; the backend's progress reaches its
 // onprogress under the call. Then both backends are SIGKILLed: serve
 // starts new ones, and the same TS session (no new connect) gets all of
-// that again from them. At the end no process is left.
+// that again from them (over HTTP, its own instances' new processes).
+// At the end no process is left.
 func TestTSClientThroughServe(t *testing.T) {
 	node, script := tsClient(t)
 	host, fx, ev := fixture.BuildHost(t), fixture.Build(t), everything(t)
@@ -90,7 +91,7 @@ func TestTSClientThroughServe(t *testing.T) {
 			target := []string{"stdio", host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug"}
 			var serve *exec.Cmd
 			if front == "http" {
-				serve = exec.Command(host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug", "-listen", "127.0.0.1:0")
+				serve = exec.Command(host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug", "-listen", "127.0.0.1:0", "-unauthenticated")
 				serve.Stderr = serveLog
 				if err := serve.Start(); err != nil {
 					t.Fatal(err)
@@ -105,22 +106,38 @@ func TestTSClientThroughServe(t *testing.T) {
 				t.Errorf("the TS client connected to %q, want mcpfsm", e.Server)
 			}
 
-			fxPID, evPID := serveLog.awaitPID(t, pidPattern(true), nil), serveLog.awaitPID(t, pidPattern(false), nil)
+			fxPID := serveLog.awaitPID(t, pidPattern(true), nil)
+			serveLog.awaitPID(t, pidPattern(false), nil)
 			servePID := parentOf(t, fxPID)
 			c.exercise(t)
 
-			for _, pid := range []int{fxPID, evPID} {
+			// Over HTTP each server also runs an instance of the TS
+			// client's own (per-client, the default), the process that
+			// served its calls: every backend is killed.
+			perServer := 1
+			if front == "http" {
+				perServer = 2
+			}
+			var killed []int
+			for _, fx := range []bool{true, false} {
+				pids := serveLog.pids(pidPattern(fx))
+				if len(pids) != perServer {
+					t.Fatalf("backends %v before the kill, want %d", pids, perServer)
+				}
+				killed = append(killed, pids...)
+			}
+			for _, pid := range killed {
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatalf("SIGKILL backend %d: %v", pid, err)
 				}
 				waitGone(t, pid, wait)
 			}
-			fx2 := serveLog.awaitPID(t, pidPattern(true), map[int]bool{fxPID: true})
-			ev2 := serveLog.awaitPID(t, pidPattern(false), map[int]bool{evPID: true})
 			for _, name := range []string{"fx", "ev"} {
-				serveLog.await(t, 0, name+"'s reconnection", func(l string) bool {
-					return strings.Contains(l, " server="+name+" state=established ") && strings.Contains(l, " generation=2 ")
-				})
+				for range perServer {
+					serveLog.await(t, 0, name+"'s reconnection", func(l string) bool {
+						return strings.Contains(l, " server="+name+" state=established ") && strings.Contains(l, " generation=2 ")
+					})
+				}
 			}
 			c.exercise(t)
 
@@ -131,12 +148,14 @@ func TestTSClientThroughServe(t *testing.T) {
 					t.Errorf("serve -listen after SIGTERM: %v\n%s", err, serveLog.dump())
 				}
 			}
-			for _, pid := range []int{servePID, fx2, ev2} {
-				waitGone(t, pid, wait)
-			}
-			for _, want := range [][]int{{fxPID, fx2}, {evPID, ev2}} {
-				if got := serveLog.pids(pidPattern(want[0] == fxPID)); !cmp.Equal(got, want) {
-					t.Errorf("backends started: %v, want %v (one, and one after the kill)", got, want)
+			waitGone(t, servePID, wait)
+			for _, fx := range []bool{true, false} {
+				pids := serveLog.pids(pidPattern(fx))
+				if len(pids) != 2*perServer {
+					t.Errorf("backends started: %v, want %d (each, and one after the kill)", pids, 2*perServer)
+				}
+				for _, pid := range pids {
+					waitGone(t, pid, wait)
 				}
 			}
 		})

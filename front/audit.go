@@ -11,8 +11,9 @@ import (
 
 // audited records a finished request of ss in the audit trail, if there
 // is one.
-func (f *Front) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
+func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
 	args json.RawMessage, res *mcp.CallToolResult, err error) {
+	f := c.f
 	if f.opts.Audit == nil {
 		return
 	}
@@ -20,6 +21,23 @@ func (f *Front) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, se
 		Outcome:  string(conn.ClassifyCall(res, err)),
 		Duration: float64(f.opts.Clock.Since(start)) / float64(time.Millisecond),
 		ArgBytes: len(args), Args: args}
+	if ss != nil {
+		r.Session = ss.ID()
+	}
+	if extra != nil && extra.TokenInfo != nil {
+		r.Subject = extra.TokenInfo.UserID
+	}
+	f.opts.Audit.Record(r)
+}
+
+// auditOutcome records a request of ss that the front answered itself,
+// with outcome, in the audit trail, if there is one.
+func (c *client) auditOutcome(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name, outcome string) {
+	f := c.f
+	if f.opts.Audit == nil {
+		return
+	}
+	r := audit.Record{Time: f.opts.Clock.Now(), Server: server, Kind: kind, Name: name, Outcome: outcome}
 	if ss != nil {
 		r.Session = ss.ID()
 	}

@@ -2,11 +2,17 @@ package front
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,66 +23,70 @@ import (
 // result instead (input_required, multi round-trip requests, SEP-2322)
 // and the client calls again with the answers. A backend does not know
 // which era the front's client speaks, so the front bridges: the call
-// runs on the backend across the client's round trips, and each request
-// the backend sends during it (elicitation, sampling, roots) becomes an
-// input request of the result the client gets; its answer, from the
-// client's next round trip, goes back to the backend that asked.
+// (tools/call, prompts/get or resources/read) runs on the backend across
+// the client's round trips, and each request the backend sends during it
+// (elicitation, sampling, roots) becomes an input request of the result
+// the client gets; its answer, from the client's next round trip, goes
+// back to the backend that asked.
 //
-// Each bridged call is a small machine, [BridgeSpec]: a backend lost
-// while its request is out ends the call as lost, reported to the
-// client; it is never sent again.
+// A bridge belongs to one client and one call: its requestState is a
+// random 128-bit value kept by that client alone, with the method and
+// name it was made for, so another client (or another call of the same
+// one) cannot name it. Each bridged call is a small machine,
+// bridgeSpec: a backend lost while its request is out ends the call as
+// lost, reported to the client; it is never sent again.
 
-// BridgeState is a state of a bridged call.
-type BridgeState string
+// bridgeState is a state of a bridged call.
+type bridgeState string
 
-// BridgeEvent is an event of a bridged call.
-type BridgeEvent string
+// bridgeEvent is an event of a bridged call.
+type bridgeEvent string
 
-// The states and events of [BridgeSpec].
+// The states and events of bridgeSpec.
 const (
-	BridgeSent          BridgeState = "sent"
-	BridgeInputRequired BridgeState = "input-required"
-	BridgeAnswered      BridgeState = "answered"
-	BridgeCompleted     BridgeState = "completed"
-	BridgeLost          BridgeState = "lost"
+	bridgeSent          bridgeState = "sent"
+	bridgeInputRequired bridgeState = "input-required"
+	bridgeAnswered      bridgeState = "answered"
+	bridgeCompleted     bridgeState = "completed"
+	bridgeLost          bridgeState = "lost"
 
-	BridgeAsk      BridgeEvent = "ask"
-	BridgeAnswer   BridgeEvent = "answer"
-	BridgeComplete BridgeEvent = "complete"
-	BridgeLose     BridgeEvent = "lose"
+	bridgeAsk      bridgeEvent = "ask"
+	bridgeAnswer   bridgeEvent = "answer"
+	bridgeComplete bridgeEvent = "complete"
+	bridgeLose     bridgeEvent = "lose"
 )
 
-// BridgeSpec declares the life of a call bridged between a backend and a
+// bridgeSpec declares the life of a call bridged between a backend and a
 // front client on protocol 2026-07-28.
-func BridgeSpec() fsm.Spec[BridgeState, BridgeEvent, struct{}] {
-	type tr = fsm.Transition[BridgeState, BridgeEvent, struct{}]
-	return fsm.Spec[BridgeState, BridgeEvent, struct{}]{
+func bridgeSpec() fsm.Spec[bridgeState, bridgeEvent, struct{}] {
+	type tr = fsm.Transition[bridgeState, bridgeEvent, struct{}]
+	return fsm.Spec[bridgeState, bridgeEvent, struct{}]{
 		Name:    "bridged request",
-		Initial: BridgeSent,
-		States: []fsm.State[BridgeState]{
-			{Name: BridgeSent, Doc: "The call is with the backend."},
-			{Name: BridgeInputRequired, Doc: "The backend asked; the client was answered input_required and its next round trip is awaited."},
-			{Name: BridgeAnswered, Doc: "The client's answer went back to the backend that asked."},
-			{Name: BridgeCompleted, Doc: "The backend answered the call; the client has the result.", Terminal: true},
-			{Name: BridgeLost, Doc: "The backend or the client went away mid-call: reported, never sent again.", Terminal: true, Alarm: true},
+		Initial: bridgeSent,
+		States: []fsm.State[bridgeState]{
+			{Name: bridgeSent, Doc: "The call is with the backend."},
+			{Name: bridgeInputRequired, Doc: "The backend asked; the client was answered input_required and its next round trip is awaited."},
+			{Name: bridgeAnswered, Doc: "The client's answer went back to the backend that asked."},
+			{Name: bridgeCompleted, Doc: "The backend answered the call; the client has the result.", Terminal: true},
+			{Name: bridgeLost, Doc: "The backend or the client went away mid-call: reported, never sent again.", Terminal: true, Alarm: true},
 		},
-		Events: []fsm.Event[BridgeEvent]{
-			{Name: BridgeAsk, Doc: "The backend sent an elicitation, sampling or roots request."},
-			{Name: BridgeAnswer, Doc: "The client called again with the answers."},
-			{Name: BridgeComplete, Doc: "The backend answered the call."},
-			{Name: BridgeLose, Doc: "The backend's connection ended, the client cancelled, or its answer did not come in time."},
+		Events: []fsm.Event[bridgeEvent]{
+			{Name: bridgeAsk, Doc: "The backend sent an elicitation, sampling or roots request."},
+			{Name: bridgeAnswer, Doc: "The client called again with the answers."},
+			{Name: bridgeComplete, Doc: "The backend answered the call."},
+			{Name: bridgeLose, Doc: "The backend's connection ended, the client cancelled or ended, or its answer did not come in time."},
 		},
 		Transitions: []tr{
-			{Event: BridgeAsk, From: []BridgeState{BridgeSent, BridgeAnswered, BridgeInputRequired}, To: BridgeInputRequired},
-			{Event: BridgeAnswer, From: []BridgeState{BridgeInputRequired}, To: BridgeAnswered},
-			{Event: BridgeComplete, From: []BridgeState{BridgeSent, BridgeInputRequired, BridgeAnswered}, To: BridgeCompleted},
-			{Event: BridgeLose, From: []BridgeState{BridgeSent, BridgeInputRequired, BridgeAnswered}, To: BridgeLost},
+			{Event: bridgeAsk, From: []bridgeState{bridgeSent, bridgeAnswered, bridgeInputRequired}, To: bridgeInputRequired},
+			{Event: bridgeAnswer, From: []bridgeState{bridgeInputRequired}, To: bridgeAnswered},
+			{Event: bridgeComplete, From: []bridgeState{bridgeSent, bridgeInputRequired, bridgeAnswered}, To: bridgeCompleted},
+			{Event: bridgeLose, From: []bridgeState{bridgeSent, bridgeInputRequired, bridgeAnswered}, To: bridgeLost},
 		},
 	}
 }
 
-var bridgeMachines = sync.OnceValue(func() *fsm.Compiled[BridgeState, BridgeEvent, struct{}] {
-	c, err := fsm.Compile(BridgeSpec())
+var bridgeMachines = sync.OnceValue(func() *fsm.Compiled[bridgeState, bridgeEvent, struct{}] {
+	c, err := fsm.Compile(bridgeSpec())
 	if err != nil {
 		panic(err) // the spec is a constant: a test compiles it
 	}
@@ -85,28 +95,37 @@ var bridgeMachines = sync.OnceValue(func() *fsm.Compiled[BridgeState, BridgeEven
 
 // bridgeOptions are a bridged call's machine's: no callbacks, since the
 // front fires every event itself and logs what matters.
-func bridgeOptions() fsm.Options[BridgeState, BridgeEvent, struct{}] {
-	return fsm.Options[BridgeState, BridgeEvent, struct{}]{OnError: func(BridgeEvent, error) {}}
+func bridgeOptions() fsm.Options[bridgeState, bridgeEvent, struct{}] {
+	return fsm.Options[bridgeState, bridgeEvent, struct{}]{OnError: func(bridgeEvent, error) {}}
 }
 
-// inputWait bounds how long a bridged call waits for the client's next
-// round trip: a person may take a while to answer an elicitation.
-const inputWait = 5 * time.Minute
+// Bounds of the wait for a client's next round trip: a person may take a
+// while to answer an elicitation, but a round the client abandons holds
+// its backend call, and a shared backend serves every client.
+const (
+	inputWait       = 5 * time.Minute
+	sharedInputWait = 30 * time.Second
+)
 
-// bridge is one call bridged to a modern client.
+// bridge is one call of a modern client, bridged to a backend.
 type bridge struct {
-	id     string
-	server string
-	m      *fsm.Machine[BridgeState, BridgeEvent, struct{}]
-	asks   chan *ask       // the backend's requests, in order
-	done   chan outcome    // the call's outcome, once
-	cancel func()          // ends the call on the backend
-	nextID atomic.Uint64   // input request ids
-	expiry func() bool     // stops the timer of the wait for the client
-	mu     sync.Mutex      // guards pending and expiry
-	waitMu sync.Mutex      // one round trip of the client is served at a time
-	ctx    context.Context // the call's, on the backend
+	c      *client
+	state  string // the requestState the client echoes
+	method string // tools/call, prompts/get or resources/read
+	name   string // the tool, prompt or resource the call is of
+	m      *fsm.Machine[bridgeState, bridgeEvent, struct{}]
+	asks   chan *ask    // the backend's requests, in order
+	done   chan outcome // the call's outcome, once
+	cancel func()       // ends the call on the backend
+	ctx    context.Context
+	nextID atomic.Uint64 // input request ids
+	waitMu sync.Mutex    // one round trip of the client is served at a time
+
+	mu     sync.Mutex // guards what follows
 	pend   map[string]*ask
+	expiry func() bool // stops the timer of the wait for the client
+	server string      // the server that asked, once one did
+	lost   bool        // the backend's connection ended during the call
 }
 
 // ask is one request of the backend, out to the client.
@@ -116,98 +135,147 @@ type ask struct {
 	answer chan mcp.InputResponse
 }
 
+// outcome is what a call's client gets.
 type outcome struct {
-	res  *mcp.CallToolResult
-	lost bool // the backend's connection ended during the call
-	err  error
+	res mcp.Result
+	err error
 }
 
 type bridgeKey struct{}
 
-// bridges are the calls bridged now, by id (the requestState the client
-// echoes).
-type bridges struct {
-	next atomic.Uint64
-	mu   sync.Mutex
-	by   map[string]*bridge
+// bridgeOf is the bridged call ctx runs under, or nil.
+func bridgeOf(ctx context.Context) *bridge {
+	b, _ := ctx.Value(bridgeKey{}).(*bridge)
+	return b
 }
 
-func (bs *bridges) add(b *bridge) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if bs.by == nil {
-		bs.by = map[string]*bridge{}
-	}
-	bs.by[b.id] = b
-}
-
-func (bs *bridges) get(id string) *bridge {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	return bs.by[id]
-}
-
-func (bs *bridges) remove(b *bridge) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	delete(bs.by, b.id)
-}
-
-// on counts the calls bridged on server, and returns one of them.
-func (bs *bridges) on(server string) (one *bridge, n int) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	for _, b := range bs.by {
-		if b.server == server {
-			one, n = b, n+1
-		}
-	}
-	return one, n
+// markLost records that the backend's connection ended during the call.
+func (b *bridge) markLost() {
+	b.mu.Lock()
+	b.lost = true
+	b.mu.Unlock()
 }
 
 // modern reports whether ss speaks 2026-07-28 or later: it takes a
 // server's requests during a call only as input requests.
 func modern(ss *mcp.ServerSession) bool {
 	p := ss.InitializeParams()
-	return p == nil || p.ProtocolVersion >= modernVersion
+	return p == nil || p.ProtocolVersion >= conn.StatelessProtocolVersion
 }
 
-// bridged serves a round trip of a modern client's call of the tool
-// served as name: the first starts call on the backend; a later one (its
-// requestState names the bridge) carries the answers back.
-func (f *Front) bridged(ctx context.Context, req *mcp.CallToolRequest, server string,
-	call func(context.Context) outcome) (*mcp.CallToolResult, error) {
-	if state := req.Params.RequestState; state != "" {
-		b := f.bridges.get(state)
-		if b == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-				"requestState %q names no call in progress in mcpfsm: it completed, was lost or waited more than %v for this answer; call the tool again",
-				state, inputWait)}
+// bridgeMiddleware bridges the calls of a modern client: a tools/call,
+// prompts/get or resources/read runs on the backend across the client's
+// round trips (see bridged); a classic client's goes on as it came.
+func (c *client) bridgeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if c.kind != subjectClient && (ss == nil || !modern(ss)) {
+			return next(ctx, method, req)
 		}
-		if err := b.deliver(ctx, req.Params.InputResponses); err != nil {
+		var name, state string
+		var answers mcp.InputResponseMap
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			name, state, answers = p.Name, p.RequestState, p.InputResponses
+		case *mcp.GetPromptParams:
+			name, state, answers = p.Name, p.RequestState, p.InputResponses
+		case *mcp.ReadResourceParams:
+			name, state, answers = p.URI, p.RequestState, p.InputResponses
+		default:
+			return next(ctx, method, req)
+		}
+		return c.bridged(ctx, method, name, state, answers, func(ctx context.Context) (mcp.Result, error) {
+			return next(ctx, method, req)
+		})
+	}
+}
+
+// errNoBridge answers a round trip whose requestState names no call of
+// this client's of method and name: it names nothing of any other call.
+func errNoBridge(method, name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+		"requestState names no %s of %q of this client in progress in mcpfsm: it completed, was lost or waited too long for this answer; send the request again without requestState",
+		method, name)}
+}
+
+// bridged serves a round trip of a modern client's call: the first
+// starts call on the backend; a later one (its requestState names the
+// bridge) carries the answers back.
+func (c *client) bridged(ctx context.Context, method, name, state string, answers mcp.InputResponseMap,
+	call func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	if state != "" {
+		c.mu.Lock()
+		b := c.bridges[state]
+		c.mu.Unlock()
+		if b == nil || b.method != method || b.name != name {
+			return nil, errNoBridge(method, name)
+		}
+		if err := b.deliver(ctx, answers); err != nil {
 			return nil, err
 		}
-		return f.await(ctx, b)
+		return c.await(ctx, b)
 	}
-	b := &bridge{id: fmt.Sprintf("mcpfsm-bridge-%d", f.bridges.next.Add(1)), server: server,
-		asks: make(chan *ask, 16), done: make(chan outcome, 1), pend: map[string]*ask{}}
 	m, err := bridgeMachines().New(bridgeOptions())
 	if err != nil {
 		return nil, err
 	}
-	b.m = m
+	b := &bridge{c: c, state: randomState(), method: method, name: name, m: m,
+		asks: make(chan *ask, 16), done: make(chan outcome, 1), pend: map[string]*ask{}}
 	// The call outlives this round trip: the client's next one carries
 	// the answers.
 	cctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), bridgeKey{}, b))
 	b.ctx, b.cancel = cctx, cancel
-	f.bridges.add(b)
-	go func() { b.done <- call(cctx) }()
-	return f.await(ctx, b)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpfsm: the client ended"}
+	}
+	c.bridges[b.state] = b
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		res, err := call(cctx)
+		b.done <- outcome{res: res, err: err}
+	}()
+	return c.await(ctx, b)
+}
+
+// randomState is a fresh requestState: 128 random bits.
+func randomState() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "mcpfsm-" + hex.EncodeToString(b[:])
+}
+
+// inputResult is the input_required result of method: the requests the
+// client is to answer, and the state it echoes with the answers.
+// The SDK keeps the result's type unexported; its JSON decoding is the
+// one way to set it.
+func inputResult(method string, reqs mcp.InputRequestMap, state string) mcp.Result {
+	const skeleton = `{"resultType":"input_required"}`
+	switch method {
+	case "prompts/get":
+		r := &mcp.GetPromptResult{}
+		_ = json.Unmarshal([]byte(skeleton), r)
+		r.InputRequests, r.RequestState = reqs, state
+		return r
+	case "resources/read":
+		r := &mcp.ReadResourceResult{}
+		_ = json.Unmarshal([]byte(skeleton), r)
+		r.InputRequests, r.RequestState = reqs, state
+		return r
+	}
+	r := &mcp.CallToolResult{}
+	_ = json.Unmarshal([]byte(skeleton), r)
+	r.InputRequests, r.RequestState = reqs, state
+	return r
 }
 
 // await waits for what comes first of b: a request of the backend (the
 // client gets it as an input request), or the call's outcome.
-func (f *Front) await(ctx context.Context, b *bridge) (*mcp.CallToolResult, error) {
+func (c *client) await(ctx context.Context, b *bridge) (mcp.Result, error) {
 	b.waitMu.Lock()
 	defer b.waitMu.Unlock()
 	select {
@@ -221,61 +289,85 @@ func (f *Front) await(ctx context.Context, b *bridge) (*mcp.CallToolResult, erro
 				more = false
 			}
 		}
-		res := &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}, RequestState: b.id}
+		reqs := mcp.InputRequestMap{}
 		b.mu.Lock()
 		for _, a := range asks {
 			b.pend[a.id] = a
-			res.InputRequests[a.id] = a.req
+			reqs[a.id] = a.req
 		}
 		b.stopExpiry()
-		b.expiry = f.opts.Clock.AfterFunc(inputWait, func() { f.lose(b, "the client's answer did not come in time") }).Stop
+		wait := inputWait
+		if b.server != "" && !c.isolated(b.server) {
+			wait = sharedInputWait // a shared backend's other clients wait too
+		}
+		b.expiry = c.f.opts.Clock.AfterFunc(wait, func() { c.lose(b, "the client's answer did not come in time") }).Stop
 		b.mu.Unlock()
-		f.fire(b, BridgeAsk)
-		return res, nil
+		c.fire(b, bridgeAsk)
+		return inputResult(b.method, reqs, b.state), nil
 	case o := <-b.done:
-		f.finish(b, o)
+		c.finish(b)
 		return o.res, o.err
 	case <-ctx.Done():
-		f.lose(b, "the client cancelled the call")
+		c.lose(b, "the client cancelled the call")
 		return nil, ctx.Err()
 	}
 }
 
+// forget removes b from c's bridges, and its call from c's calls in
+// flight (the call may take a moment to end on the backend, but it is
+// over for the client, and no request of the backend is its any more),
+// and reports whether b was there.
+func (c *client) forget(b *bridge) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bridges[b.state] != b {
+		return false
+	}
+	delete(c.bridges, b.state)
+	for server, calls := range c.calls {
+		c.calls[server] = slices.DeleteFunc(calls, func(in *inflight) bool { return in.b == b })
+		if len(c.calls[server]) == 0 {
+			delete(c.calls, server)
+		}
+	}
+	return true
+}
+
 // finish ends b with the call's outcome: completed, or lost when the
 // backend went away under it.
-func (f *Front) finish(b *bridge, o outcome) {
+func (c *client) finish(b *bridge) {
 	b.mu.Lock()
 	b.stopExpiry()
+	lost := b.lost
 	b.mu.Unlock()
-	f.bridges.remove(b)
+	c.forget(b)
 	b.cancel()
-	ev := BridgeComplete
-	if o.lost {
-		ev = BridgeLose
-		f.opts.Logger.Warn("bridged call lost: the server's connection ended during it; it is not sent again",
-			"server", b.server, "request_state", b.id)
+	ev := bridgeComplete
+	if lost {
+		ev = bridgeLose
+		c.f.opts.Logger.Warn("bridged call lost: the server's connection ended during it; it is not sent again",
+			"server", b.server, "method", b.method)
 	}
-	f.fire(b, ev)
+	c.fire(b, ev)
 }
 
 // lose ends b as lost: the call is cancelled on the backend, and a
 // client that calls again with b's requestState is told the call is gone.
-func (f *Front) lose(b *bridge, why string) {
-	if f.bridges.get(b.id) == nil {
+func (c *client) lose(b *bridge, why string) {
+	if !c.forget(b) {
 		return
 	}
-	f.bridges.remove(b)
 	b.mu.Lock()
 	b.stopExpiry()
 	b.mu.Unlock()
 	b.cancel()
-	f.opts.Logger.Warn("bridged call lost: "+why+"; it is not sent again", "server", b.server, "request_state", b.id)
-	f.fire(b, BridgeLose)
+	c.f.opts.Logger.Warn("bridged call lost: "+why+"; it is not sent again", "server", b.server, "method", b.method)
+	c.fire(b, bridgeLose)
 }
 
-func (f *Front) fire(b *bridge, ev BridgeEvent) {
+func (c *client) fire(b *bridge, ev bridgeEvent) {
 	if err := b.m.Fire(context.Background(), ev); err != nil {
-		f.opts.Logger.Debug("bridged call: "+err.Error(), "server", b.server)
+		c.f.opts.Logger.Debug("bridged call: "+err.Error(), "server", b.server)
 	}
 }
 
@@ -304,53 +396,31 @@ func (b *bridge) deliver(ctx context.Context, answers mcp.InputResponseMap) erro
 	b.stopExpiry()
 	b.mu.Unlock()
 	if len(missing) > 0 {
+		slices.Sort(missing)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"inputResponses: no answer to the input requests %q of requestState %q; call again with them", missing, b.id)}
+			"inputResponses: no answer to the input requests %q of this call; send it again with them", missing)}
 	}
-	if b.m.State() == BridgeInputRequired {
-		_ = b.m.Fire(ctx, BridgeAnswer)
+	if b.m.State() == bridgeInputRequired {
+		_ = b.m.Fire(ctx, bridgeAnswer)
 	}
 	return nil
 }
 
-// bridgeFor is the bridged call a request of server belongs to: the one
-// its context carries (a backend on 2026-07-28 asks in its call's
-// result, and the SDK's client answers under the call's context), or
-// else the only call of server's in flight when it is a bridged one. It
-// returns nil for a request of a classic session's call, and an error
-// matching [ErrNoPeer] when calls of several clients are in flight
-// there and nothing tells which one the request is for.
-func (f *Front) bridgeFor(ctx context.Context, server string) (*bridge, error) {
-	if b, ok := ctx.Value(bridgeKey{}).(*bridge); ok && f.bridges.get(b.id) != nil {
-		return b, nil
-	}
-	b, n := f.bridges.on(server)
-	if n == 0 {
-		return nil, nil
-	}
-	classic := 0
-	for _, ss := range f.connected() {
-		if !modern(ss) && f.requestContext(ss, server) != nil {
-			classic++
-		}
-	}
-	if n+classic > 1 {
-		return nil, fmt.Errorf("%w: %d calls of clients of mcpfsm are in flight on server %q, and it cannot tell which one this request is for",
-			ErrNoPeer, n+classic, server)
-	}
-	return b, nil
-}
-
 // askClient sends the backend's request req to the client of b, in the
 // result of its current round trip, and returns the client's answer.
-func (f *Front) askClient(ctx context.Context, b *bridge, req mcp.InputRequest) (mcp.InputResponse, error) {
+func (b *bridge) askClient(ctx context.Context, server string, req mcp.InputRequest) (mcp.InputResponse, error) {
+	b.mu.Lock()
+	if b.server == "" {
+		b.server = server
+	}
+	b.mu.Unlock()
 	a := &ask{id: fmt.Sprintf("r%d", b.nextID.Add(1)), req: req, answer: make(chan mcp.InputResponse, 1)}
 	select {
 	case b.asks <- a:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-b.ctx.Done():
-		return nil, fmt.Errorf("the call this request belongs to ended")
+		return nil, errors.New("the call this request belongs to ended")
 	}
 	select {
 	case r := <-a.answer:
@@ -358,6 +428,6 @@ func (f *Front) askClient(ctx context.Context, b *bridge, req mcp.InputRequest) 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-b.ctx.Done():
-		return nil, fmt.Errorf("the call this request belongs to ended")
+		return nil, errors.New("the call this request belongs to ended")
 	}
 }

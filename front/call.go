@@ -8,71 +8,106 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// handler routes a call of the tool served as name to the supervisor that
-// publishes it now: the registry is read at call time, so a call after a
-// reconnect goes to the new session.
-func (f *Front) handler(name string) mcp.ToolHandler {
+// handler routes a call of the tool served to c as name to the instance
+// that publishes it now: c's own, or the shared one. The registry is
+// read at call time, so a call after a reconnect goes to the new
+// session.
+func (c *client) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		public := f.publicTool(name)
-		t, ok := f.opts.Registry.Lookup(public)
-		bridging := req.Session != nil && modern(req.Session)
-		if !ok && (!bridging || req.Params.RequestState == "") {
-			return errorResult(f.describe(serverOf(public), name, nil, "the tool is no longer available")), nil
+		public := c.publicTool(name)
+		server, raw, _ := conn.SplitToolName(public)
+		if err := c.admit(req.Session, req.Extra, server, authz.Tool, raw, name); err != nil {
+			var limited *authz.LimitError
+			if errors.As(err, &limited) {
+				return errorResult(err.Error()), nil
+			}
+			return nil, err
 		}
-		if bridging {
-			return f.bridged(ctx, req, t.Server, func(ctx context.Context) outcome { return f.invoke(ctx, req, name, t) })
+		// In flight from here: a server that starts for the call (and
+		// asks for roots) asks on its stream.
+		in, end := c.begin(ctx, req.Session, server, bridgeOf(ctx))
+		defer end()
+		be, err := c.backend(ctx, server)
+		if errors.Is(err, errServerDown) {
+			return errorResult(c.f.describe(be, toolOp(name), nil, "")), nil
 		}
-		o := f.invoke(ctx, req, name, t)
-		return o.res, o.err
+		if err != nil {
+			return errorResult(c.f.refusal(server, toolOp(name), err)), nil
+		}
+		defer be.done()
+		t, ok := be.tools.Lookup(public)
+		if !ok {
+			return errorResult(c.f.describe(be, toolOp(name), nil, "the tool is no longer available")), nil
+		}
+		return c.invoke(ctx, req, name, t, be, in, end)
 	}
 }
 
 // invoke calls t, served as name, for req, and says what the client gets.
-func (f *Front) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool) outcome {
+// The call is in and ends with end.
+func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name string, t conn.Tool, be backend,
+	in *inflight, end func()) (*mcp.CallToolResult, error) {
 	var args any
 	if req.Params.Arguments != nil {
 		args = req.Params.Arguments
 	}
+	f := c.f
 	start := f.opts.Clock.Now()
-	end := f.begin(ctx, req.Session, t.Server)
-	res, err := f.callTool(ctx, req, t, args)
+	b := bridgeOf(ctx)
+	res, err := c.callTool(ctx, req, t, args)
 	if err == nil {
-		f.settleLogs(ctx, req.Session, t.Server)
+		c.settleLogs(ctx, in)
 	}
 	end()
-	f.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
+	c.audited(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err)
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:
-		return outcome{res: res}
+		return res, nil
 	case errors.Is(err, conn.ErrUnavailable):
-		f.awaitLoss(ctx, t.Server)
-		return outcome{res: errorResult(f.describe(t.Server, name, err, "")), lost: errors.Unwrap(err) != nil}
+		f.awaitLoss(ctx, be)
+		if errors.Unwrap(err) != nil && b != nil {
+			b.markLost()
+		}
+		return errorResult(f.describe(be, toolOp(name), err, "")), nil
 	case errors.As(err, &wire):
-		return outcome{err: err} // the server's own answer, such as invalid params
+		return nil, err // the server's own answer, such as invalid params
 	case ctx.Err() != nil:
-		return outcome{err: err} // the client cancelled: nobody reads the result
+		return nil, err // the client cancelled: nobody reads the result
 	}
-	return outcome{res: errorResult(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err))}
+	return errorResult(f.opts.Redact(fmt.Sprintf("server %q: tool %q failed: %v", t.Server, name, err))), nil
 }
 
-// callTool calls t for req. A call whose client asked for progress
-// carries a token of the front's own to the server (see progressTokens).
-func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (*mcp.CallToolResult, error) {
-	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
-		return t.Call(ctx, args)
+// callTool calls t for req, in a span of its own when the front traces.
+// The call carries the client's trace context, and, when its client
+// asked for progress, a token of the front's own (see progressTokens).
+func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.Tool, args any) (res *mcp.CallToolResult, err error) {
+	if tr := c.f.opts.Tracer; tr != nil {
+		var end func(string, error)
+		ctx, end = tr.Call(ctx, t.Server, "tools/call", t.Raw.Name)
+		defer func() { end(string(conn.ClassifyCall(res, err)), err) }()
 	}
-	ours, route, forget := f.progress.add(ctx, req.Session, token)
-	defer forget()
-	res, err := t.Call(conn.WithCallMeta(ctx, mcp.Meta{"progressToken": ours}), args)
-	if err == nil {
-		f.settle(ctx, route)
+	var more mcp.Meta
+	token := req.Params.GetProgressToken()
+	var relayed <-chan struct{}
+	if token != nil && req.Session != nil {
+		ours, route, forget := c.f.progress.add(ctx, c, t.Server, req.Session, token)
+		defer forget()
+		more, relayed = mcp.Meta{"progressToken": ours}, route.relayed
+	}
+	if meta := callMeta(req.Params.Meta, more); len(meta) > 0 {
+		ctx = conn.WithCallMeta(ctx, meta)
+	}
+	res, err = t.Call(ctx, args)
+	if err == nil && relayed != nil {
+		c.f.quietFor(ctx, relayed)
 	}
 	return res, err
 }
@@ -85,15 +120,15 @@ const lossWait = 2 * time.Second
 // state: a call that found its connection ended (or saw it end) usually
 // returns before the supervisor has taken note, and the error should name
 // the state the loss leads to, not the one it ends.
-func (f *Front) awaitLoss(ctx context.Context, server string) {
-	if f.opts.Status == nil {
+func (f *Front) awaitLoss(ctx context.Context, be backend) {
+	if _, ok := be.status(); !ok {
 		return
 	}
 	timer := f.opts.Clock.Timer(lossWait)
 	defer timer.Stop()
 	for {
 		moved := f.transitioned() // before reading the state: no transition is missed
-		if st, ok := f.opts.Status(server); !ok || st.State != conn.Established {
+		if st, ok := be.status(); !ok || st.State != conn.Established {
 			return
 		}
 		select {
@@ -114,12 +149,6 @@ func errorResult(text string) *mcp.CallToolResult {
 func serverOf(public string) string {
 	server, _, _ := conn.SplitToolName(public)
 	return server
-}
-
-// describe says why the tool was not (or not fully) called: the server,
-// its state and when the next attempt is, then what happened to the call.
-func (f *Front) describe(server, tool string, err error, why string) string {
-	return f.describeOp(server, toolOp(tool), err, why)
 }
 
 // operation names what a request of the front client asked of a server,
@@ -145,15 +174,13 @@ func promptOp(name string) operation {
 		partial: fmt.Sprintf("the connection ended while prompt %q was fetched", name)}
 }
 
-// describeOp says why op was not (or not fully) done: the server, its
-// state and when the next attempt is, then what happened to op.
-func (f *Front) describeOp(server string, op operation, err error, why string) string {
+// describe says why op was not (or not fully) done: the server, the
+// state of the instance be and when its next attempt is, then what
+// happened to op.
+func (f *Front) describe(be backend, op operation, err error, why string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "server %q: ", server)
-	st, ok := conn.Status{}, false
-	if f.opts.Status != nil {
-		st, ok = f.opts.Status(server)
-	}
+	fmt.Fprintf(&b, "server %q: ", be.server)
+	st, ok := be.status()
 	switch {
 	case !ok:
 		b.WriteString("unavailable")
@@ -190,7 +217,20 @@ func (f *Front) describeOp(server string, op operation, err error, why string) s
 	default:
 		b.WriteString("; try again after the next attempt")
 	}
-	return b.String()
+	return f.opts.Redact(b.String())
+}
+
+// refusal says why op was not done when no instance could serve it: the
+// server's instance bound is reached, or its instance did not start.
+func (f *Front) refusal(server string, op operation, err error) string {
+	var bound *slots.Bound
+	if errors.As(err, &bound) {
+		return fmt.Sprintf("server %q: %v; %s %s; try again later", server, err, op.what, op.undone)
+	}
+	if errors.Is(err, errInstanceEnded) {
+		return fmt.Sprintf("server %q: %s %s: %v", server, op.what, op.undone, err)
+	}
+	return f.opts.Redact(fmt.Sprintf("%v; %s %s; try again", err, op.what, op.undone))
 }
 
 // roundWait keeps a delay readable: whole seconds from 10s, tenths below.

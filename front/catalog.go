@@ -1,10 +1,7 @@
 package front
 
 import (
-	"encoding/json"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -42,14 +39,13 @@ type catalogView struct {
 	prompts   map[string]conn.Prompt // served name -> prompt
 }
 
-// publicPrompt is the public name of the prompt served as name.
-func (v *catalogView) publicPrompt(name string) string {
-	if v != nil {
-		if p, ok := v.prompts[name]; ok {
-			return p.Name
-		}
+// prompt is the prompt served as name, as its listing has it.
+func (v *catalogView) prompt(name string) (conn.Prompt, bool) {
+	if v == nil {
+		return conn.Prompt{}, false
 	}
-	return name
+	p, ok := v.prompts[name]
+	return p, ok
 }
 
 // target is a resource of one server.
@@ -62,121 +58,11 @@ type templateRoute struct {
 	tmpl          *uritemplate.Template
 }
 
-// syncCatalog brings the served resources, templates and prompts in line
-// with the catalog, as sync does with tools: only a definition that
-// changed is added or removed, so the SDK notifies the clients of real
-// changes only.
-func (f *Front) syncCatalog() {
-	if f.opts.Catalog == nil {
-		return
-	}
-	view := &catalogView{resources: map[string]target{}, prompts: map[string]conn.Prompt{}}
-	resources := map[string]*mcp.Resource{}
-	for _, r := range f.opts.Catalog.Resources() { // sorted by server: the first lister owns a URI
-		front := r.Raw.URI
-		if _, taken := view.resources[front]; taken {
-			front = RoutedURI(r.Server, r.Raw.URI)
-		}
-		def := *r.Raw
-		def.URI = front
-		if !validURI(front) {
-			f.warnOnce("resource", r.Server, r.Raw.URI, "its URI is not an absolute URI")
-			continue
-		}
-		view.resources[front] = target{r.Server, r.Raw.URI}
-		resources[front] = &def
-	}
-	templates := map[string]*mcp.ResourceTemplate{}
-	for _, t := range f.opts.Catalog.ResourceTemplates() {
-		front := t.Raw.URITemplate
-		if _, taken := templates[front]; taken {
-			front = RoutedURI(t.Server, t.Raw.URITemplate)
-		}
-		tmpl, err := uritemplate.New(t.Raw.URITemplate)
-		_, ferr := uritemplate.New(front)
-		if err != nil || ferr != nil {
-			f.warnOnce("resource template", t.Server, t.Raw.URITemplate, "it is not a valid absolute URI template")
-			continue
-		}
-		def := *t.Raw
-		def.URITemplate = front
-		templates[front] = &def
-		view.templates = append(view.templates, templateRoute{server: t.Server, front: front, raw: t.Raw, tmpl: tmpl})
-	}
-	prompts := map[string]*mcp.Prompt{}
-	listed := f.opts.Catalog.Prompts()
-	entries := make([]named, 0, len(listed))
-	for _, p := range listed {
-		entries = append(entries, named{server: p.Server, raw: p.Raw.Name, public: p.Name})
-	}
-	names := f.servedNames("prompt", entries)
-	for _, p := range listed {
-		def := *p.Raw
-		def.Name = names[p.Name]
-		prompts[def.Name] = &def
-		view.prompts[def.Name] = p
-	}
-
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.view.Store(view)
-	apply(f.servedResources, resources, f.server.RemoveResources, func(r *mcp.Resource) {
-		f.server.AddResource(r, f.readHandler)
-	})
-	apply(f.servedTemplates, templates, f.server.RemoveResourceTemplates, func(t *mcp.ResourceTemplate) {
-		f.server.AddResourceTemplate(t, f.readHandler)
-	})
-	apply(f.servedPrompts, prompts, f.server.RemovePrompts, func(p *mcp.Prompt) {
-		f.server.AddPrompt(p, f.promptHandler(p.Name))
-	})
-}
-
-// apply makes served (key -> JSON definition) match want: removes what
-// went, adds what is new or changed, in key order.
-func apply[T any](served map[string]string, want map[string]*T, remove func(...string), add func(*T)) {
-	var gone []string
-	for k := range served {
-		if _, ok := want[k]; !ok {
-			gone = append(gone, k)
-		}
-	}
-	if len(gone) > 0 {
-		slices.Sort(gone)
-		remove(gone...)
-		for _, k := range gone {
-			delete(served, k)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(want)) {
-		b, err := json.Marshal(want[k])
-		if err != nil {
-			continue
-		}
-		if old, ok := served[k]; ok && old == string(b) {
-			continue
-		}
-		add(want[k])
-		served[k] = string(b)
-	}
-}
-
 // validURI reports whether the SDK accepts uri as a resource's: an
 // absolute URI, with a scheme.
 func validURI(uri string) bool {
 	u, err := url.Parse(uri)
 	return err == nil && u.Scheme != ""
-}
-
-// warnOnce logs, once per entry, why an entry of the catalog is not served.
-func (f *Front) warnOnce(kind, server, name, why string) {
-	key := kind + "\x00" + server + "\x00" + name
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	if f.warned[key] {
-		return
-	}
-	f.warned[key] = true
-	f.opts.Logger.Warn(kind+" not served: "+why, "server", server, "uri", name)
 }
 
 // route finds the server and the server's URI for a front URI: the routed

@@ -30,12 +30,14 @@ func TestCallOfADownServerSaysWhy(t *testing.T) {
 	defer srv.Close()
 	defer sup.Close(context.Background())
 	rec.Expect(t, limit, conn.FailedRetrying)
-	f := New(Options{Registry: reg, Status: func(server string) (conn.Status, bool) {
+	bs := newFakeBackends()
+	bs.status = func(server string) (conn.Status, bool) {
 		if server != "down" {
 			return conn.Status{}, false
 		}
 		return sup.Status(), true
-	}})
+	}
+	f := New(Options{Registry: reg, Backends: bs})
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

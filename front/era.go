@@ -17,7 +17,7 @@ import (
 // cacheScope the protocol allows (a backend's empty one is the default,
 // public). Every error it answers with has a JSON-RPC error code: the
 // SDK sends a plain Go error with code 0, which no client can classify.
-func (f *Front) eraMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func eraMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if err != nil {

@@ -55,7 +55,8 @@ func post(t *testing.T, url, method, name, params string) string {
 func TestReadResultsAreValidForModernClients(t *testing.T) {
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	var sup *conn.Supervisor
-	f := New(Options{Registry: reg, Catalog: cat, Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	bs := newFakeBackends()
+	f := New(Options{Registry: reg, Catalog: cat, Backends: bs})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddResource(&mcp.Resource{URI: "res://x", Name: "x"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "res://x", Text: "hello"}}}, nil
@@ -69,6 +70,7 @@ func TestReadResultsAreValidForModernClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bs.set("a", sup)
 	rec.Expect(t, limit, conn.Established)
 	for len(cat.Resources()) == 0 {
 		select {
@@ -95,20 +97,19 @@ func TestReadResultsAreValidForModernClients(t *testing.T) {
 // An error of the front's has a JSON-RPC code, and a backend's empty
 // cacheScope becomes the default.
 func TestEraMiddleware(t *testing.T) {
-	f := New(Options{Registry: conn.NewRegistry()})
 	plain := errors.New("refused")
-	h := f.eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, plain })
+	h := eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, plain })
 	_, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{})
 	var wire *jsonrpc.Error
 	if !errors.As(err, &wire) || wire.Code != jsonrpc.CodeInternalError || wire.Message != "refused" {
 		t.Errorf("a plain error became %#v, want code %d", err, jsonrpc.CodeInternalError)
 	}
 	own := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}
-	h = f.eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, own })
+	h = eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, own })
 	if _, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{}); err != own {
 		t.Errorf("a JSON-RPC error became %v", err)
 	}
-	h = f.eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+	h = eraMiddleware(func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		return &mcp.ReadResourceResult{}, nil
 	})
 	res, err := h(context.Background(), "resources/read", &mcp.ReadResourceRequest{})

@@ -1,113 +1,196 @@
-//lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still forwarded.
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated upstream (SEP-2577) but still forwarded.
 
 package front
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// A backend's requests (elicitation, sampling, roots) and notifications
+// (log messages, progress, resource updates) go to the one client they
+// belong to. A per-client instance has one client, so that is its own:
+// during a call, on that call's stream (a modern client's as an input
+// request of the call's result). A shared instance's go to the client
+// whose call is in flight on the server when exactly one client has
+// one; on the stdio front, to its one client; otherwise no client can
+// be named, and a request is refused with an error matching ErrNoPeer.
+
 // ErrNoPeer: a supervised server sent a request (elicitation, sampling)
-// that no front client can answer: none is connected, several are and
-// none or several of them have requests in flight on that server (so the
-// front cannot tell which one the request is for), or the one it belongs
-// to did not declare the capability.
+// that no front client can answer: the server is shared by several
+// clients and no single call of theirs explains the request, or the
+// client it belongs to cannot take it (it did not declare the
+// capability, or speaks 2026-07-28 and has no call in flight to carry
+// it).
 var ErrNoPeer = errors.New("no front client can answer this request")
 
-// ClientOptionsFor returns the client options of the supervisor of
-// server: they forward the server's elicitation/create and
-// sampling/createMessage requests to the front session the request
-// belongs to (the one with requests in flight on server, or the only one
-// connected; see [Front.route]), if it declared the capability, and relay
-// the server's log messages and notifications/resources/updated to the
-// sessions they belong to. Pass them as conn.Config.Client of that
-// supervisor, with [Front.ClientMiddlewareFor] as its ClientMiddleware.
-// A request no session can answer fails with an error matching
-// [ErrNoPeer], which the server sees as a JSON-RPC error.
+// ClientOptionsFor returns the client options of server's shared
+// instance: they forward the server's elicitation/create and
+// sampling/createMessage requests to the front client they belong to
+// (see [ErrNoPeer]), and relay the server's log messages and
+// notifications/resources/updated to the clients they belong to. Pass
+// them as conn.Config.Client of that supervisor, with
+// [Front.ClientMiddlewareFor] as its ClientMiddleware. A request no
+// client can answer fails with an error matching [ErrNoPeer], which the
+// server sees as a JSON-RPC error.
 func (f *Front) ClientOptionsFor(server string) *mcp.ClientOptions {
+	return f.clientOptions(server, nil)
+}
+
+// ClientMiddlewareFor returns the receiving middleware of server's shared
+// instance's clients. It forwards the server's elicitation and sampling
+// requests to the client they belong to as they came, on the stream of
+// that client's call in flight on server (the SDK's client would
+// otherwise check an elicitation's schema more strictly than the
+// protocol does, and refuse schemas a direct client accepts), and the
+// answer back as the client gave it. It relays the server's progress
+// notifications to the call they report on, under the client's own
+// progress token. A shared server's roots/list is answered with the
+// roots its configuration declares, never with a client's (on the stdio
+// front, with its one client's). Pass it as conn.Config.ClientMiddleware.
+func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
+	return f.clientMiddleware(server, nil)
+}
+
+// clientOptions are a per-client instance's client options.
+func (c *client) clientOptions(server string) *mcp.ClientOptions { return c.f.clientOptions(server, c) }
+
+// clientMiddleware is a per-client instance's receiving middleware.
+func (c *client) clientMiddleware(server string) []mcp.Middleware {
+	return c.f.clientMiddleware(server, c)
+}
+
+// clientOptions are the client options of an instance of server: the
+// shared one when only is nil, only's own otherwise.
+func (f *Front) clientOptions(server string, only *client) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return f.forwardElicit(ctx, server, req.Params)
+			return f.forwardElicit(ctx, server, only, req.Params)
 		},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return f.forwardSampling(ctx, server, req.Params)
+			return f.forwardSampling(ctx, server, only, req.Params)
 		},
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if req.Params != nil {
-				f.relayUpdate(ctx, server, req.Params.URI)
+				f.relayUpdate(ctx, server, only, req.Params.URI)
 			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			f.relayLog(ctx, server, req.Params)
+			f.relayLog(ctx, server, only, req.Params)
 		},
 	}
 }
 
-// ClientMiddlewareFor returns the receiving middleware of the supervisor
-// of server's clients. It answers the server's roots/list with the roots
-// of the front session the request belongs to ([Front.route]), and with
-// no roots when none can be named, so that no session's roots reach a
-// server on another's behalf. It forwards the server's elicitation and
-// sampling requests to that session as they came, on the stream of the
-// session's call in flight on server (the SDK's client would otherwise
-// check an elicitation's schema more strictly than the protocol does,
-// and refuse schemas a direct client accepts). It relays the server's
-// progress notifications to the call they report on, under the client's
-// own progress token. Pass it as conn.Config.ClientMiddleware.
-func (f *Front) ClientMiddlewareFor(server string) []mcp.Middleware {
+// clientMiddleware is the receiving middleware of an instance of server.
+func (f *Front) clientMiddleware(server string, only *client) []mcp.Middleware {
 	return []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch p := req.GetParams().(type) {
 			case *mcp.ElicitParams:
-				res, err := f.forwardElicit(ctx, server, p)
+				res, err := f.forwardElicit(ctx, server, only, p)
 				return res, wireError(err)
 			case *mcp.CreateMessageParams:
-				res, err := f.forwardSampling(ctx, server, p)
+				res, err := f.forwardSampling(ctx, server, only, p)
 				return res, wireError(err)
 			case *mcp.ProgressNotificationParams:
-				if f.relayProgress(ctx, server, p) {
+				if f.relayProgress(ctx, server, only, p) {
 					return nil, nil
 				}
 				return next(ctx, method, req)
 			}
-			if method != "roots/list" {
-				return next(ctx, method, req)
+			if method == "roots/list" {
+				if only != nil {
+					defer only.rootsAnswered(server)
+				}
+				return f.answerRoots(ctx, server, only, func() (mcp.Result, error) { return next(ctx, method, req) })
 			}
-			res := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
-			if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
-				if err != nil {
-					return res, nil // no session's roots on another's behalf
-				}
-				r, err := f.askClient(ctx, b, &mcp.ListRootsParams{})
-				if err != nil {
-					return nil, wireError(err)
-				}
-				if roots, ok := r.(*mcp.ListRootsResult); ok {
-					return roots, nil
-				}
-				return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
-			}
-			if ss, err := f.route(server); err == nil {
-				if roots, ok := f.rootsOf(ss); ok {
-					res.Roots = roots
-				}
-			}
-			return res, nil
+			return next(ctx, method, req)
 		}
 	}}
 }
 
-// forwardElicit sends a server's elicitation to the front session it
-// belongs to.
-func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
-		if err != nil {
-			return nil, err
+// peer is the client a request of server belongs to, and its call in
+// flight there if it has one: the bridged call the request's context
+// carries (a backend on 2026-07-28 asks in its call's result, and the
+// SDK's client answers under the call's context); else, for a
+// per-client instance (only set), its client and that client's newest
+// call on the server; else the one client with calls in flight there.
+func (f *Front) peer(ctx context.Context, server string, only *client) (*client, *inflight, error) {
+	if b := bridgeOf(ctx); b != nil && (only == nil || b.c == only) {
+		return b.c, &inflight{ctx: b.ctx, b: b}, nil
+	}
+	if only != nil {
+		return only, only.newest(server), nil
+	}
+	f.mu.Lock()
+	owner := f.shared
+	f.mu.Unlock()
+	var who *client
+	var newest *inflight
+	calls, clients := 0, 0
+	for _, c := range f.all() {
+		n, in := c.inFlight(server)
+		if n == 0 {
+			continue
 		}
-		r, err := f.askClient(ctx, b, p)
+		calls, clients, who, newest = calls+n, clients+1, c, in
+	}
+	switch {
+	case clients == 1:
+		return who, newest, nil
+	case clients > 1:
+		return nil, nil, fmt.Errorf("%w: %d calls of %d clients of mcpfsm are in flight on server %q, which they share, and it cannot tell which one this request is for",
+			ErrNoPeer, calls, clients, server)
+	case owner != nil:
+		return owner, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%w: no call of a client of mcpfsm is in flight on server %q, which its clients share", ErrNoPeer, server)
+}
+
+// bridgeFor is the bridged call that carries a request to c, if any.
+func bridgeFor(in *inflight) *bridge {
+	if in == nil {
+		return nil
+	}
+	return in.b
+}
+
+// sessionFor is the session a request to c goes on: that of its call,
+// or its own. A modern client over HTTP has none.
+func (c *client) sessionFor(in *inflight) *mcp.ServerSession {
+	if in != nil && in.ss != nil {
+		return in.ss
+	}
+	return c.session()
+}
+
+// capable is the session a request needing capability goes on, or an
+// error naming why there is none.
+func (c *client) capable(in *inflight, server, capability string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
+	ss := c.sessionFor(in)
+	if c.kind == subjectClient || ss == nil || modern(ss) {
+		return nil, fmt.Errorf("%w: the client of mcpfsm speaks 2026-07-28 and has no call in flight on server %q to carry a %s request", ErrNoPeer, server, capability)
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || !has(p.Capabilities) {
+		return nil, fmt.Errorf("%w: the client of mcpfsm that made the request does not support %s", ErrNoPeer, capability)
+	}
+	return ss, nil
+}
+
+// forwardElicit sends a server's elicitation to the client it belongs
+// to, and returns the client's answer as the client gave it.
+func (f *Front) forwardElicit(ctx context.Context, server string, only *client, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	c, in, err := f.peer(ctx, server, only)
+	if err != nil {
+		return nil, err
+	}
+	if b := bridgeFor(in); b != nil {
+		r, err := b.askClient(ctx, server, p)
 		if err != nil {
 			return nil, err
 		}
@@ -116,23 +199,32 @@ func (f *Front) forwardElicit(ctx context.Context, server string, p *mcp.ElicitP
 		}
 		return nil, fmt.Errorf("the client of mcpfsm answered an elicitation with a %T", r)
 	}
-	ss, err := f.peer(server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	ss, err := c.capable(in, server, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := f.onStream(ctx, ss, server)
+	sctx, cancel := onStream(ctx, in)
 	defer cancel()
-	return ss.Elicit(ctx, p)
+	k := &kept{}
+	res, err := ss.Elicit(context.WithValue(sctx, keptKey{}, k), p)
+	if k.res != nil {
+		// The SDK checks the answer against the schema and fills in its
+		// defaults; the server gets what the client sent, as a direct
+		// client's server would.
+		return k.res, nil
+	}
+	return res, err
 }
 
-// forwardSampling sends a server's sampling request to the front session
-// it belongs to.
-func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	if b, err := f.bridgeFor(ctx, server); err != nil || b != nil {
-		if err != nil {
-			return nil, err
-		}
-		r, err := f.askClient(ctx, b, p)
+// forwardSampling sends a server's sampling request to the client it
+// belongs to.
+func (f *Front) forwardSampling(ctx context.Context, server string, only *client, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	c, in, err := f.peer(ctx, server, only)
+	if err != nil {
+		return nil, err
+	}
+	if b := bridgeFor(in); b != nil {
+		r, err := b.askClient(ctx, server, p)
 		if err != nil {
 			return nil, err
 		}
@@ -146,26 +238,82 @@ func (f *Front) forwardSampling(ctx context.Context, server string, p *mcp.Creat
 		}
 		return nil, fmt.Errorf("the client of mcpfsm answered a sampling request with a %T, not one message", r)
 	}
-	ss, err := f.peer(server, "sampling", hasSampling)
+	ss, err := c.capable(in, server, "sampling", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := f.onStream(ctx, ss, server)
+	sctx, cancel := onStream(ctx, in)
 	defer cancel()
-	return ss.CreateMessage(ctx, p)
+	return ss.CreateMessage(sctx, p)
 }
 
-// peer is the front session a request of server belongs to, if it
-// declared capability.
-func (f *Front) peer(server, capability string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
-	ss, err := f.route(server)
+// answerRoots answers a server's roots/list. A shared server over HTTP,
+// and a classic client's instance, get what their supervisor holds
+// (next): the configured roots, or the client's as it last read them. A
+// modern client's instance gets the client's roots as it gave them last,
+// asked during its call the first time.
+func (f *Front) answerRoots(ctx context.Context, server string, only *client, next func() (mcp.Result, error)) (mcp.Result, error) {
+	f.mu.Lock()
+	owned := only != nil || f.shared != nil
+	f.mu.Unlock()
+	if !owned {
+		return next()
+	}
+	c, in, err := f.peer(ctx, server, only)
 	if err != nil {
-		return nil, err
+		return next()
 	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || !has(p.Capabilities) {
-		return nil, fmt.Errorf("%w: the client of mcpfsm that made the request does not support %s", ErrNoPeer, capability)
+	if ss := c.sessionFor(in); c.kind != subjectClient && (ss == nil || !modern(ss)) {
+		return next()
 	}
-	return ss, nil
+	if roots, ok := c.knownRoots(); ok {
+		return &mcp.ListRootsResult{Roots: roots}, nil
+	}
+	b := bridgeFor(in)
+	if b == nil {
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	}
+	r, err := b.askClient(ctx, server, &mcp.ListRootsParams{})
+	if err != nil {
+		return nil, wireError(err)
+	}
+	res, ok := r.(*mcp.ListRootsResult)
+	if !ok {
+		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
+	}
+	c.mu.Lock()
+	c.roots, c.rootsSeen = cloneRoots(res.Roots), true
+	c.mu.Unlock()
+	return res, nil
 }
-func hasSampling(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }
+
+// keptKey carries a *kept to keepAnswer.
+type keptKey struct{}
+
+// kept is an elicitation's answer as the client sent it.
+type kept struct{ res *mcp.ElicitResult }
+
+// keepAnswer is the sending middleware of every client's server: it
+// keeps a copy of an elicitation's answer as the client sent it, before
+// the SDK checks and completes it, for the context that asks.
+func keepAnswer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		k, ok := ctx.Value(keptKey{}).(*kept)
+		if !ok || err != nil {
+			return res, err
+		}
+		if r, ok := res.(*mcp.ElicitResult); ok && r != nil {
+			cp := *r
+			if r.Content != nil {
+				cp.Content = nil
+				if b, err := json.Marshal(r.Content); err == nil && json.Unmarshal(b, &cp.Content) == nil {
+					k.res = &cp
+				}
+			} else {
+				k.res = &cp
+			}
+		}
+		return res, err
+	}
+}

@@ -2,7 +2,7 @@
 // server, so that any MCP host (Claude Desktop, Claude Code, Cursor, VS
 // Code...) gets mcpfsm's reconnects by listing one server.
 //
-// A [Front] mirrors a conn.ToolRegistry into an mcp.Server: every tool
+// A [Front] mirrors the servers' tools into an MCP server: every tool
 // under its public name (mcp__<server>__<tool>), a
 // notifications/tools/list_changed to the clients whenever the set really
 // changes (a reconnect that lists the same tools changes nothing), and
@@ -15,6 +15,19 @@
 //
 // never with a protocol error and never by waiting for the server.
 //
+// Every client of the front is served apart: its own tool list, roots,
+// logging level, subscriptions and bridged calls. Over Streamable HTTP
+// ([Front.HTTPHandler]) a server isolated per client (Backends.Isolation) gets an
+// instance of its own for each client: its own supervisor (a stdio
+// server's own process, an HTTP server's own session), started on the
+// client's first request to it and closed when the client's session ends
+// or after Options.InstanceIdle without use, so that roots, server
+// requests and notifications are the client's by construction. A server
+// shared by every client gets the roots its configuration declares, and
+// a request of it that no single call explains is refused. A client on
+// protocol 2025-11-25 is its session; one on 2026-07-28, which has no
+// session, is its subject (the OAuth subject or client, or the token).
+//
 // With Options.Names set to [NamesRaw] tools and prompts keep their
 // servers' own names instead (a name two servers share stays prefixed
 // for the later one).
@@ -23,9 +36,9 @@
 // over Streamable HTTP ([Front.HTTPHandler] routes each request to the
 // handler of its era), whatever era each backend speaks: a backend's
 // elicitation, sampling and roots requests during a call reach a modern
-// client as input requests of the call's result (a bridged call,
-// [BridgeSpec]) and a classic one as requests, on the stream of the call
-// they belong to; progress comes back under the client's own token.
+// client as input requests of the call's result (a bridged call) and a
+// classic one as requests, on the stream of the call they belong to;
+// progress comes back under the client's own token.
 //
 // With Options.Catalog it serves the servers' resources, resource
 // templates and prompts the same way: prompts as mcp__<server>__<prompt>,
@@ -37,90 +50,135 @@
 // during an outage fail at once with an error naming the server, its
 // state and the next attempt. resources/subscribe becomes the
 // supervisor's Subscribe (re-sent after reconnects) and updates come back
-// through [Front.ClientOptionsFor]. The front client's roots and logging
-// level are set on every supervisor (Options.Supervisors), and the
-// servers' log messages relayed.
+// to the clients that subscribed.
 package front
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/slots"
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Backends are the servers a [Front] serves; package host's Host is one.
+// Each server has a shared instance, the supervisor the host started
+// for it, which publishes to Options.Registry and Options.Catalog: its
+// listing is what a client without an instance of its own sees.
+type Backends interface {
+	// StatusOf returns the status of server's shared instance, if it has
+	// one.
+	StatusOf(server string) (conn.Status, bool)
+	// Supervisor returns server's shared instance, if it has one.
+	Supervisor(server string) (*conn.Supervisor, bool)
+	// Supervisors returns every shared instance.
+	Supervisors() []*conn.Supervisor
+	// Isolation says how the clients of the front's HTTP handler share
+	// server: shared, every client is served by its shared instance (and
+	// no client's roots reach it); otherwise (per-client) each client
+	// gets an instance of its own, at most maxInstances at once (zero:
+	// HTTPOptions.MaxSessions); a client's first request past that bound
+	// is answered with an error naming it. The stdio front has one
+	// client, which every shared instance serves as its own.
+	Isolation(server string) (shared bool, maxInstances int)
+	// StartInstance starts a new instance of server for one client, with
+	// the server's configuration as the shared instance has it, changed
+	// by configure (which sets what is the client's: its registry,
+	// catalog, client options, roots and transitions). It returns an
+	// error when the server is not configured (any more).
+	StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
+	// Policy returns server's per-caller policy: who may see and use
+	// which of its tools, prompts and resources, and how often.
+	Policy(server string) authz.Policy
+}
+
+// isolation is how the HTTP front's clients share a server (see
+// Backends.Isolation).
+type isolation struct {
+	shared       bool
+	maxInstances int
+}
+
 // Options configure a [Front]. Registry is required.
 type Options struct {
-	// Registry holds the tools to serve; the supervisors publish to it.
+	// Registry holds the shared instances' tools; they publish to it.
 	Registry *conn.ToolRegistry
-	// Status returns the status of the supervisor of a server, for the
-	// outage messages. Nil, or a false answer, gives messages without the
-	// state and schedule.
-	Status func(server string) (conn.Status, bool)
-	// Clock is the supervisors' clock, to say when the next attempt is.
-	// Nil means the real clock.
+	// Catalog holds the shared instances' resources, resource templates
+	// and prompts (conn.Config.Catalog). Nil serves tools only.
+	Catalog *conn.Catalog
+	// Backends are the servers behind the registry: their status for
+	// the outage messages, their supervisors for subscriptions,
+	// completions and logging, and their per-client instances. Nil
+	// serves every server as shared, without status in its messages.
+	Backends Backends
+	// Clock is the supervisors' clock, to say when the next attempt is,
+	// and the front's own, for idle instances and bridged calls. Nil
+	// means the real clock.
 	Clock clock.Clock
 	// Logger receives the front's logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Implementation names the front server to its clients. Nil means
 	// {Name: "mcpfsm", Version: "dev"}.
 	Implementation *mcp.Implementation
-	// Catalog holds the resources, resource templates and prompts to
-	// serve; the supervisors publish to it (conn.Config.Catalog). Nil
-	// serves tools only.
-	Catalog *conn.Catalog
-	// Supervisor returns the supervisor of a server: resource
-	// subscriptions and completions go to it. Nil, or a false answer,
-	// fails them with an error naming the server.
-	Supervisor func(server string) (*conn.Supervisor, bool)
-	// Supervisors returns every running supervisor: the front client's
-	// roots are set on each of them ([conn.Supervisor.SetRoots]). Nil
-	// forwards no roots.
-	Supervisors func() []*conn.Supervisor
 	// Audit, if set, receives one record per tool call, resource read and
 	// prompt get of the front's clients.
 	Audit *audit.Log
 	// Names says what tools and prompts are called: "" or NamesPrefixed
 	// for mcp__<server>__<name>, NamesRaw for the servers' own names.
 	Names Names
+	// InstanceIdle closes a per-client instance that served no request
+	// for that long; the client's next request starts it again. Zero
+	// means DefaultInstanceIdle; negative, never.
+	InstanceIdle time.Duration
+	// Redact, if set, rewrites every text the front sends a client that
+	// it did not get from a backend's answer (outage messages, errors):
+	// it removes the secrets the host configured.
+	Redact func(string) string
+	// Tally, if set, counts every request the servers' per-caller
+	// policies decide, by server and caller (for the console).
+	Tally *authz.Tally
+	// OnRefused, if set, is called for every request a server's
+	// per-caller policy refuses (for metrics).
+	OnRefused func(server string, v authz.Verdict)
+	// Tracer, if set, traces every request and the backend calls it
+	// makes. Nil traces nothing, and costs nothing.
+	Tracer Tracer
 }
 
+// DefaultInstanceIdle is how long a per-client instance may go unused
+// before it is closed.
+const DefaultInstanceIdle = 10 * time.Minute
+
 // Front is one MCP server that fronts the tools of a registry. Create it
-// with [New]; serve it with [Front.Run] or [Front.Handler] while
+// with [New]; serve it with [Front.Run] or [Front.HTTPHandler] while
 // [Front.Sync] mirrors the registry.
 type Front struct {
-	opts   Options
-	server *mcp.Server
+	opts Options
 
-	mu              sync.Mutex                 // serialises sync and syncCatalog
-	served          map[string]json.RawMessage // served name -> served definition
-	toolPublic      map[string]string          // served name -> public name of the tool
-	servedResources map[string]string          // front URI -> served definition
-	servedTemplates map[string]string          // front URI template -> served definition
-	servedPrompts   map[string]string          // public name -> served definition
-	view            atomic.Pointer[catalogView]
+	tmu   sync.Mutex
+	moved broadcast.Signal // notified at every Observe
+
+	mu       sync.Mutex
+	clients  map[*client]struct{}
+	subjects map[string]*client // the modern clients, by subject
+	slots    slots.Slots        // sessions, per subject and per server's instances
+	shared   *client            // stdio: the one client, whose the shared instances are
 
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served
 
-	subs     subscriptions
-	peers    peers
-	roots    rootsRelay
-	logs     logRelay
-	progress progressTokens
-	bridges  bridges
+	logs     logRelay       // the shared instances' logging level
+	progress progressTokens // the calls that asked for progress
+	subs     sharedSubs     // the clients' subscriptions to shared resources
 
-	tmu   sync.Mutex
-	moved chan struct{} // closed and replaced at every Observe
+	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first
@@ -135,91 +193,67 @@ func New(o Options) *Front {
 	if o.Implementation == nil {
 		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
 	}
-	f := &Front{opts: o, served: map[string]json.RawMessage{}, toolPublic: map[string]string{}, moved: make(chan struct{}),
-		servedResources: map[string]string{}, servedTemplates: map[string]string{}, servedPrompts: map[string]string{},
-		warned: map[string]bool{}}
-	f.subs.init()
-	// Tools (and resources and prompts) come and go with the supervised
-	// servers: always announce the capabilities with list_changed, even
-	// with nothing listed yet.
-	instructions := "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
-		"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry."
-	if o.Names == NamesRaw {
-		instructions = "Tools of several MCP servers, supervised by mcpfsm, under their servers' own names " +
-			"(mcp__<server>__<tool> for a name an earlier server has). While a server reconnects, its tools answer at once with an error saying when to retry."
+	if o.InstanceIdle == 0 {
+		o.InstanceIdle = DefaultInstanceIdle
 	}
-	opts := &mcp.ServerOptions{
-		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		Instructions:       instructions,
-		InitializedHandler: f.initialized,
-		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
-		RootsListChangedHandler: f.rootsChanged,
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
 	}
-	//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
-	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
-	if o.Catalog != nil {
-		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
-		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
-		opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
-		opts.SubscribeHandler, opts.UnsubscribeHandler = f.subscribe, f.unsubscribe
-		opts.CompletionHandler = f.complete
-		opts.Instructions += " Prompts are named like tools. A resource is listed under its server's own URI, or as " +
-			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
-	}
-	f.server = mcp.NewServer(o.Implementation, opts)
-	f.server.AddReceivingMiddleware(f.rootsMiddleware, f.levelMiddleware, f.downMiddleware)
-	if o.Catalog != nil {
-		// Every read is routed here, listed or not: a URI built from a
-		// template, or named by a tool's resource link, reaches its server.
-		f.server.AddReceivingMiddleware(f.readMiddleware)
-	}
-	f.server.AddReceivingMiddleware(f.eraMiddleware) // outermost: added last
-	return f
+	return &Front{opts: o, clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
 }
 
-// Observe takes note of a transition of a supervisor. Pass it as (or call
-// it from) conn.Config.OnTransition: a call whose connection ends under it
-// then waits for the supervisor to register the loss, so that its error
-// says when the next attempt is, and a server established again gets the
-// front client's logging level. It never blocks.
+// Observe takes note of a transition of a shared instance. Pass it as
+// (or call it from) conn.Config.OnTransition: a call whose connection
+// ends under it then waits for the supervisor to register the loss, so
+// that its error says when the next attempt is, and a server
+// established again gets the clients' logging level. It never blocks.
 func (f *Front) Observe(t conn.Transition) {
 	f.levelAfter(t)
 	f.tmu.Lock()
-	defer f.tmu.Unlock()
-	close(f.moved)
-	f.moved = make(chan struct{})
+	f.moved.Notify()
+	f.tmu.Unlock()
 }
 
 // transitioned returns a channel closed at the next Observe.
 func (f *Front) transitioned() <-chan struct{} {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
-	return f.moved
+	return f.moved.C()
 }
-
-// Server returns the MCP server, for transports other than Run's and
-// Handler's. Its tools are those of the last sync.
-func (f *Front) Server() *mcp.Server { return f.server }
 
 // Run serves one client over t (such as &mcp.StdioTransport{}) until the
 // client disconnects or ctx is done, mirroring the registry meanwhile.
+// That client is the only one: every server's shared instance serves
+// it, with its roots and logging level.
 func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	c := f.newClient(stdioClient, authz.Caller{Operator: true})
+	f.add(c)
+	f.mu.Lock()
+	f.shared = c
+	f.mu.Unlock()
 	f.Update()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f.Sync(ctx)
 	}()
-	defer func() { cancel(); <-done; f.roots.wait(); f.logs.wg.Wait() }()
-	return f.server.Run(ctx, t)
+	defer func() {
+		cancel()
+		<-done
+		f.drop(c)
+		f.mu.Lock()
+		f.shared = nil
+		f.mu.Unlock()
+		f.wait()
+	}()
+	return c.server.Run(ctx, t)
 }
 
-// Sync mirrors the registry (and the catalog) into the server until ctx
-// is done: at once, then at every change of either.
+// Sync mirrors the registry (and the catalog) into every client's server
+// until ctx is done: at once, then at every change of either.
 func (f *Front) Sync(ctx context.Context) {
-	f.Update()
 	for {
 		changed := f.opts.Registry.Changed() // before reading: no change is missed
 		var catChanged <-chan struct{}
@@ -236,95 +270,99 @@ func (f *Front) Sync(ctx context.Context) {
 	}
 }
 
-// Update brings the served tools, resources, resource templates and
-// prompts in line with the registry and the catalog once. Sync and Run
-// call it at every change; a host that serves the front another way calls
-// it before it accepts clients, so that their first lists are complete.
-func (f *Front) Update() { f.sync(); f.syncCatalog() }
-
-// sync brings the served tools in line with the registry. The server
-// notifies its clients (debounced) of each Add and Remove, so a registry
-// change that leaves every definition as it was sends nothing.
-func (f *Front) sync() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	want := map[string]*mcp.Tool{}
-	defs := map[string]json.RawMessage{}
-	tools := f.opts.Registry.Tools()
-	entries := make([]named, 0, len(tools))
-	for _, t := range tools {
-		e := named{server: t.Server, public: t.Name}
-		if t.Raw != nil {
-			e.raw = t.Raw.Name
-		}
-		entries = append(entries, e)
-	}
-	names := f.servedNames("tool", entries)
-	public := map[string]string{}
-	for _, t := range tools {
-		name := names[t.Name]
-		def, raw, err := frontTool(t, name)
-		if err != nil {
-			if _, warned := f.served[name]; !warned {
-				f.opts.Logger.Warn("tool not served: "+err.Error(), "server", t.Server, "tool", t.Name)
-			}
-			continue
-		}
-		want[name], defs[name], public[name] = def, raw, t.Name
-	}
-	f.toolPublic = public
-	var gone []string
-	for name := range f.served {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		slices.Sort(gone)
-		f.server.RemoveTools(gone...)
-		for _, name := range gone {
-			delete(f.served, name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if old, ok := f.served[name]; ok && string(old) == string(defs[name]) {
-			continue
-		}
-		f.server.AddTool(want[name], f.handler(name))
-		f.served[name] = defs[name]
+// Update brings every client's tools, resources, resource templates and
+// prompts in line with the registry, the catalog and the client's own
+// instances once. Sync and Run call it at every change; a host that
+// serves the front another way calls it before it accepts clients.
+func (f *Front) Update() {
+	for _, c := range f.all() {
+		c.update()
 	}
 }
 
-// frontTool is the definition t is served under: the server's own, named
-// name. The SDK panics on a tool without an object input schema, so such
-// a tool is refused here.
-func frontTool(t conn.Tool, name string) (*mcp.Tool, json.RawMessage, error) {
-	if t.Raw == nil {
-		return nil, nil, fmt.Errorf("tool %q has no definition", t.Name)
-	}
-	def := *t.Raw
-	def.Name = name
-	var schema struct {
-		Type any `json:"type"`
-	}
-	b, err := json.Marshal(def.InputSchema)
-	if err != nil || def.InputSchema == nil || json.Unmarshal(b, &schema) != nil || schema.Type != "object" {
-		return nil, nil, fmt.Errorf("tool %q: its inputSchema is not a JSON schema of type \"object\"", t.Name)
-	}
-	raw, err := json.Marshal(&def)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tool %q: %v", t.Name, err)
-	}
-	return &def, raw, nil
-}
-
-// publicTool is the public name of the tool served as name: the
-// registry's key for it.
-func (f *Front) publicTool(name string) string {
+// all returns the clients served now.
+func (f *Front) all() []*client {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if p, ok := f.toolPublic[name]; ok {
-		return p
+	out := make([]*client, 0, len(f.clients))
+	for c := range f.clients {
+		out = append(out, c)
 	}
-	return name
+	return out
+}
+
+// wait waits for the front's own goroutines: instance closes and roots
+// reads of clients that have ended.
+func (f *Front) wait() { f.wg.Wait() }
+
+// Close ends every client served now and closes their instances,
+// waiting for them at most until ctx ends. A host calls it once it
+// stopped accepting requests, before it closes the shared instances.
+func (f *Front) Close(ctx context.Context) error {
+	for _, c := range f.all() {
+		f.drop(c)
+	}
+	done := make(chan struct{})
+	go func() { f.wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isolation is how server is shared over HTTP; every server is shared
+// without Backends.
+func (f *Front) isolation(server string) isolation {
+	if f.opts.Backends == nil {
+		return isolation{shared: true}
+	}
+	shared, n := f.opts.Backends.Isolation(server)
+	return isolation{shared, n}
+}
+
+// status is the status of server's shared instance.
+func (f *Front) status(server string) (conn.Status, bool) {
+	if f.opts.Backends == nil {
+		return conn.Status{}, false
+	}
+	return f.opts.Backends.StatusOf(server)
+}
+
+// supervisors are the shared instances.
+func (f *Front) supervisors() []*conn.Supervisor {
+	if f.opts.Backends == nil {
+		return nil
+	}
+	return f.opts.Backends.Supervisors()
+}
+
+// Configure sets what of a shared instance's conn.Config the front
+// serves it with: its client options and receiving middleware (the
+// server's requests and notifications reach the client they belong to),
+// its transitions observed ([Front.Observe]), and, on the stdio front,
+// its one client's roots once they are known (over HTTP a shared
+// instance keeps the roots its configuration declares). Pass it as
+// host.Options.Configure.
+func (f *Front) Configure(server string, c *conn.Config) {
+	c.Client, c.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
+	if f.opts.Tracer != nil {
+		c.Propagate = f.opts.Tracer.Propagate
+	}
+	f.mu.Lock()
+	owner := f.shared
+	f.mu.Unlock()
+	if owner != nil {
+		if roots, ok := owner.knownRoots(); ok {
+			c.Roots = roots
+		}
+	}
+	next := c.OnTransition
+	c.OnTransition = func(t conn.Transition) {
+		if next != nil {
+			next(t)
+		}
+		f.Observe(t)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
@@ -21,8 +22,8 @@ import (
 
 const limit = 10 * time.Second
 
-// backend is one supervised conntest server.
-type backend struct {
+// testBackend is one supervised conntest server.
+type testBackend struct {
 	srv *conntest.Server
 	sup *conn.Supervisor
 	rec *conntest.Recorder
@@ -34,7 +35,7 @@ type rig struct {
 	clk      *clock.Mock
 	front    *Front
 	reg      *conn.ToolRegistry
-	backends map[string]*backend
+	backends map[string]*testBackend
 	sess     *mcp.ClientSession
 	client   *mcp.Client
 	changes  chan struct{} // one value per tools/list_changed received
@@ -61,30 +62,17 @@ type rigOptions struct {
 
 func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*backend{}, changes: make(chan struct{}, 100)}
+	r := &rig{clk: clock.NewMock(), reg: conn.NewRegistry(), backends: map[string]*testBackend{}, changes: make(chan struct{}, 100)}
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
-	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Audit: o.audit, Names: o.names, Logger: o.logger, Status: func(server string) (conn.Status, bool) {
-		b, ok := r.backends[server]
-		if !ok {
-			return conn.Status{}, false
-		}
-		return b.sup.Status(), true
-	}, Supervisor: func(server string) (*conn.Supervisor, bool) {
-		b, ok := r.backends[server]
-		if !ok {
-			return nil, false
-		}
-		return b.sup, true
-	}, Supervisors: func() []*conn.Supervisor {
-		return []*conn.Supervisor{r.backends["a"].sup, r.backends["b"].sup}
-	}})
+	bs := newFakeBackends()
+	f := New(Options{Registry: r.reg, Clock: r.clk, Catalog: o.catalog, Audit: o.audit, Names: o.names, Logger: o.logger, Backends: bs})
 	r.front = f
 	for _, name := range []string{"a", "b"} {
 		var so *mcp.ServerOptions
 		if o.serverOpts != nil {
 			so = o.serverOpts(name)
 		}
-		b := &backend{srv: conntest.NewServerWithOptions(so, conntest.Accept), rec: conntest.NewRecorder()}
+		b := &testBackend{srv: conntest.NewServerWithOptions(so, conntest.Accept), rec: conntest.NewRecorder()}
 		b.srv.AddEchoTool("echo")
 		if o.setup != nil {
 			o.setup(name, b.srv)
@@ -98,6 +86,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 			t.Fatal(err)
 		}
 		b.sup = sup
+		bs.set(name, sup)
 		b.rec.Expect(t, limit, conn.Established)
 		r.backends[name] = b
 		t.Cleanup(func() {
@@ -247,8 +236,10 @@ func TestDescribe(t *testing.T) {
 			`server "s": disposing; tool "t" was not called; mcpfsm is shutting down`},
 	}
 	for _, tt := range tests {
-		f := New(Options{Registry: conn.NewRegistry(), Clock: clk, Status: func(string) (conn.Status, bool) { return tt.st, true }})
-		if got := f.describe("s", "t", nil, ""); got != tt.want {
+		bs := newFakeBackends()
+		bs.status = func(string) (conn.Status, bool) { return tt.st, true }
+		f := New(Options{Registry: conn.NewRegistry(), Clock: clk, Backends: bs})
+		if got := f.describe(backend{server: "s", f: f}, toolOp("t"), nil, ""); got != tt.want {
 			t.Errorf("describe(%s) =\n%q, want\n%q", tt.st.State, got, tt.want)
 		}
 	}
@@ -257,10 +248,12 @@ func TestDescribe(t *testing.T) {
 // A tool that left the registry after the client listed it answers with
 // an error result naming the server's state.
 func TestCallOfAGoneTool(t *testing.T) {
-	f := New(Options{Registry: conn.NewRegistry(), Status: func(string) (conn.Status, bool) {
-		return conn.Status{State: conn.Exhausted}, true
-	}})
-	res, err := f.handler("mcp__b__echo")(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp__b__echo"}})
+	bs := newFakeBackends()
+	bs.status = func(string) (conn.Status, bool) { return conn.Status{State: conn.Exhausted}, true }
+	f := New(Options{Registry: conn.NewRegistry(), Backends: bs})
+	c := f.newClient(sessionClient, authz.Caller{})
+	defer c.close()
+	res, err := c.handler("mcp__b__echo")(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp__b__echo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,13 +269,13 @@ func TestAwaitLoss(t *testing.T) {
 	clk := clock.NewMock()
 	var state atomic.Value
 	state.Store(conn.Established)
-	f := New(Options{Registry: conn.NewRegistry(), Clock: clk, Status: func(string) (conn.Status, bool) {
-		return conn.Status{State: state.Load().(conn.State)}, true
-	}})
+	bs := newFakeBackends()
+	bs.status = func(string) (conn.Status, bool) { return conn.Status{State: state.Load().(conn.State)}, true }
+	f := New(Options{Registry: conn.NewRegistry(), Clock: clk, Backends: bs})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.awaitLoss(context.Background(), "s")
+		f.awaitLoss(context.Background(), backend{server: "s", f: f})
 	}()
 	f.Observe(conn.Transition{}) // a transition that leaves it established: keep waiting
 	state.Store(conn.LostReconnecting)

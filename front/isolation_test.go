@@ -31,12 +31,12 @@ type isolationRig struct {
 	sup *conn.Supervisor
 }
 
-func newIsolationRig(t *testing.T) *isolationRig {
+func newIsolationRig(t *testing.T, perClient bool) *isolationRig {
 	t.Helper()
 	reg := conn.NewRegistry()
 	var sup *conn.Supervisor
-	f := New(Options{Registry: reg, Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
-		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	bs := newFakeBackends()
+	f := New(Options{Registry: reg, Backends: bs})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "roots", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -60,30 +60,35 @@ func newIsolationRig(t *testing.T) *isolationRig {
 	rec := conntest.NewRecorder()
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
 	var err error
-	sup, err = conn.Start(context.Background(), conn.Config{
-		Name: "a", Transport: srv.Transport(), Registry: reg, Reconnect: &p, Clock: clock.NewMock(),
-		Logger: rec.Logger(), OnTransition: func(t conn.Transition) { rec.OnTransition(t); f.Observe(t) },
-		Client: f.ClientOptionsFor("a"), ClientMiddleware: f.ClientMiddlewareFor("a"),
-		// Server-to-client requests during a call: protocol 2025-11-25.
-		ProtocolVersion: conn.ClassicProtocolVersion,
-	})
+	base := func() conn.Config {
+		return conn.Config{Name: "a", Transport: srv.Transport(), Reconnect: &p, Clock: clock.NewMock(), Logger: rec.Logger(),
+			// Server-to-client requests during a call: protocol 2025-11-25.
+			ProtocolVersion: conn.ClassicProtocolVersion}
+	}
+	shared := base()
+	shared.Registry, shared.OnTransition = reg, rec.OnTransition
+	f.Configure("a", &shared)
+	sup, err = conn.Start(context.Background(), shared)
 	if err != nil {
 		t.Fatal(err)
+	}
+	bs.set("a", sup)
+	if perClient {
+		bs.perClient("a", base)
 	}
 	rec.Expect(t, limit, conn.Established)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
-	hs := httptest.NewServer(f.Handler())
+	hs := httptest.NewServer(f.HTTPHandler(HTTPOptions{Subject: testSubject}))
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
 		<-synced
+		_ = f.Close(context.Background())
 		_ = sup.Close(context.Background())
 		srv.Close()
-		f.roots.wait()
-		f.logs.wg.Wait()
 	})
 	return &isolationRig{url: hs.URL, sup: sup}
 }
@@ -103,7 +108,7 @@ func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *http
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url},
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: asSubject(name)},
 		// Sessions, roots and logging/setLevel: protocol 2025-11-25.
 		&mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion})
 	if err != nil {
@@ -141,11 +146,10 @@ func callText(t *testing.T, sess *mcp.ClientSession, params *mcp.CallToolParams)
 	return strings.Join(texts, "")
 }
 
-// A backend's roots/list during a client's call is answered with that
-// client's roots: alice's server never sees mallory's, whoever connected
-// (or changed roots) last.
+// A backend isolated per client gets its own client's roots: alice's
+// server never sees mallory's, whoever connected (or changed roots) last.
 func TestRootsAreTheCallingClients(t *testing.T) {
-	r := newIsolationRig(t)
+	r := newIsolationRig(t, true)
 	alice := r.connect(t, "alice", "file:///home/alice")
 	mallory := r.connect(t, "mallory", "file:///")
 	// Each client's roots are read once it is initialized, off the SDK's
@@ -178,7 +182,13 @@ func TestRootsAreTheCallingClients(t *testing.T) {
 // A log message sent during one client's call reaches that client only,
 // and one client's logging level never changes what another receives.
 func TestLogsAreTheCallingClients(t *testing.T) {
-	r := newIsolationRig(t)
+	for _, perClient := range []bool{false, true} {
+		t.Run(fmt.Sprintf("perClient=%v", perClient), func(t *testing.T) { testLogsAreTheCallingClients(t, perClient) })
+	}
+}
+
+func testLogsAreTheCallingClients(t *testing.T, perClient bool) {
+	r := newIsolationRig(t, perClient)
 	alice := r.connect(t, "alice")
 	mallory := r.connect(t, "mallory")
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

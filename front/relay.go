@@ -2,27 +2,25 @@ package front
 
 import (
 	"context"
-	"fmt"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// onStream returns ctx with the values of the front request of ss in
-// flight on server, if there is one: the SDK sends a message made under
-// a request's values on that request's own stream (over Streamable
-// HTTP, the response stream of the POST that made the call), which a
-// client without a GET stream still reads. The context ends with ctx
-// or with that front request, whichever ends first.
-func (f *Front) onStream(ctx context.Context, ss *mcp.ServerSession, server string) (context.Context, context.CancelFunc) {
-	req := f.requestContext(ss, server)
-	if req == nil {
+// onStream returns ctx with the values of the request in, if any: the
+// SDK sends a message made under a request's values on that request's
+// own stream (over Streamable HTTP, the response stream of the POST that
+// made the call), which a client without a GET stream still reads. The
+// context ends with ctx or with that request, whichever ends first.
+func onStream(ctx context.Context, in *inflight) (context.Context, context.CancelFunc) {
+	if in == nil {
 		return context.WithCancel(ctx)
 	}
-	c, cancel := context.WithCancel(withValues(ctx, req))
-	stop := context.AfterFunc(req, cancel)
+	c, cancel := context.WithCancel(withValues(ctx, in.ctx))
+	stop := context.AfterFunc(in.ctx, cancel)
 	return c, func() { stop(); cancel() }
 }
 
@@ -42,29 +40,33 @@ func (v valuesOf) Value(key any) any {
 	return v.Context.Value(key)
 }
 
-// progressTokens maps the progress tokens the front sends to the servers
-// to the front client's own: every call gets a token of its own, so two
-// clients that picked the same token never see each other's progress.
+// progressTokens map the progress tokens the front sends to the servers
+// to the clients' own: every call gets a random token of its own, so two
+// clients that picked the same token never see each other's progress,
+// and a server cannot name another's.
 type progressTokens struct {
-	next atomic.Uint64
-	mu   sync.Mutex
-	by   map[string]progressRoute // the servers' token -> the client's
+	mu sync.Mutex
+	by map[string]progressRoute // the servers' token -> the client's
 }
 
 // progressRoute is where a server's progress notification goes.
 type progressRoute struct {
+	c       *client
+	server  string
 	ss      *mcp.ServerSession
 	token   any             // the client's token
 	ctx     context.Context // the client's request
 	relayed chan struct{}   // a value at each notification relayed
 }
 
-// add records a call of ss under ctx whose client asked for progress
-// with token, and returns the token to send to the server and the
-// function that forgets it.
-func (p *progressTokens) add(ctx context.Context, ss *mcp.ServerSession, token any) (string, progressRoute, func()) {
-	ours := fmt.Sprintf("mcpfsm-%d", p.next.Add(1))
-	r := progressRoute{ss: ss, token: token, ctx: ctx, relayed: make(chan struct{}, 1)}
+// add records a call of c to server in ss under ctx, whose client asked
+// for progress with token, and returns the token to send to the server
+// and the function that forgets it.
+func (p *progressTokens) add(ctx context.Context, c *client, server string, ss *mcp.ServerSession, token any) (string, progressRoute, func()) {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	ours := "mcpfsm-" + hex.EncodeToString(b[:])
+	r := progressRoute{c: c, server: server, ss: ss, token: token, ctx: ctx, relayed: make(chan struct{}, 1)}
 	p.mu.Lock()
 	if p.by == nil {
 		p.by = map[string]progressRoute{}
@@ -78,7 +80,10 @@ func (p *progressTokens) add(ctx context.Context, ss *mcp.ServerSession, token a
 	}
 }
 
-func (p *progressTokens) lookup(token any) (progressRoute, bool) {
+// lookup finds the route of token, if it is a call of server's (and of
+// only's, when only is set: a per-client instance reaches its own
+// client alone).
+func (p *progressTokens) lookup(token any, server string, only *client) (progressRoute, bool) {
 	s, ok := token.(string)
 	if !ok {
 		return progressRoute{}, false
@@ -86,17 +91,20 @@ func (p *progressTokens) lookup(token any) (progressRoute, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.by[s]
-	return r, ok
+	if !ok || r.server != server || only != nil && r.c != only {
+		return progressRoute{}, false
+	}
+	return r, true
 }
 
 // relayProgress sends a server's progress notification to the client
 // whose call it is about, under the client's token, on that call's
 // stream. It reports whether the token was one of the front's.
-func (f *Front) relayProgress(ctx context.Context, server string, p *mcp.ProgressNotificationParams) bool {
+func (f *Front) relayProgress(ctx context.Context, server string, only *client, p *mcp.ProgressNotificationParams) bool {
 	if p == nil {
 		return false
 	}
-	r, ok := f.progress.lookup(p.ProgressToken)
+	r, ok := f.progress.lookup(p.ProgressToken, server, only)
 	if !ok {
 		return false
 	}
@@ -119,35 +127,28 @@ func (f *Front) relayProgress(ctx context.Context, server string, p *mcp.Progres
 	return true
 }
 
-// Bounds of settle.
+// Bounds of quietFor.
 const (
 	progressQuiet  = 20 * time.Millisecond
 	progressSettle = 200 * time.Millisecond
 )
 
-// settle waits, after the server answered a call, until no progress
-// notification of the call was relayed for progressQuiet (at most
-// progressSettle): the SDK hands a server's answer to the caller at
-// once, but its notifications (sent before the answer) to the
-// middleware only in turn, and a client drops progress that arrives
-// after the result.
-func (f *Front) settle(ctx context.Context, r progressRoute) { f.quietFor(ctx, r.relayed) }
-
-// settleLogs is settle for the log messages of a call of ss to server,
-// when ss asked for log messages (set a logging level): a message the
-// server sent during the call still reaches it before the result, on the
-// call's stream.
-func (f *Front) settleLogs(ctx context.Context, ss *mcp.ServerSession, server string) {
-	if f.levelOf(ss) == "" {
+// settleLogs waits, after the server answered a call of c's, for the
+// log messages of the call when c asked for them (set a logging level):
+// the SDK hands a server's answer to the caller at once, but its
+// notifications (sent before the answer) to the middleware only in
+// turn, and a message the server sent during the call should still
+// reach the client before the result, on the call's stream.
+func (c *client) settleLogs(ctx context.Context, in *inflight) {
+	if c.levelOf() == "" {
 		return
 	}
-	if in := f.newest(ss, server); in != nil {
-		f.quietFor(ctx, in.logged)
-	}
+	c.f.quietFor(ctx, in.logged)
 }
 
 // quietFor waits until relayed has had no value for progressQuiet, at
-// most progressSettle, or until ctx ends.
+// most progressSettle, or until ctx ends: a client drops progress that
+// arrives after the result.
 func (f *Front) quietFor(ctx context.Context, relayed <-chan struct{}) {
 	deadline := f.opts.Clock.Timer(progressSettle)
 	defer deadline.Stop()

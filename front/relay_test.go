@@ -4,8 +4,10 @@ package front
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,6 +28,7 @@ import (
 // that token, and whose tool "ask" elicits a name and answers with it.
 type relayRig struct {
 	f     *Front
+	bs    *fakeBackends
 	srv   *conntest.Server
 	asked atomic.Int32 // calls of "ask" the backend received
 	// beforeAnswer, if set, runs in a client's elicitation handler.
@@ -32,17 +36,45 @@ type relayRig struct {
 	logs         syncBuffer    // the front's
 	url          string        // the front over Streamable HTTP
 	arrived      chan struct{} // a value per call of "together"
+	answers      chan string   // the content of each elicitation answer the backend received, as JSON
 }
 
 // newRelayRig supervises the backend on protocol (conn's default when
-// empty).
+// empty), shared by every client.
 func newRelayRig(t *testing.T, protocol string) *relayRig {
+	return newRelayRigWith(t, relayOptions{protocol: protocol})
+}
+
+// relayOptions vary a relay rig.
+type relayOptions struct {
+	protocol  string      // the backend's; conn's default when empty
+	perClient bool        // the backend is isolated per client, not shared
+	clock     clock.Clock // the front's; the real clock when nil
+	http      HTTPOptions // the front's, with testSubject as its Subject
+	catalog   bool        // serve the backend's prompts too
+	idle      time.Duration
+	roots     []string // the shared instance's configured roots
+	// bearer puts the front behind a bearer token rule whose tokens are
+	// "subject,scope,...": callers of their own, with their scopes (see
+	// asCaller).
+	bearer bool
+	tracer Tracer
+}
+
+// newRelayRigWith is newRelayRig as o says.
+func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 	t.Helper()
+	protocol := o.protocol
 	r := &relayRig{}
 	reg := conn.NewRegistry()
+	var cat *conn.Catalog
+	if o.catalog {
+		cat = conn.NewCatalog()
+	}
 	var sup *conn.Supervisor
-	f := New(Options{Registry: reg, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Supervisors: func() []*conn.Supervisor { return []*conn.Supervisor{sup} },
-		Supervisor: func(string) (*conn.Supervisor, bool) { return sup, true }})
+	bs := newFakeBackends()
+	f := New(Options{Registry: reg, Catalog: cat, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs,
+		Clock: o.clock, InstanceIdle: o.idle, Tracer: o.tracer})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -106,33 +138,103 @@ func newRelayRig(t *testing.T, protocol string) *relayRig {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + fmt.Sprint(res.Content["name"])}}}, nil
 		})
+	// "defaults" elicits a name and a colour with a default, and answers
+	// with what it was sent.
+	srv.MCP.AddTool(&mcp.Tool{Name: "defaults", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{
+					"name":  map[string]any{"type": "string"},
+					"color": map[string]any{"type": "string", "default": "blue"}}}}); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	// The backend records each elicitation answer as it came, before its
+	// own SDK checks and completes it.
+	r.answers = make(chan string, 16)
+	srv.MCP.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if e, ok := res.(*mcp.ElicitResult); ok && err == nil {
+				b, _ := json.Marshal(e.Content)
+				r.answers <- string(b)
+			}
+			return res, err
+		}
+	})
+	// "meta" answers with the _meta it got, as JSON.
+	srv.MCP.AddTool(&mcp.Tool{Name: "meta", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(req.Params.Meta)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		})
+	// The prompt "greeting" elicits a name and greets it.
+	srv.MCP.AddPrompt(&mcp.Prompt{Name: "greeting"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+			Content: &mcp.TextContent{Text: "hello " + fmt.Sprint(res.Content["name"])}}}}, nil
+	})
 	rec := conntest.NewRecorder()
 	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
 	var err error
-	sup, err = conn.Start(context.Background(), conn.Config{
-		Name: "a", Transport: srv.Transport(), Registry: reg, Reconnect: &p, Clock: clock.NewMock(),
-		Logger: rec.Logger(), OnTransition: func(t conn.Transition) { rec.OnTransition(t); f.Observe(t) },
-		Client: f.ClientOptionsFor("a"), ClientMiddleware: f.ClientMiddlewareFor("a"), ProtocolVersion: protocol,
-	})
+	base := func() conn.Config {
+		return conn.Config{Name: "a", Transport: srv.Transport(), Reconnect: &p, Clock: clock.NewMock(),
+			Logger: rec.Logger(), ProtocolVersion: protocol}
+	}
+	shared := base()
+	shared.Registry, shared.Catalog, shared.OnTransition = reg, cat, rec.OnTransition
+	for _, uri := range o.roots {
+		shared.Roots = append(shared.Roots, &mcp.Root{URI: uri})
+	}
+	f.Configure("a", &shared)
+	sup, err = conn.Start(context.Background(), shared)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bs.set("a", sup)
+	if o.perClient {
+		bs.perClient("a", base)
+	}
 	rec.Expect(t, limit, conn.Established)
+	for cat != nil && len(cat.Prompts()) == 0 {
+		select {
+		case <-cat.Changed():
+		case <-time.After(limit):
+			t.Fatal("the backend's prompts were not listed")
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Update() // the clients' first calls find the tools
 	synced := make(chan struct{})
 	go func() { defer close(synced); f.Sync(ctx) }()
-	hs := httptest.NewServer(f.Handler())
+	var h http.Handler
+	if o.bearer {
+		h = auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+			f := strings.Split(tok, ",")
+			if f[0] == "" {
+				return nil, auth.ErrInvalidToken
+			}
+			return &auth.TokenInfo{UserID: f[0], Scopes: f[1:], Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)(f.HTTPHandler(o.http))
+	} else {
+		o.http.Subject = testSubject
+		h = f.HTTPHandler(o.http)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
 		<-synced
+		_ = f.Close(context.Background())
 		_ = sup.Close(context.Background())
 		srv.Close()
-		f.roots.wait()
-		f.logs.wg.Wait()
 	})
-	r.f, r.url, r.srv, r.arrived = f, hs.URL, srv, arrived
+	r.f, r.bs, r.url, r.srv, r.arrived = f, bs, hs.URL, srv, arrived
 	return r
 }
 
@@ -162,7 +264,7 @@ func (r *relayRig) connect(t *testing.T, front, name, protocol string, roots ...
 	for _, uri := range roots {
 		client.AddRoots(&mcp.Root{URI: uri})
 	}
-	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true}
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true, HTTPClient: asSubject(name)}
 	if front == "stdio" {
 		ct, st := mcp.NewInMemoryTransports()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -265,10 +367,7 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 				if got := alice.call(t, "progress", nil); got != "<nil>" {
 					t.Errorf("a call without input requests = %q", got)
 				}
-				r.f.bridges.mu.Lock()
-				n := len(r.f.bridges.by)
-				r.f.bridges.mu.Unlock()
-				if n != 0 {
+				if n := r.f.bridgesLeft(); n != 0 {
 					t.Errorf("%d bridged calls left after the calls ended", n)
 				}
 			})
@@ -281,7 +380,7 @@ func TestModernClientGetsTheBackendsElicitation(t *testing.T) {
 // stream of its first call, and the backend's roots/list during a call
 // gets the calling client's, with two clients connected.
 func TestRootsAreReadOverHTTPWithoutAGETStream(t *testing.T) {
-	r := newRelayRig(t, conn.ClassicProtocolVersion)
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
 	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion, "file:///alice")
 	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion, "file:///bob")
 	if got := alice.call(t, "roots", nil); got != "file:///alice" {

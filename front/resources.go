@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,13 +17,13 @@ import (
 // readMiddleware answers every resources/read itself, so that a URI the
 // front does not list (built from a template, or named by a tool result's
 // resource link) still reaches its server.
-func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (c *client) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		rr, ok := req.(*mcp.ReadResourceRequest)
 		if method != "resources/read" || !ok || rr.Params == nil {
 			return next(ctx, method, req)
 		}
-		res, err := f.read(ctx, rr.Session, rr.Extra, rr.Params.URI)
+		res, err := c.read(ctx, rr.Session, rr.Extra, rr.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -32,28 +33,40 @@ func (f *Front) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // readHandler is the handler of every served resource and template; the
 // middleware answers reads before the SDK would call it.
-func (f *Front) readHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return f.read(ctx, req.Session, req.Extra, req.Params.URI)
+func (c *client) readHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return c.read(ctx, req.Session, req.Extra, req.Params.URI)
 }
 
 // read routes a read of the front URI uri to its server.
-func (f *Front) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, uri string) (*mcp.ReadResourceResult, error) {
-	t, ok := f.view.Load().route(uri)
+func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, uri string) (*mcp.ReadResourceResult, error) {
+	t, ok := c.view.cat.Load().route(uri)
 	if !ok {
 		return nil, notFound(uri)
 	}
-	start := f.opts.Clock.Now()
-	end := f.begin(ctx, ss, t.server)
-	res, err := f.opts.Catalog.ReadResource(ctx, t.server, t.uri)
-	end()
-	f.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
+	if err := c.admit(ss, extra, t.server, authz.Resource, t.uri, uri); err != nil {
+		return nil, wireError(err)
+	}
+	_, end := c.begin(ctx, ss, t.server, bridgeOf(ctx))
+	defer end()
+	be, err := c.backend(ctx, t.server)
 	if err != nil {
-		return nil, f.requestError(ctx, t.server, resourceOp(uri), err)
+		return nil, c.f.unserved(be, t.server, resourceOp(uri), err)
+	}
+	defer be.done()
+	start := c.f.opts.Clock.Now()
+	r, err := c.f.traced(ctx, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
+		return be.cat.ReadResource(ctx, t.server, t.uri)
+	})
+	res, _ := r.(*mcp.ReadResourceResult)
+	end()
+	c.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
+	if err != nil {
+		return nil, c.f.requestError(ctx, be, resourceOp(uri), err)
 	}
 	if uri != t.uri {
-		for _, c := range res.Contents {
-			if c != nil && c.URI == t.uri {
-				c.URI = uri // the client reads it under the URI it asked for
+		for _, r := range res.Contents {
+			if r != nil && r.URI == t.uri {
+				r.URI = uri // the client reads it under the URI it asked for
 			}
 		}
 	}
@@ -68,150 +81,205 @@ func notFound(uri string) error {
 }
 
 // promptHandler routes prompts/get of the prompt served as name.
-func (f *Front) promptHandler(name string) mcp.PromptHandler {
+func (c *client) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		public := f.view.Load().publicPrompt(name)
-		p, ok := f.opts.Catalog.LookupPrompt(public)
+		listed, ok := c.view.cat.Load().prompt(name)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+		}
+		if err := c.admit(req.Session, req.Extra, listed.Server, authz.Prompt, listed.Raw.Name, name); err != nil {
+			return nil, wireError(err)
+		}
+		_, end := c.begin(ctx, req.Session, listed.Server, bridgeOf(ctx))
+		defer end()
+		be, err := c.backend(ctx, listed.Server)
+		if err != nil {
+			return nil, c.f.unserved(be, listed.Server, promptOp(name), err)
+		}
+		defer be.done()
+		p, ok := be.cat.LookupPrompt(listed.Name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: f.describeOp(serverOf(public), promptOp(name), nil, "the prompt is no longer available")}
+				Message: c.f.describe(be, promptOp(name), nil, "the prompt is no longer available")}
 		}
-		start := f.opts.Clock.Now()
-		end := f.begin(ctx, req.Session, p.Server)
-		res, err := p.Get(ctx, req.Params.Arguments)
+		start := c.f.opts.Clock.Now()
+		r, err := c.f.traced(ctx, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
+			if meta := callMeta(req.Params.Meta, nil); len(meta) > 0 {
+				ctx = conn.WithCallMeta(ctx, meta)
+			}
+			return p.Get(ctx, req.Params.Arguments)
+		})
+		res, _ := r.(*mcp.GetPromptResult)
 		end()
 		var args json.RawMessage
-		if f.opts.Audit != nil && len(req.Params.Arguments) > 0 {
+		if c.f.opts.Audit != nil && len(req.Params.Arguments) > 0 {
 			args, _ = json.Marshal(req.Params.Arguments)
 		}
-		f.audited(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err)
+		c.audited(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err)
 		if err != nil {
-			return nil, f.requestError(ctx, p.Server, promptOp(name), err)
+			return nil, c.f.requestError(ctx, be, promptOp(name), err)
 		}
 		return res, nil
 	}
 }
 
+// unserved is the error a request gets when no instance of server could
+// take it (see client.backend): the server's outage, or why no instance
+// of its own could start.
+func (f *Front) unserved(be backend, server string, op operation, err error) error {
+	if errors.Is(err, errServerDown) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, nil, "")}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.refusal(server, op, err)}
+}
+
 // requestError is the error the front client gets for a request that
-// failed at server: during an outage a JSON-RPC error whose message
-// names the server, its state and the next attempt; the server's own
-// error as it is.
-func (f *Front) requestError(ctx context.Context, server string, op operation, err error) error {
+// failed at be: during an outage a JSON-RPC error whose message names
+// the server, its state and the next attempt; the server's own error as
+// it is.
+func (f *Front) requestError(ctx context.Context, be backend, op operation, err error) error {
 	var wire *jsonrpc.Error
 	switch {
 	case errors.Is(err, conn.ErrUnavailable):
-		f.awaitLoss(ctx, server)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describeOp(server, op, err, "")}
+		f.awaitLoss(ctx, be)
+		if b := bridgeOf(ctx); b != nil && errors.Unwrap(err) != nil {
+			b.markLost()
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, err, "")}
 	case errors.As(err, &wire):
 		return err
 	case ctx.Err() != nil:
 		return err
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s failed: %v", server, op.what, err)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.opts.Redact(fmt.Sprintf("server %q: %s failed: %v", be.server, op.what, err))}
 }
 
-// supervisor is the supervisor of server, or an error naming it.
-func (f *Front) supervisor(server string) (*conn.Supervisor, error) {
-	if f.opts.Supervisor != nil {
-		if s, ok := f.opts.Supervisor(server); ok && s != nil {
-			return s, nil
-		}
+// supervisor is be's supervisor, or an error naming the server.
+func (be backend) supervisor() (*conn.Supervisor, error) {
+	if be.sup == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q is not supervised by mcpfsm", be.server)}
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q is not supervised by mcpfsm", server)}
+	return be.sup, nil
 }
 
-// subscriptions are the front clients' resource subscriptions, by the
-// server's resource: the supervisor holds one subscription per resource
-// (re-sent at every reconnect) however many front URIs and sessions ask.
-type subscriptions struct {
+// sharedSubs count the clients subscribed to each resource of a shared
+// instance: its supervisor holds one subscription per resource (re-sent
+// at every reconnect) however many clients ask.
+type sharedSubs struct {
 	mu sync.Mutex
-	m  map[target]map[string]map[*mcp.ServerSession]bool // resource -> front URI -> sessions
+	n  map[target]int
 }
 
-func (s *subscriptions) init() { s.m = map[target]map[string]map[*mcp.ServerSession]bool{} }
-
-// add records a subscription and reports whether it is the resource's first.
-func (s *subscriptions) add(t target, uri string, ss *mcp.ServerSession) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first := len(s.m[t]) == 0
-	if s.m[t] == nil {
-		s.m[t] = map[string]map[*mcp.ServerSession]bool{}
-	}
-	if s.m[t][uri] == nil {
-		s.m[t][uri] = map[*mcp.ServerSession]bool{}
-	}
-	s.m[t][uri][ss] = true
-	return first
-}
-
-// remove forgets a subscription and reports whether it was the
-// resource's last.
-func (s *subscriptions) remove(t target, uri string, ss *mcp.ServerSession) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[t] == nil {
-		return false
-	}
-	delete(s.m[t][uri], ss)
-	if len(s.m[t][uri]) == 0 {
-		delete(s.m[t], uri)
-	}
-	if len(s.m[t]) == 0 {
-		delete(s.m, t)
-		return true
-	}
-	return false
-}
-
-// fronts are the front URIs subscribed to the resource t.
-func (s *subscriptions) fronts(t target) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for uri := range s.m[t] {
-		out = append(out, uri)
-	}
-	return out
-}
-
-// subscribe forwards resources/subscribe to the resource's supervisor.
+// subscribe forwards resources/subscribe to the resource's instance.
 // During an outage the subscription is kept, and sent when the server is
 // back: the client is subscribed either way.
-func (f *Front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
-	t, ok := f.view.Load().route(uri)
+	t, ok := c.view.cat.Load().route(uri)
 	if !ok {
 		return notFound(uri)
 	}
-	sup, err := f.supervisor(t.server)
+	be, err := c.backend(ctx, t.server)
+	if err != nil {
+		return c.f.unserved(be, t.server, resourceOp(uri), err)
+	}
+	defer be.done()
+	sup, err := be.supervisor()
 	if err != nil {
 		return err
 	}
-	first := f.subs.add(t, uri, req.Session)
+	c.mu.Lock()
+	if c.subs[t] == nil {
+		c.subs[t] = map[string]bool{}
+	}
+	first := len(c.subs[t]) == 0
+	c.subs[t][uri] = true
+	c.mu.Unlock()
+	if first && !be.own && !c.f.subscribeShared(t) {
+		return nil // another client holds the shared subscription
+	}
 	err = sup.Subscribe(ctx, t.uri)
 	switch {
 	case err == nil:
 	case errors.Is(err, conn.ErrUnavailable):
-		f.opts.Logger.Info("resource subscription kept: it is sent when the server is back", "server", t.server, "uri", t.uri, "err", err)
+		c.f.opts.Logger.Info("resource subscription kept: it is sent when the server is back", "server", t.server, "uri", t.uri)
 	default:
-		if f.subs.remove(t, uri, req.Session) || first {
-			_ = sup.Unsubscribe(ctx, t.uri)
+		if c.unsub(t, uri) {
+			if be.own || c.f.unsubscribeShared(t) {
+				_ = sup.Unsubscribe(ctx, t.uri)
+			}
 		}
 		return err
 	}
 	return nil
 }
 
-// unsubscribe ends a subscription; the supervisor's ends with the last
-// front subscription to the resource.
-func (f *Front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	t, ok := f.view.Load().route(req.Params.URI)
-	if !ok || !f.subs.remove(t, req.Params.URI, req.Session) {
+// unsub forgets c's subscription to t under uri, and reports whether it
+// was c's last to t.
+func (c *client) unsub(t target, uri string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.subs[t][uri] {
+		return false
+	}
+	delete(c.subs[t], uri)
+	if len(c.subs[t]) == 0 {
+		delete(c.subs, t)
+		return true
+	}
+	return false
+}
+
+// subscribeShared counts a client's subscription to a shared resource,
+// and reports whether it is the first.
+func (f *Front) subscribeShared(t target) bool {
+	f.subs.mu.Lock()
+	defer f.subs.mu.Unlock()
+	if f.subs.n == nil {
+		f.subs.n = map[target]int{}
+	}
+	f.subs.n[t]++
+	return f.subs.n[t] == 1
+}
+
+// unsubscribeShared uncounts one, and reports whether it was the last.
+func (f *Front) unsubscribeShared(t target) bool {
+	f.subs.mu.Lock()
+	defer f.subs.mu.Unlock()
+	if f.subs.n[t] == 0 {
+		return false
+	}
+	f.subs.n[t]--
+	if f.subs.n[t] == 0 {
+		delete(f.subs.n, t)
+		return true
+	}
+	return false
+}
+
+// unsubscribe ends a subscription; the instance's ends with the last one
+// of its clients to the resource.
+func (c *client) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	t, ok := c.view.cat.Load().route(req.Params.URI)
+	if !ok || !c.unsub(t, req.Params.URI) {
 		return nil
 	}
-	sup, err := f.supervisor(t.server)
-	if err != nil {
+	own := c.isolated(t.server)
+	if !own && !c.f.unsubscribeShared(t) {
+		return nil
+	}
+	var sup *conn.Supervisor
+	if own {
+		c.mu.Lock()
+		in := c.instances[t.server]
+		c.mu.Unlock()
+		if in != nil {
+			sup = in.running()
+		}
+	} else if c.f.opts.Backends != nil {
+		sup, _ = c.f.opts.Backends.Supervisor(t.server)
+	}
+	if sup == nil {
 		return nil // the server is gone, and its subscriptions with it
 	}
 	if err := sup.Unsubscribe(ctx, t.uri); err != nil && !errors.Is(err, conn.ErrUnavailable) {
@@ -220,34 +288,53 @@ func (f *Front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	return nil
 }
 
-// relayUpdate tells the front clients subscribed to a server's resource
-// that it was updated, under each front URI they subscribed with.
-func (f *Front) relayUpdate(ctx context.Context, server, uri string) {
-	for _, front := range f.subs.fronts(target{server, uri}) {
-		if err := f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: front}); err != nil {
-			f.opts.Logger.Warn("resource update not relayed: "+err.Error(), "server", server, "uri", uri)
+// relayUpdate tells the clients subscribed to a server's resource that
+// it was updated, under each front URI they subscribed with: only's, for
+// a per-client instance; every client's that the shared instance
+// serves, for a shared one.
+func (f *Front) relayUpdate(ctx context.Context, server string, only *client, uri string) {
+	t := target{server, uri}
+	clients := []*client{only}
+	if only == nil {
+		clients = f.all()
+	}
+	for _, c := range clients {
+		if only == nil && c.isolated(server) {
+			continue
+		}
+		c.mu.Lock()
+		var fronts []string
+		for front := range c.subs[t] {
+			fronts = append(fronts, front)
+		}
+		c.mu.Unlock()
+		for _, front := range fronts {
+			if err := c.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: front}); err != nil {
+				f.opts.Logger.Warn("resource update not relayed: "+err.Error(), "server", server, "uri", uri)
+			}
 		}
 	}
 }
 
 // complete forwards completion/complete to the server of the prompt or
 // resource template it refers to.
-func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	params := *req.Params
 	params.Meta = nil
 	ref := *params.Ref
 	var t target
 	var op operation
+	view := c.view.cat.Load()
 	switch ref.Type {
 	case "ref/prompt":
-		p, ok := f.opts.Catalog.LookupPrompt(f.view.Load().publicPrompt(ref.Name))
+		p, ok := view.prompt(ref.Name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
 		t, op, ref.Name = target{p.Server, p.Raw.Name}, promptOp(ref.Name), p.Raw.Name
 	case "ref/resource":
 		var ok bool
-		if t, ok = f.view.Load().routeTemplate(ref.URI); !ok {
+		if t, ok = view.routeTemplate(ref.URI); !ok {
 			return nil, notFound(ref.URI)
 		}
 		op, ref.URI = resourceOp(ref.URI), t.uri
@@ -255,19 +342,25 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
 	params.Ref = &ref
-	sup, err := f.supervisor(t.server)
+	_, end := c.begin(ctx, req.Session, t.server, nil)
+	defer end()
+	be, err := c.backend(ctx, t.server)
+	if err != nil {
+		return nil, c.f.unserved(be, t.server, op, err)
+	}
+	defer be.done()
+	sup, err := be.supervisor()
 	if err != nil {
 		return nil, err
 	}
 	var res *mcp.CompleteResult
-	defer f.begin(ctx, req.Session, t.server)()
 	err = sup.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)
 		return err
 	})
 	if err != nil {
 		op.what = "completion for " + op.what
-		return nil, f.requestError(ctx, t.server, op, err)
+		return nil, c.f.requestError(ctx, be, op, err)
 	}
 	return res, nil
 }

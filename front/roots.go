@@ -4,65 +4,80 @@ package front
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rootsRelay reads the front sessions' roots.
-type rootsRelay struct {
-	wg sync.WaitGroup // fetches in flight
-	mu sync.Mutex     // serialises fetches, so the newest roots are applied last
-}
+// A classic client's roots are read when it has initialized and when it
+// says they changed, and go to the instances that serve it as its own:
+// its per-client instances, and on the stdio front every shared
+// instance. A modern client cannot be asked outside a call: its roots
+// are asked during a call, when a server asks for them (see answerRoots).
 
 // rootsTimeout bounds one roots/list to the front client.
 const rootsTimeout = 10 * time.Second
 
-func (f *Front) initialized(_ context.Context, req *mcp.InitializedRequest) {
-	f.fetchRoots(req.Session)
+func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	c.adopt(req.Session)
+	c.fetchRoots(req.Session)
 }
 
-func (f *Front) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {
-	f.fetchRoots(req.Session)
+func (c *client) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {
+	c.fetchRoots(req.Session)
 }
 
-// fetchRoots reads the roots of the front client ss ([Front.readRoots])
-// off the SDK's goroutine: a request made from a notification handler
-// would wait for itself.
-func (f *Front) fetchRoots(ss *mcp.ServerSession) {
-	if ss == nil {
+// fetchRoots reads the roots of c ([client.readRoots]) off the SDK's
+// goroutine: a request made from a notification handler would wait for
+// itself.
+func (c *client) fetchRoots(ss *mcp.ServerSession) {
+	if ss == nil || !offersRoots(ss) {
 		return
 	}
-	f.roots.wg.Add(1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
 	go func() {
-		defer f.roots.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, rootsTimeout)
 		defer cancel()
-		if err := f.readRoots(ctx, ss); err != nil {
+		if err := c.readRoots(ctx, ss); err != nil {
 			// Over Streamable HTTP a request sent outside any call goes on
 			// the GET stream, which the client opens after initialized, if
 			// ever: read them on the stream of its first request instead.
-			f.setRootsPending(ss, true)
-			f.opts.Logger.Debug("roots of the client not read yet: "+err.Error()+"; they are read at its next request", "err", err)
+			c.mu.Lock()
+			c.rootsDue = true
+			c.mu.Unlock()
+			c.f.opts.Logger.Debug("roots of the client not read yet: "+err.Error()+"; they are read at its next request", "err", err)
 		}
 	}()
 }
 
-// rootsMiddleware reads the roots of a session whose roots could not be
+// offersRoots reports whether ss is a classic client that offers roots.
+func offersRoots(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil && !modern(ss)
+}
+
+// rootsMiddleware reads the roots of a client whose roots could not be
 // read at initialized, or are not read yet (its first request may come
 // before the read at initialized is done), at its first request that may
 // reach a server, under that request's context and before the request
 // goes on: over Streamable HTTP they travel on the request's own stream,
-// and the server's roots/list during the request finds them.
-func (f *Front) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// and the instance the request starts gets them.
+func (c *client) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call", "resources/read", "prompts/get", "completion/complete", "resources/subscribe":
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && f.rootsUnread(ss) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && c.rootsUnread(ss) {
 				rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
-				if err := f.readRoots(rctx, ss); err != nil {
-					f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; the servers keep the previous roots", "err", err)
+				if err := c.readRoots(rctx, ss); err != nil {
+					c.f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; its servers keep the previous roots", "err", err)
 				}
 				cancel()
 			}
@@ -71,77 +86,57 @@ func (f *Front) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// readRoots asks ss for its roots, if it offers any, and keeps them as
-// ss's: a server's roots/list is answered with the roots of the session
-// it belongs to ([Front.ClientMiddlewareFor]). When ss is the only
-// session, they are also set on every supervisor, so that the servers
-// hear of a change (notifications/roots/list_changed); once a second
-// session connects, the supervisors hold none, where a request outside
-// any call would read another session's.
-func (f *Front) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
-	p := ss.InitializeParams()
-	offers := p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
-	f.roots.mu.Lock()
-	defer f.roots.mu.Unlock()
-	var roots []*mcp.Root
-	only := len(f.connected()) == 1
-	if offers {
-		res, err := ss.ListRoots(ctx, nil)
-		if err != nil {
-			return err
-		}
-		roots = res.Roots
-		only = f.setRoots(ss, roots)
-	}
-	if f.opts.Supervisors == nil || !offers && only {
+// readRoots asks ss for its roots and keeps them as c's, and sets them
+// on the instances that serve c as its own, so that their servers hear
+// of a change (notifications/roots/list_changed).
+func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
+	if !offersRoots(ss) {
 		return nil
 	}
-	if !only {
-		roots = nil
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		return err
 	}
-	for _, sup := range f.opts.Supervisors() {
+	roots := cloneRoots(res.Roots)
+	c.mu.Lock()
+	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
+	var sups []*conn.Supervisor
+	for _, in := range c.instances {
+		if sup := in.running(); sup != nil {
+			sups = append(sups, sup)
+		}
+	}
+	c.mu.Unlock()
+	if c.kind == stdioClient {
+		sups = append(sups, c.f.supervisors()...)
+	}
+	for _, sup := range sups {
 		if err := sup.SetRoots(roots...); err != nil {
-			f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "err", err)
+			c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
 		}
 	}
 	return nil
 }
 
-// Roots returns the roots of the only front session connected, and
-// whether any were read; with several sessions connected (or none) it
-// returns none. A host that starts a supervisor after the front client
-// connected passes them as its conn.Config.Roots.
-func (f *Front) Roots() ([]*mcp.Root, bool) {
-	live := f.connected()
-	if len(live) != 1 {
-		return nil, false
-	}
-	return f.rootsOf(live[0])
-}
-
-// rootsUnread reports whether ss offers roots that the front has not
-// read, or whose read at initialized failed; it clears the failure.
-func (f *Front) rootsUnread(ss *mcp.ServerSession) bool {
-	if f.setRootsPending(ss, false) {
-		return true
-	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
+// rootsUnread reports whether ss offers roots that c has not read, or
+// whose read at initialized failed.
+func (c *client) rootsUnread(ss *mcp.ServerSession) bool {
+	if !offersRoots(ss) {
 		return false
 	}
-	_, known := f.rootsOf(ss)
-	return !known
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rootsDue || !c.rootsSeen
 }
-
-// wait waits for the roots fetches in flight.
-func (r *rootsRelay) wait() { r.wg.Wait() }
 
 func cloneRoots(roots []*mcp.Root) []*mcp.Root {
 	out := make([]*mcp.Root, 0, len(roots))
 	for _, r := range roots {
 		if r != nil {
-			c := *r
-			out = append(out, &c)
+			cp := *r
+			out = append(out, &cp)
 		}
 	}
 	return out

@@ -58,6 +58,17 @@ func (c *Compiled[S, E, D]) putSpare(e *engine[S, E, D]) {
 	}
 }
 
+// arc is one transition out of one state, as the engine knows it.
+type arc[S ~string, D any] struct {
+	name  string // the engine's event name: the transition's Label
+	to    S
+	guard func(D) bool
+	when  string
+	// exit and enter are the states the transition leaves, innermost
+	// first, and enters, outermost first, as indices into spec.States.
+	exit, enter []int
+}
+
 // Compile validates spec (see [Spec.Validate]) and builds its tables. The
 // result keeps a deep copy of spec.
 func Compile[S ~string, E ~string, D any](spec Spec[S, E, D]) (*Compiled[S, E, D], error) {

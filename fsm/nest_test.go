@@ -319,6 +319,8 @@ func TestNestedValidate(t *testing.T) {
 			`Initial "live": is a superstate without an Initial child`},
 		{"edge into superstate without initial", func(s *fsm.Spec[nestState, nestEvent, nestData]) { state(s, "waiting").Initial = "" },
 			`Transitions[5] (event "lost"): targets superstate "waiting", which has no Initial child`},
+		{"initial nothing enters", func(s *fsm.Spec[nestState, nestEvent, nestData]) { s.Transitions[5].To = "backoff" },
+			`States[5] "waiting": has Initial "backoff", but nothing enters "waiting" (no transition targets it, and it is neither the Spec's Initial nor the Initial of a superstate entered), so the diagrams would draw a way in that the machine never takes; drop the Initial`},
 		{"terminal superstate", func(s *fsm.Spec[nestState, nestEvent, nestData]) { state(s, "up").Terminal = true },
 			`States[2] "up": is a superstate ("degraded", "established" lie inside it) and Terminal`},
 		{"terminal leaf under a superstate's edge", func(s *fsm.Spec[nestState, nestEvent, nestData]) {
@@ -366,5 +368,13 @@ func TestNestedValidate(t *testing.T) {
 		T{Event: "reconnect", From: []nestState{"backoff"}, To: "connecting"})
 	if err := s.Validate(); err != nil {
 		t.Errorf("a child repeating its parent's guard set: %v", err)
+	}
+
+	// A superstate entered only as its parent's Initial uses its Initial.
+	s = nestSpec()
+	state(&s, "live").Initial = "up"
+	s.Transitions[0].To = "established"
+	if err := s.Validate(); err != nil {
+		t.Errorf("up entered as live's Initial: %v", err)
 	}
 }

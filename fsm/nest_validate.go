@@ -60,6 +60,35 @@ func (s Spec[S, E, D]) validateTree(states map[S]int) error {
 	return nil
 }
 
+// validateEntries rejects a superstate's Initial that nothing enters: a
+// superstate is entered when a transition targets it, when it is the
+// Spec's Initial, or when it is the Initial of a superstate entered.
+func (s Spec[S, E, D]) validateEntries(t tree[S]) error {
+	entered := map[S]bool{}
+	enter := func(st S) {
+		for !entered[st] {
+			entered[st] = true
+			next, ok := t.initial[st]
+			if !ok {
+				return
+			}
+			st = next
+		}
+	}
+	enter(s.Initial)
+	for _, tr := range s.Transitions {
+		enter(tr.To)
+	}
+	for i, st := range s.States {
+		if st.Initial != "" && !entered[st.Name] {
+			return &SpecError{Spec: s.Name, Entry: fmt.Sprintf("States[%d] %q", i, st.Name), Reason: fmt.Sprintf(
+				"has Initial %q, but nothing enters %q (no transition targets it, and it is neither the Spec's Initial nor the Initial of a superstate entered), so the diagrams would draw a way in that the machine never takes; drop the Initial",
+				st.Initial, st.Name)}
+		}
+	}
+	return nil
+}
+
 // validateNesting checks, for every leaf and event, what the superstates'
 // transitions add to the flat checks: no transition leaves a terminal
 // leaf, no condition is tried twice, no ancestor's condition is dropped

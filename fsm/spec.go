@@ -100,7 +100,10 @@ type Spec[S ~string, E ~string, D any] struct {
 // undeclared state, or naming a state that is not a descendant; a
 // superstate's Initial that is a superstate without an Initial of its
 // own; a terminal superstate; a transition into (or a Spec Initial that
-// is) a superstate without an Initial; a superstate's transition that
+// is) a superstate without an Initial; a superstate's Initial that
+// nothing enters (no transition targets the superstate, and it is neither
+// the Spec's Initial nor the Initial of a superstate entered), which the
+// diagrams would draw as a way in that the machine never takes; a superstate's transition that
 // would leave a terminal leaf inside it; and, for every leaf and event,
 // the ambiguities nesting allows: a condition (When) named at two levels
 // that are both tried, an ancestor's guarded transition hidden by a
@@ -111,8 +114,8 @@ type Spec[S ~string, E ~string, D any] struct {
 // leaves: a superstate is reachable when one of its leaves is.
 //
 // Checks run in a fixed order (name, states, events, initial, parents,
-// transitions in declaration order, unused events, nesting, unreachable
-// states), so the same Spec always yields the same error.
+// transitions in declaration order, unused events, unused Initials,
+// nesting, unreachable states), so the same Spec always yields the same error.
 func (s Spec[S, E, D]) Validate() error {
 	fail := func(entry, format string, args ...any) error {
 		return &SpecError{Spec: s.Name, Entry: entry, Reason: fmt.Sprintf(format, args...)}
@@ -220,6 +223,9 @@ func (s Spec[S, E, D]) Validate() error {
 		}
 	}
 
+	if err := s.validateEntries(tr); err != nil {
+		return err
+	}
 	if err := s.validateNesting(tr); err != nil {
 		return err
 	}

@@ -28,8 +28,9 @@ const (
 type Server struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
-	// Error is why the server is not established, when known. It comes
-	// from the supervisor's status, whose errors carry no credentials.
+	// Error is why the server is not established, when known: only in
+	// the operator's report ([Checker.ReadyDetailed]). It can hold what
+	// the server printed on its stderr.
 	Error string `json:"error,omitempty"`
 }
 
@@ -66,7 +67,8 @@ func New(status func() []Status) *Checker { return &Checker{status: status} }
 // states: the host is shutting down.
 func (c *Checker) Drain() { c.draining.Store(true) }
 
-// Report returns what /readyz answers now.
+// Report returns what the operator's /readyz answers now
+// ([Checker.ReadyDetailed] without hiding anything).
 func (c *Checker) Report() Report {
 	r := Report{Draining: c.draining.Load()}
 	for _, s := range c.status() {
@@ -99,11 +101,37 @@ func (c *Checker) Live() http.Handler {
 
 // Ready answers /readyz: 200 when every server is established, else 503;
 // the JSON body ([Report]) names each server that is not, with its state
-// and last error. It names the servers, so serve it behind the host's
-// access rule.
+// and never its error (which can hold what a server printed on its
+// stderr): it is the probe of the MCP endpoint, which every user of it
+// can read. It names the servers, so serve it behind the access rule.
 func (c *Checker) Ready() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return c.ready(func() Report {
 		rep := c.Report()
+		for i := range rep.NotReady {
+			rep.NotReady[i].Error = ""
+		}
+		return rep
+	})
+}
+
+// ReadyDetailed is [Checker.Ready] with each server's last error, passed
+// through hide (a secrets registry's String; nil hides nothing): the
+// operator's probe, for the console.
+func (c *Checker) ReadyDetailed(hide func(string) string) http.Handler {
+	return c.ready(func() Report {
+		rep := c.Report()
+		if hide != nil {
+			for i := range rep.NotReady {
+				rep.NotReady[i].Error = hide(rep.NotReady[i].Error)
+			}
+		}
+		return rep
+	})
+}
+
+func (c *Checker) ready(report func() Report) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rep := report()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if !rep.Ready {

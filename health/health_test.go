@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,18 +34,26 @@ func TestReady(t *testing.T) {
 		t.Fatalf("all established: %d %+v, want 200 ready", code, rep)
 	}
 
-	servers[0].Status = conn.Status{State: conn.LostReconnecting, LastErr: errors.New("stdout closed")}
+	servers[0].Status = conn.Status{State: conn.LostReconnecting, LastErr: errors.New("exited; stderr: key=hunter2-value")}
 	servers = append(servers, health.Status{Name: "c", Err: errors.New("bad command")})
+	// The users' probe names the servers and their states, never their
+	// errors (a server's stderr is in them).
 	code, rep := probe(t, c.Ready())
 	want := health.Report{Servers: 3, NotReady: []health.Server{
-		{Name: "b", State: "lost-reconnecting", Error: "stdout closed"},
-		{Name: "c", State: "not started", Error: "bad command"},
+		{Name: "b", State: "lost-reconnecting"},
+		{Name: "c", State: "not started"},
 	}}
 	if code != http.StatusServiceUnavailable {
 		t.Errorf("a server down: %d, want 503", code)
 	}
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Errorf("report (-want +got):\n%s", d)
+	}
+	// The operator's has them, hidden as asked.
+	code, rep = probe(t, c.ReadyDetailed(func(s string) string { return strings.ReplaceAll(s, "hunter2-value", "[redacted k]") }))
+	want.NotReady[0].Error, want.NotReady[1].Error = "exited; stderr: key=[redacted k]", "bad command"
+	if d := cmp.Diff(want, rep); code != http.StatusServiceUnavailable || d != "" {
+		t.Errorf("detailed: %d (-want +got):\n%s", code, d)
 	}
 }
 

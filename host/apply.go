@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
@@ -22,6 +23,9 @@ var ErrNoPath = fmt.Errorf("host: %w: no config file (Options.Path is empty)", c
 // Changes is what [Host.Apply] did, by server name.
 type Changes struct {
 	Added, Restarted, Removed, Unchanged []string
+	// Policy are the servers whose per-caller policy alone changed: they
+	// keep running, with the new policy.
+	Policy []string
 }
 
 // Apply makes the running set cfg's: servers of new names start, those
@@ -43,12 +47,16 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	}
 	var stop []*server
 	var start []config.Server
+	repoliced := map[string]*server{}
 	for _, srv := range cfg.Servers {
 		st, ok := old[srv.Name]
 		switch {
 		case !ok:
 			ch.Added = append(ch.Added, srv.Name)
 			start = append(start, srv)
+		case st.sup != nil && !reflect.DeepEqual(st.cfg, srv) && reflect.DeepEqual(withoutPolicy(st.cfg), withoutPolicy(srv)):
+			ch.Policy = append(ch.Policy, srv.Name)
+			repoliced[srv.Name] = st.repolicy(srv, h.policyOf(srv, st.policy))
 		case st.sup == nil || !reflect.DeepEqual(st.cfg, srv):
 			ch.Restarted = append(ch.Restarted, srv.Name)
 			stop = append(stop, st)
@@ -76,6 +84,9 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	}
 	var all []*server
 	for _, st := range h.running() {
+		if n, ok := repoliced[st.cfg.Name]; ok {
+			st = n
+		}
 		if _, ok := next[st.cfg.Name]; !ok && !slices.Contains(ch.Removed, st.cfg.Name) {
 			all = append(all, st)
 		}
@@ -85,7 +96,11 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	}
 	h.set(all)
 	h.log.Info("applied the config", "config", h.opts.Path,
-		"added", names(ch.Added), "restarted", names(ch.Restarted), "removed", names(ch.Removed), "unchanged", names(ch.Unchanged))
+		"added", names(ch.Added), "restarted", names(ch.Restarted), "removed", names(ch.Removed), "unchanged", names(ch.Unchanged),
+		"policy", names(ch.Policy))
+	if h.opts.OnApply != nil {
+		h.opts.OnApply(ch)
+	}
 	return ch, errors.Join(append([]error{closeErr}, errs...)...)
 }
 
@@ -149,14 +164,17 @@ func closeBound(all []*server) time.Duration {
 	return longest + 5*time.Second
 }
 
-// closeAll closes every supervisor of all concurrently, bounded by
-// closeBound or ctx.
+// closeAll closes every supervisor of all concurrently, their per-client
+// instances with them, bounded by closeBound or ctx.
 func closeAll(ctx context.Context, all []*server) error {
 	ctx, cancel := context.WithTimeout(ctx, closeBound(all))
 	defer cancel()
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, st := range all {
+		for _, sup := range st.retire() {
+			wg.Go(func() { _ = sup.Close(ctx) }) // its owner hears of it by its state
+		}
 		if st.sup == nil {
 			continue
 		}
@@ -168,4 +186,23 @@ func closeAll(ctx context.Context, all []*server) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// withoutPolicy is s without its per-caller policy: two servers that
+// differ only in policy run the same way.
+func withoutPolicy(s config.Server) config.Server {
+	s.AllowScopes, s.ToolScopes, s.RateLimit = nil, nil, authz.Rate{}
+	return s
+}
+
+// repolicy returns st's successor with cfg and policy: the same
+// supervisor, stderr and per-client instances, which move to it.
+func (st *server) repolicy(cfg config.Server, policy authz.Policy) *server {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	next := &server{cfg: cfg, sup: st.sup, err: st.err, stderr: st.stderr, policy: policy, instances: st.instances}
+	// An instance a client starts on st from now on is refused, not lost
+	// to the host: the client's next request starts it on next.
+	st.instances, st.retired = nil, true
+	return next
 }

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -53,12 +55,10 @@ type Options struct {
 	// Catalog, if set, receives every server's resources, templates and
 	// prompts.
 	Catalog *conn.Catalog
-	// Client, if set, gives each server's supervisor its client options
-	// (conn.Config.Client); ClientMiddleware its receiving middleware.
-	Client           func(server string) *mcp.ClientOptions
-	ClientMiddleware func(server string) []mcp.Middleware
-	// Roots, if set, gives each server started its first roots.
-	Roots func() []*mcp.Root //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+	// Configure, if set, changes each server's shared instance's
+	// conn.Config before it starts, once the host has set what it knows
+	// (a front sets its client options: front.Front.Configure).
+	Configure func(server string, c *conn.Config)
 	// OnTransition, if set, receives every supervisor's transitions
 	// (conn.Config.OnTransition).
 	OnTransition func(conn.Transition)
@@ -70,6 +70,26 @@ type Options struct {
 	// StderrLines is how many last lines of each stdio server's stderr
 	// are kept for [Host.Status]; zero means 20.
 	StderrLines int
+	// Clock is the time of the servers' rate limiters ([Host.Policy]).
+	// Nil means the real clock.
+	Clock clock.Clock
+	// OnApply, if set, is called after every [Host.Apply] (and Reload)
+	// with what changed: a front re-reads its clients' views then, since
+	// a server whose per-caller policy alone changed keeps running.
+	OnApply func(Changes)
+	// Secrets, if set, receives the secret values of every server the
+	// host starts (env and envFile values, header values, URL credentials
+	// and query values: [AddSecrets]) before it starts, and hides them in
+	// what the host shows: [Host.Status], [Host.Health], the stderr lines
+	// it logs and keeps.
+	Secrets Secrets
+}
+
+// Secrets is a registry of secret values, hidden by value wherever String
+// is applied (mcpfsm's internal/redact.Secrets).
+type Secrets interface {
+	Add(name, value string)
+	String(text string) string
 }
 
 // Host is a running set of supervised servers. Create it with [New].
@@ -91,6 +111,12 @@ type server struct {
 	sup    *conn.Supervisor // nil when conn.Start failed
 	err    error            // Start's, then the first attempt's error
 	stderr *tailWriter
+
+	policy authz.Policy // its per-caller policy, from cfg
+
+	mu        sync.Mutex
+	instances []*conn.Supervisor // its per-client instances (StartInstance)
+	retired   bool               // the server stopped: it starts no more instances
 }
 
 // New returns a host with no servers yet: start them with [Host.Start].
@@ -107,6 +133,9 @@ func New(o Options) *Host {
 	}
 	if o.StderrLines <= 0 {
 		o.StderrLines = 20
+	}
+	if o.Clock == nil {
+		o.Clock = clock.New()
 	}
 	return &Host{opts: o, reg: o.Registry, log: o.Logger}
 }
@@ -145,7 +174,10 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 	out := make([]*server, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
-		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines)}
+		if h.opts.Secrets != nil {
+			AddSecrets(h.opts.Secrets, srv)
+		}
+		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines, h.hide), policy: h.policyOf(srv, authz.Policy{})}
 		out[i] = st
 		wg.Go(func() { st.sup, st.err = h.startOne(sctx, st) })
 	}
@@ -161,14 +193,11 @@ func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, erro
 	o := h.opts
 	c := st.cfg.Conn(st.stderr)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
-	if o.Client != nil {
-		c.Client = o.Client(st.cfg.Name)
+	for _, uri := range st.cfg.Roots {
+		c.Roots = append(c.Roots, &mcp.Root{URI: uri}) //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
 	}
-	if o.ClientMiddleware != nil {
-		c.ClientMiddleware = o.ClientMiddleware(st.cfg.Name)
-	}
-	if o.Roots != nil {
-		c.Roots = o.Roots()
+	if o.Configure != nil {
+		o.Configure(st.cfg.Name, &c)
 	}
 	if o.Metrics != nil {
 		return o.Metrics.Start(ctx, c)
@@ -239,16 +268,56 @@ type ServerStatus struct {
 	Fatal bool
 	// Stderr is the last lines of a stdio server's stderr.
 	Stderr []string
+	// Instances counts its per-client instances running now, by the
+	// state of their connection (see [Host.StartInstance]).
+	Instances map[conn.State]int
 }
 
-// Status reports every configured server, sorted by name.
+// hide returns text with the secrets of Options.Secrets hidden.
+func (h *Host) hide(text string) string {
+	if h.opts.Secrets == nil {
+		return text
+	}
+	return h.opts.Secrets.String(text)
+}
+
+// hideErr is err with its message passed through hide; it unwraps to err.
+func (h *Host) hideErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := err.Error(); h.hide(msg) != msg {
+		return &hiddenError{err: err, msg: h.hide(msg)}
+	}
+	return err
+}
+
+// hiddenError is an error whose message lost its secrets.
+type hiddenError struct {
+	err error
+	msg string
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }
+
+// Status reports every configured server, sorted by name. The errors'
+// messages have Options.Secrets hidden; the Config is the server's own,
+// secrets included: show it to nobody.
 func (h *Host) Status() []ServerStatus {
 	var out []ServerStatus
 	for _, st := range h.running() {
-		s := ServerStatus{Config: st.cfg, Err: st.err, Stderr: st.stderr.Tail(),
+		s := ServerStatus{Config: st.cfg, Err: h.hideErr(st.err), Stderr: st.stderr.Tail(),
 			Fatal: st.sup == nil || st.err != nil && st.cfg.FailOnStartupError}
 		if st.sup != nil {
 			s.Status = st.sup.Status()
+			s.Status.LastErr = h.hideErr(s.Status.LastErr)
+		}
+		for _, sup := range st.live() {
+			if s.Instances == nil {
+				s.Instances = map[conn.State]int{}
+			}
+			s.Instances[sup.State()]++
 		}
 		out = append(out, s)
 	}
@@ -264,9 +333,10 @@ func (h *Host) Failures() []ServerStatus {
 func (h *Host) Health() []health.Status {
 	var out []health.Status
 	for _, st := range h.running() {
-		hs := health.Status{Name: st.cfg.Name, Err: st.err}
+		hs := health.Status{Name: st.cfg.Name, Err: h.hideErr(st.err)}
 		if st.sup != nil {
 			hs.Status, hs.Err = st.sup.Status(), nil
+			hs.Status.LastErr = h.hideErr(hs.Status.LastErr)
 		}
 		out = append(out, hs)
 	}
@@ -309,4 +379,27 @@ func (h *Host) Reconnect(ctx context.Context, server string) error {
 		return fmt.Errorf("host: unknown server %q", server)
 	}
 	return sup.Reconnect(ctx)
+}
+
+// Policy returns the per-caller policy of server (its "allowScopes",
+// "toolScopes" and "rateLimit"), for a front.
+func (h *Host) Policy(server string) authz.Policy {
+	if st, ok := h.lookup(server); ok {
+		return st.policy
+	}
+	return authz.Policy{}
+}
+
+// policyOf is the policy of srv, with old's limiter when its rate is the
+// same: a reload does not refill every caller's allowance.
+func (h *Host) policyOf(srv config.Server, old authz.Policy) authz.Policy {
+	rules, err := srv.Rules()
+	if err != nil {
+		h.log.Warn("server's access rules not applied: "+err.Error(), "server", srv.Name)
+	}
+	lim := srv.Limiter(h.opts.Clock)
+	if old.Limiter != nil && lim != nil && old.Limiter.Rate() == lim.Rate() {
+		lim = old.Limiter
+	}
+	return authz.Policy{Rules: rules, Limiter: lim}
 }

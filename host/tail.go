@@ -14,14 +14,15 @@ type tailWriter struct {
 	logger *slog.Logger
 	server string
 	keep   int
+	hide   func(string) string // the host's secrets, by value
 
 	mu      sync.Mutex
 	partial []byte
 	lines   []string
 }
 
-func newTailWriter(logger *slog.Logger, server string, keep int) *tailWriter {
-	return &tailWriter{logger: logger, server: server, keep: keep}
+func newTailWriter(logger *slog.Logger, server string, keep int, hide func(string) string) *tailWriter {
+	return &tailWriter{logger: logger, server: server, keep: keep, hide: hide}
 }
 
 // maxLine bounds a buffered partial line.
@@ -46,10 +47,10 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// line keeps one line, with credential-shaped text masked: the tail is
-// shown in errors and logs.
+// line keeps one line, with the host's secrets hidden by value and
+// credential-shaped text masked: the tail is shown in errors and logs.
 func (w *tailWriter) line(s string) {
-	s = redact.Line(s)
+	s = redact.Line(w.hide(s))
 	w.logger.Debug("server stderr: "+s, "server", w.server)
 	w.lines = append(w.lines, s)
 	if len(w.lines) > w.keep {

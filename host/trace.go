@@ -1,23 +1,23 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
-	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
 // Tracer writes every transition of the connection machine it is given
-// as one line of an fsm trace (package fsm/trace): time, server, from,
-// event, guard, to, attempt, delay, generation and cause. The trace can
-// be checked against conn.Table with trace.Check and drawn with
+// as one line of an fsm trace (package fsm/trace): time, machine (the
+// server), from, event, when, to, and a [conn.TraceExtra] of attempt,
+// delay, generation and cause. The trace can be checked against conn.Table with trace.Check and drawn with
 // fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
 type Tracer struct {
 	path string
+	hide func(string) string
 
 	mu  sync.Mutex
 	f   *os.File
@@ -25,12 +25,18 @@ type Tracer struct {
 }
 
 // OpenTrace appends a trace to the file at path (created with mode 0600).
-func OpenTrace(path string) (*Tracer, error) {
+// Causes are written with credential-shaped text masked and, with hide
+// (a registry's String, such as Options.Secrets'), with its secrets
+// hidden by value; hide may be nil.
+func OpenTrace(path string, hide func(string) string) (*Tracer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
 	}
-	return &Tracer{path: path, f: f}, nil
+	if hide == nil {
+		hide = func(s string) string { return s }
+	}
+	return &Tracer{path: path, hide: hide, f: f}, nil
 }
 
 // Path is the trace's file.
@@ -39,18 +45,10 @@ func (t *Tracer) Path() string { return t.path }
 // Record writes tr as a line. It never fails the caller: the first write
 // error is kept for Close.
 func (t *Tracer) Record(tr conn.Transition) {
-	s := trace.Step{
-		Time: tr.At.UTC().Format(time.RFC3339Nano), Server: tr.Server,
-		From: string(tr.From), Event: string(tr.Event), To: string(tr.To),
-		Guard:   tr.Guard,
-		Attempt: tr.Attempt, Generation: tr.Generation,
-	}
-	if tr.Delay > 0 {
-		s.Delay = tr.Delay.String()
-	}
 	if tr.Err != nil {
-		s.Cause = redact.Line(tr.Err.Error())
+		tr.Err = errors.New(t.hide(tr.Err.Error())) // TraceStep masks what is credential-shaped
 	}
+	s := tr.TraceStep()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {

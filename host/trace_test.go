@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 func TestTraceRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	logA, path := filepath.Join(dir, "a.pids"), filepath.Join(dir, "trace.jsonl")
-	tr, err := OpenTrace(path)
+	tr, err := OpenTrace(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,13 @@ func TestTraceRoundTrip(t *testing.T) {
 	var path2 []string
 	for _, s := range steps {
 		path2 = append(path2, s.To)
+		if s.To != string(conn.LostReconnecting) {
+			continue
+		}
+		var x conn.TraceExtra
+		if err := json.Unmarshal(s.Extra, &x); err != nil || x.Generation != 1 || x.Delay == "" || x.Cause == "" || s.Machine != "a" {
+			t.Errorf("the loss step %+v (extra %+v, %v): want machine a, generation 1, a delay and a cause", s, x, err)
+		}
 	}
 	if got := strings.Join(path2, " "); !strings.HasPrefix(got, "established lost-reconnecting connecting established disposing disposed") {
 		t.Errorf("trace path %q", got)

@@ -38,6 +38,12 @@
 //	mcpfsm.connection.reconnect.attempts   counter, {attempt}: reconnect attempts (backoff, Reconnect, probe)
 //	                                       started (each backoff that elapsed)
 //	    mcpfsm.server.name
+//	mcpfsm.caller.refusals                 counter, {refusal}: requests a
+//	                                       server's per-caller policy refused
+//	                                       ([Metrics.Refused])
+//	    mcpfsm.server.name
+//	    mcpfsm.refusal.reason  "rate-limit" (rateLimit) or "scope"
+//	                           (allowScopes, toolScopes)
 //	mcpfsm.connection.outage.duration      histogram, s: from the moment a
 //	                                       server became unavailable (an
 //	                                       established connection lost, or

@@ -25,6 +25,7 @@ const (
 	KeyTransitionEvent = "mcpfsm.transition.event"
 	KeyOutageEnd       = "mcpfsm.outage.end"
 	KeyCallOutcome     = "mcpfsm.call.outcome"
+	KeyRefusalReason   = "mcpfsm.refusal.reason"
 )
 
 // Bucket boundaries, in seconds, advised to the SDK (a View can replace
@@ -48,6 +49,7 @@ type Metrics struct {
 	state       metric.Int64ObservableGauge
 	tools       metric.Int64ObservableGauge
 	reg         metric.Registration
+	refusals    refusals
 
 	callsMu sync.RWMutex
 	servers map[string]*serverCalls // call recorders, by server name
@@ -84,6 +86,10 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("s"),
 		metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
 		metric.WithExplicitBucketBoundaries(callBuckets...))
+	add(err)
+	m.refusals.counter, err = meter.Int64Counter("mcpfsm.caller.refusals",
+		metric.WithUnit("{refusal}"),
+		metric.WithDescription("Requests of a caller refused by a server's per-caller policy, by server and reason."))
 	add(err)
 	m.state, err = meter.Int64ObservableGauge("mcpfsm.connection.state",
 		metric.WithUnit("{state}"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,33 @@ func TestCommittedDiagramsFresh(t *testing.T) {
 	}
 	if diff := cmp.Diff(stateTable(), table.body); diff != "" {
 		t.Errorf("%s: the state table is stale (-fresh +README); %s:\n%s", readmePath, regenerate, diff)
+	}
+}
+
+// TestEveryCommittedDiagramIsMade: each .dot and .mmd file in diagrams/
+// is one -write makes from conn.Machines(), and the connection machine's
+// come first, so no machine's diagrams lie there unchecked.
+func TestEveryCommittedDiagramIsMade(t *testing.T) {
+	var committed, made []string
+	for _, ext := range []string{"*.dot", "*.mmd"} {
+		files, err := filepath.Glob(filepath.Join(diagramsDir, ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			committed = append(committed, filepath.Base(f))
+		}
+	}
+	for _, d := range textDiagrams() {
+		made = append(made, d.name)
+	}
+	if made[0] != dotFile || made[1] != mermaidFile {
+		t.Errorf("-write makes %v first, want the connection machine's %s and %s", made[:2], dotFile, mermaidFile)
+	}
+	slices.Sort(committed)
+	slices.Sort(made)
+	if diff := cmp.Diff(committed, made); diff != "" {
+		t.Errorf("diagrams/ (-committed +made from conn.Machines()):\n%s", diff)
 	}
 }
 

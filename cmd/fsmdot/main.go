@@ -29,19 +29,13 @@ const (
 	exitUsage = 2 // bad flags or arguments
 )
 
-// The files -write produces and -check compares, in DIR: the connection
-// machine's, the tool-sync machine's (conn.SyncTable) and the generation
-// machine's (conn.GenerationTable).
+// The files of the connection machine that -write produces and -check
+// compares, in DIR; each machine of conn.Machines() has the same three,
+// named after it.
 const (
-	dotFile         = "connection.dot"
-	mermaidFile     = "connection.mmd"
-	svgFile         = "connection.svg"
-	syncDotFile     = "tool-sync.dot"
-	syncMermaidFile = "tool-sync.mmd"
-	syncSvgFile     = "tool-sync.svg"
-	genDotFile      = "generation.dot"
-	genMermaidFile  = "generation.mmd"
-	genSvgFile      = "generation.svg"
+	dotFile     = "connection.dot"
+	mermaidFile = "connection.mmd"
+	svgFile     = "connection.svg"
 )
 
 // installHint tells the user how to get Graphviz, which only SVG needs.
@@ -69,17 +63,18 @@ Formats:
            (apt-get install graphviz, or brew install graphviz)
 
 -trace FILE draws the path one server took through the machine, from a
-trace of its transitions (JSON lines: {"server":..., "from":..., "event":...,
-"guard":..., "to":...}): each edge taken is labelled with its count
-("connected ×3") and, in dot and svg, drawn bold and blue; the state the
-server ended in is highlighted. The trace is checked against the table
+trace of its transitions (JSON lines: {"machine":..., "from":..., "event":...,
+"when":..., "to":...}, the machine named by its server; mcpfsm -trace
+writes them): each edge taken is labelled with its count ("connected ×3")
+and, in dot and svg, drawn bold and blue; the state the server ended in
+is highlighted. The trace is checked against the table
 first: a step the table does not allow is named and nothing is drawn.
 -server NAME picks the server; it may be left out when the trace has one.
 
 -write DIR writes DIR/connection.dot, DIR/connection.mmd and, when Graphviz
 is installed, DIR/connection.svg (otherwise it says so and skips the svg),
-and the same three files of the tool-sync machine (conn.SyncTable), named
-tool-sync.*, and of the generation machine (conn.GenerationTable), named
+and the same three files of conn's inner machines (conn.Machines): the
+tool-sync machine, named tool-sync.*, and the generation machine, named
 generation.*. 'go generate ./conn' runs it on diagrams/.
 
 -check DIR exits 1, naming each file, when one of the .dot or .mmd files
@@ -246,7 +241,7 @@ func traceOverlay(spec fsm.Spec[conn.State, conn.Event, conn.Payload], path, ser
 		fmt.Fprintf(stderr, "fsmdot: %s: %v; the trace does not follow conn.Table(), so it is not drawn\n", path, err)
 		return none, exitFail
 	}
-	servers := trace.Servers(steps)
+	servers := trace.Machines(steps)
 	switch {
 	case len(steps) == 0:
 		fmt.Fprintf(stderr, "fsmdot: %s: the trace has no steps\n", path)
@@ -258,7 +253,7 @@ func traceOverlay(spec fsm.Spec[conn.State, conn.Event, conn.Payload], path, ser
 	case !slices.Contains(servers, server):
 		return none, usageErr("-server %q: the trace %s has no steps of it; its servers: %s", server, path, strings.Join(servers, ", "))
 	}
-	return trace.Overlay(spec, trace.ForServer(steps, server)), exitOK
+	return trace.Overlay(spec, trace.ForMachine(steps, server)), exitOK
 }
 
 // stateNames lists the declared states, in declaration order.
@@ -273,15 +268,11 @@ func stateNames() []string {
 // textDiagrams returns the file names and contents that -write produces
 // and -check compares; they need no external tool.
 func textDiagrams() []struct{ name, body string } {
-	spec, sync, gen := conn.Table(), conn.SyncTable(), conn.GenerationTable()
-	return []struct{ name, body string }{
-		{dotFile, spec.DOT()},
-		{mermaidFile, spec.Mermaid()},
-		{syncDotFile, sync.DOT()},
-		{syncMermaidFile, sync.Mermaid()},
-		{genDotFile, gen.DOT()},
-		{genMermaidFile, gen.Mermaid()},
+	var out []struct{ name, body string }
+	for _, m := range conn.Machines() {
+		out = append(out, struct{ name, body string }{m.Name + ".dot", m.DOT}, struct{ name, body string }{m.Name + ".mmd", m.Mermaid})
 	}
+	return out
 }
 
 // checkDir returns one message per missing or stale diagram in dir.
@@ -296,7 +287,7 @@ func checkDir(dir string) []string {
 		case err != nil:
 			stale = append(stale, fmt.Sprintf("%s cannot be read: %v", path, err))
 		case string(got) != d.body:
-			stale = append(stale, path+" is stale: it differs from conn.Table(), conn.SyncTable() or conn.GenerationTable()")
+			stale = append(stale, path+" is stale: it differs from conn.Machines()")
 		}
 	}
 	return stale
@@ -314,20 +305,17 @@ func writeDir(dir string, stderr io.Writer) error {
 			return err
 		}
 	}
-	for _, d := range []struct{ name, dot string }{
-		{svgFile, conn.Table().DOT()},
-		{syncSvgFile, conn.SyncTable().DOT()},
-		{genSvgFile, conn.GenerationTable().DOT()},
-	} {
-		svg, err := renderSVG(d.dot)
+	for _, m := range conn.Machines() {
+		path := filepath.Join(dir, m.Name+".svg")
+		svg, err := renderSVG(m.DOT)
 		if errors.Is(err, errNoDot) {
-			fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", filepath.Join(dir, d.name), err, installHint)
+			fmt.Fprintf(stderr, "fsmdot: skipped %s: %v; %s\n", path, err, installHint)
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if err := writeIfChanged(filepath.Join(dir, d.name), svg); err != nil {
+		if err := writeIfChanged(path, svg); err != nil {
 			return err
 		}
 	}

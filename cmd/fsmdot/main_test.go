@@ -222,11 +222,16 @@ func TestFsmdotSVGWithDot(t *testing.T) {
 	if !strings.Contains(out, "<svg") || !strings.HasSuffix(strings.TrimSpace(out), "</svg>") {
 		t.Fatalf("output is not an svg document:\n%.300s", out)
 	}
-	for _, st := range conn.Table().States {
-		// Graphviz writes '-' in titles as the entity &#45;.
-		title := "<title>" + strings.ReplaceAll(string(st.Name), "-", "&#45;") + "</title>"
-		if !strings.Contains(out, title) {
-			t.Errorf("svg has no node for state %q", st.Name)
+	spec := conn.Table()
+	for _, st := range spec.States {
+		// Graphviz writes '-' in titles as the entity &#45;; a superstate
+		// is a cluster.
+		name := strings.ReplaceAll(string(st.Name), "-", "&#45;")
+		if spec.Superstate(st.Name) {
+			name = "cluster_" + name
+		}
+		if !strings.Contains(out, "<title>"+name+"</title>") {
+			t.Errorf("svg has no node or cluster for state %q", st.Name)
 		}
 	}
 

@@ -58,6 +58,16 @@ func TestFsmdotTrace(t *testing.T) {
 	if strings.Count(mmd, "×") != 1 {
 		t.Errorf("mermaid counts %d edges, want fs's one", strings.Count(mmd, "×"))
 	}
+
+	// The same trace as lines were written before steps had machine, when
+	// and extra draws the same.
+	before := filepath.Join("testdata", "trace-before.jsonl")
+	if diff := cmp.Diff(out, mustRun(t, "-trace", before, "-server", "git")); diff != "" {
+		t.Errorf("-trace of the former lines (-now +before):\n%s", diff)
+	}
+	if diff := cmp.Diff(mmd, mustRun(t, "-trace", before, "-server", "fs", "-format", "mermaid")); diff != "" {
+		t.Errorf("-trace -format mermaid of the former lines (-now +before):\n%s", diff)
+	}
 }
 
 // TestFsmdotTraceRefusals: a corrupted trace is refused naming its step

@@ -107,6 +107,9 @@ func summarise(w io.Writer, s config.Server) {
 	fmt.Fprintf(w, "  timeouts:  connect %v, call %v, close %v; keep-alive %s\n",
 		or(s.ConnectTimeout, conn.DefaultConnectTimeout), or(s.CallTimeout, conn.DefaultCallTimeout),
 		or(s.CloseTimeout, conn.DefaultCloseTimeout), keep)
+	if p := s.PolicySummary(); p != "" {
+		fmt.Fprintf(w, "  policy:    %s\n", p)
+	}
 	if s.FailOnStartupError {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is an error (failOnStartupError)\n")
 	} else {
@@ -397,7 +400,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics, Secrets: secrets,
 		OnTransition: hc.record, StartTimeout: -1})
 	hc.attach(hs, sf, reg)
 	if *watch {

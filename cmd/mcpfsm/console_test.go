@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
@@ -52,6 +53,21 @@ func hostProcess(t *testing.T, cfg string) (*watcher, string, int, func() *os.Pr
 	}
 }
 
+// madeToken reads the token a host given none made for its surface at
+// addr.
+func madeToken(t *testing.T, addr string) string {
+	t.Helper()
+	f, err := access.TokenFile(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := access.LoadToken(f, nil)
+	if err != nil || tok == "" {
+		t.Fatalf("the token file of %s: %q %v", addr, tok, err)
+	}
+	return tok
+}
+
 // TestConsoleCommands runs mcpfsm run -http as a process and drives it with
 // mcpfsm status and mcpfsm reconnect: an exhausted server comes back with
 // reconnect, a killed backend is reported and recovers, and SIGHUP applies
@@ -86,8 +102,11 @@ func TestConsoleCommands(t *testing.T) {
 		t.Errorf("status table (-want +got):\n%s\n%s", diff, out)
 	}
 
-	// /metrics: the supervisors' instruments in Prometheus text format.
-	resp, err := http.Get("http://" + addr + "/metrics")
+	// /metrics: the supervisors' instruments in Prometheus text format,
+	// behind the token run made for itself (no other user can read it).
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+madeToken(t, addr))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +189,7 @@ func TestConsoleCommands(t *testing.T) {
 		t.Errorf("status after a broken reload: %d %q", code, out)
 	}
 	// ... and so is POST /api/reload.
-	err = (&console.Client{Addr: addr}).Reload(t.Context())
+	err = (&console.Client{Addr: addr, Token: madeToken(t, addr)}).Reload(t.Context())
 	var ae *console.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 500 || !strings.Contains(ae.Message, "the running servers are unchanged") {
 		t.Errorf("POST /api/reload of a broken file: %v", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"time"
 
@@ -64,16 +65,26 @@ func clientFlags(fs *flag.FlagSet) (addr *string, token tokenFlags) {
 type tokenFlags struct{ file, legacy *string }
 
 // load returns the token: -http-token, else -token-file, else the
-// environment (access.LoadToken).
-func (t tokenFlags) load() (string, error) {
+// environment (access.LoadToken), else the token a host serving addr
+// without a configured one keeps for this user (access.TokenFile).
+func (t tokenFlags) load(addr string) (string, error) {
 	if *t.legacy != "" {
 		return *t.legacy, nil
 	}
-	return access.LoadToken(*t.file, nil)
+	tok, err := access.LoadToken(*t.file, nil)
+	if err != nil || tok != "" || addr == "" {
+		return tok, err
+	}
+	if f, err := access.TokenFile(addr); err == nil {
+		if _, serr := os.Stat(f); serr == nil {
+			return access.LoadToken(f, nil)
+		}
+	}
+	return "", nil
 }
 
 func newClient(addr string, token tokenFlags) (*console.Client, error) {
-	tok, err := token.load()
+	tok, err := token.load(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +212,11 @@ func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "probe", "unexpected argument %q", fs.Arg(0))
 	}
-	tok, err := token.load()
+	var host string
+	if u, err := neturl.Parse(*url); err == nil {
+		host = u.Host
+	}
+	tok, err := token.load(host)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm probe: %v\n", err)
 		return exitFail

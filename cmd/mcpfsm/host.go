@@ -52,11 +52,12 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("-log-level %q: use debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	// Every record passes the registry of configured secrets first.
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(secrets.Handler(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(secrets.Handler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: use text or json", format)
 }

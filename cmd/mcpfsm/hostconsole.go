@@ -12,7 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/access"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -78,6 +80,16 @@ type hostConsole struct {
 	metrics        *metrics.Metrics // with -http: served at /metrics
 	provider       *sdkmetric.MeterProvider
 	metricsHandler http.Handler
+	tally          *authz.Tally // serve's requests by server and caller, for the last hour
+}
+
+// refused counts a request a server's per-caller policy refused.
+func (h *hostConsole) refused(server string, v authz.Verdict) {
+	reason := metrics.RefusalScope
+	if v == authz.Limited {
+		reason = metrics.RefusalRateLimit
+	}
+	h.metrics.Refused(server, reason)
 }
 
 // newHostConsole registers for SIGHUP (from now on it no longer stops
@@ -85,7 +97,7 @@ type hostConsole struct {
 // /metrics (Prometheus text format) once [hostConsole.attach] has made
 // the console. Start the servers with h.metrics and h.record.
 func newHostConsole(ln net.Listener, logger *slog.Logger) (*hostConsole, error) {
-	h := &hostConsole{ln: ln, logger: logger, hangups: make(chan os.Signal, 1)}
+	h := &hostConsole{ln: ln, logger: logger, hangups: make(chan os.Signal, 1), tally: authz.NewTally(clock.New())}
 	hangupsReload.Store(true)
 	signal.Notify(h.hangups, syscall.SIGHUP)
 	if ln == nil {
@@ -113,7 +125,7 @@ func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry
 		return
 	}
 	o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
-		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler}
+		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String}
 	if h.tracer != nil {
 		o.TracePath = h.tracer.Path()
 	}
@@ -135,7 +147,7 @@ func (h *hostConsole) trace(path string) error {
 	if path == "" {
 		return nil
 	}
-	t, err := host.OpenTrace(path)
+	t, err := host.OpenTrace(path, secrets.String)
 	if err != nil {
 		return err
 	}

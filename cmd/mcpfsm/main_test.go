@@ -24,6 +24,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MCPFSM_TEST_MAIN") == "1" || os.Getenv(demoServerEnv) != "" {
 		main()
 	}
+	// The tokens serve and run make for themselves (and the clients find)
+	// are kept in a state directory of the tests' own, not the user's.
+	if os.Getenv("MCPFSM_TEST_STATE") == "" {
+		os.Setenv("MCPFSM_TEST_STATE", "1")
+		os.Setenv("XDG_STATE_HOME", filepath.Join(os.TempDir(), "mcpfsm-test-state-"+strconv.Itoa(os.Getpid())))
+	}
 	fixture.VerifyTestMain(m)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/host"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -89,6 +90,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tracePath := fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)")
 	sessionTimeout := fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)")
 	maxSessions := fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503")
+	perSubject := fs.Int("max-sessions-per-subject", 0, "serve at most `N` -listen sessions of one OAuth caller at once (0: a quarter of -max-sessions)")
+	instanceIdle := fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again")
 	auditPath := fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`")
 	auditArgs := fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -130,7 +133,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var trail *audit.Log
 	if *auditPath != "" {
-		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs}); err != nil {
+		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs, Redact: secrets.String}); err != nil {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 			return exitFail
 		}
@@ -155,17 +158,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		return exitFail
 	}
-	var f *front.Front // the host's servers need its client options; it needs the host's status
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
-		StartTimeout:     *timeout,
-		Client:           func(server string) *mcp.ClientOptions { return f.ClientOptionsFor(server) },
-		ClientMiddleware: func(server string) []mcp.Middleware { return f.ClientMiddlewareFor(server) },
-		//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
-		Roots:        func() []*mcp.Root { r, _ := f.Roots(); return r },
-		OnTransition: func(t conn.Transition) { f.Observe(t); hc.record(t) }})
-	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail,
-		Status: hs.StatusOf, Supervisor: hs.Supervisor, Supervisors: hs.Supervisors, Names: names,
-		Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()}})
+	tracer, stopTracing, err := startTracing(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm serve: tracing: %v\n", err)
+		return exitFail
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			logger.Warn("spans not all exported at exit: " + err.Error())
+		}
+	}()
+	var f *front.Front // the host's servers need its client options; it needs the host's servers
+	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
+		StartTimeout: *timeout, OnTransition: hc.record,
+		Configure: func(server string, c *conn.Config) { f.Configure(server, c) },
+		OnApply:   func(host.Changes) { f.Update() }})
+	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Backends: hs, Names: names,
+		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
+		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
 	hc.attach(hs, sf, reg)
 	if *watch {
 		if err := hc.watch(); err != nil {
@@ -202,7 +214,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(hs.Health), stopping: &stopping,
-				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions}})
+				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions,
+					MaxSessionsPerSubject: *perSubject, HostChecked: true,
+					Subject:  func(r *http.Request) string { return access.Subject(r.Context()) },
+					Operator: func(r *http.Request) bool { return access.Operator(auth.TokenInfoFromContext(r.Context())) }}})
 		} else {
 			// A client that goes away closes the pipe serve writes to. By
 			// default that write kills a Go program with SIGPIPE, which
@@ -246,7 +261,7 @@ type httpServing struct {
 	opts     front.HTTPOptions
 }
 
-// orNever maps a flag's 0 ("never") to front.HTTPOptions' negative.
+// orNever maps a flag's 0 ("never") to front's negative.
 func orNever(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
@@ -271,7 +286,7 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	// Every request's context ends when streams must: at shutdown.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls})
+	srv := access.NewServer(mux, access.ServerOptions{TLSConfig: o.tls, Uncapped: []string{health.LivePath}})
 	srv.BaseContext = func(net.Listener) context.Context { return streams }
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
@@ -305,6 +320,13 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close() // requests that did not end in time
+	}
+	// The clients' own instances close with them, each bounded by its
+	// close barrier; what is left the host stops with the servers.
+	fctx, fcancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer fcancel()
+	if ferr := f.Close(fctx); ferr != nil {
+		logger.Warn("clients' instances still closing at shutdown; the host stops them: " + ferr.Error())
 	}
 	if err == nil {
 		if err = <-served; errors.Is(err, http.ErrServerClosed) {

@@ -290,7 +290,7 @@ func TestServeHTTP(t *testing.T) {
 // if it still runs.
 func serveHTTPProcess(t *testing.T, cfg string) (*exec.Cmd, *watcher, string) {
 	t.Helper()
-	return serveListening(t, nil, "serve", "-config", cfg, "-listen", "127.0.0.1:0")
+	return serveListening(t, nil, "serve", "-config", cfg, "-listen", "127.0.0.1:0", "-unauthenticated")
 }
 
 // serveStdioProcess starts mcpfsm with args (a serve over stdio), with env

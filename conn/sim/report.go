@@ -22,12 +22,12 @@ func Report(res *Result, traceFile, replay string) string {
 		fmt.Fprintf(&b, "    %s\n", l)
 	}
 	if traceFile != "" {
-		servers := map[int]bool{}
-		for _, m := range res.Moves {
-			servers[m.Inc] = true
+		last := 1 // the supervisor that ran last, where the run broke
+		if len(res.Moves) > 0 {
+			last = res.Moves[len(res.Moves)-1].Inc
 		}
-		fmt.Fprintf(&b, "  trace: %s (%d supervisors; draw one with go run ./cmd/fsmdot -trace %s -server %s)\n",
-			traceFile, len(servers), traceFile, traceServer(1))
+		fmt.Fprintf(&b, "  trace: %s (supervisors sim-1 to sim-%d; draw the last with go run ./cmd/fsmdot -trace %s -server %s)\n",
+			traceFile, last, traceFile, traceServer(last))
 	}
 	fmt.Fprintf(&b, "  replay: go test ./conn/sim -run 'TestSim$' %s -v\n", replay)
 	return b.String()

@@ -422,8 +422,8 @@ func (r *run) transition(inc int, t conn.Transition) {
 	at := r.now()
 	r.record(func(h *History) { h.Transitions = append(h.Transitions, Move{Inc: inc, Transition: t, At: at}) })
 	line := fmt.Sprintf("supervisor %d: %s -%s-> %s (generation %d, attempt %d/%d", inc, t.From, t.Event, t.To, t.Generation, t.Attempt, t.MaxAttempts)
-	if t.Guard != "" {
-		line += ", guard " + t.Guard
+	if t.When != "" {
+		line += ", guard " + t.When
 	}
 	if t.Delay > 0 {
 		line += fmt.Sprintf(", delay %v", t.Delay)

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
@@ -14,19 +13,11 @@ import (
 func traceServer(inc int) string { return fmt.Sprintf("sim-%d", inc) }
 
 // traceStep is the one adapter between the simulator and package
-// fsm/trace: a transition of supervisor inc as a trace line.
+// fsm/trace: a transition of supervisor inc as a trace line, as conn
+// writes it, with the machine named by the incarnation.
 func traceStep(m Move) trace.Step {
-	s := trace.Step{
-		Time: time.Time{}.Add(m.At).UTC().Format(time.RFC3339Nano), Server: traceServer(m.Inc),
-		From: string(m.From), Event: string(m.Event), Guard: m.Guard, To: string(m.To),
-		Attempt: m.Attempt, Generation: m.Generation,
-	}
-	if m.Delay > 0 {
-		s.Delay = m.Delay.String()
-	}
-	if m.Err != nil {
-		s.Cause = m.Err.Error()
-	}
+	s := m.TraceStep()
+	s.Machine = traceServer(m.Inc)
 	return s
 }
 
@@ -59,8 +50,8 @@ func (h *History) checkTrace() error {
 			return fmt.Errorf("supervisor %d's first transition leaves %s, not %s", m.Inc, m.From, conn.Connecting)
 		case ok && last != m.From:
 			return fmt.Errorf("supervisor %d's transition %s -%s-> %s does not continue from %s", m.Inc, m.From, m.Event, m.To, last)
-		case !edges[[4]string{string(m.From), string(m.Event), m.Guard, string(m.To)}]:
-			return fmt.Errorf("supervisor %d's transition %s -%s-> %s (guard %q) is no edge of conn.Table()", m.Inc, m.From, m.Event, m.To, m.Guard)
+		case !edges[[4]string{string(m.From), string(m.Event), m.When, string(m.To)}]:
+			return fmt.Errorf("supervisor %d's transition %s -%s-> %s (guard %q) is no edge of conn.Table()", m.Inc, m.From, m.Event, m.To, m.When)
 		}
 		h.traceLast[m.Inc] = m.To
 	}

@@ -48,17 +48,31 @@ function cardFor(name) {
   return card;
 }
 
+// levels returns state and the superstates it lies in, innermost first,
+// as the drawing's node of state names them: the states whose arrows
+// leave it.
+function levels(svg, state) {
+  const node = svg.querySelector('.node[data-state="' + CSS.escape(state) + '"]');
+  return [state].concat(node ? node.dataset.within.split(" ").filter(Boolean) : []);
+}
+
 function highlight(card, s) {
   const svg = card.querySelector(".diagram svg");
   if (!svg) return;
   svg.querySelectorAll(".current, .last, .next").forEach(el => el.classList.remove("current", "last", "next"));
-  const node = svg.querySelector('[data-state="' + CSS.escape(s.state) + '"]');
+  const node = svg.querySelector('.node[data-state="' + CSS.escape(s.state) + '"]');
   if (node) node.classList.add("current");
-  svg.querySelectorAll('.edge[data-from="' + CSS.escape(s.state) + '"]').forEach(el => el.classList.add("next"));
+  for (const from of levels(svg, s.state)) {
+    svg.querySelectorAll('.edge[data-from="' + CSS.escape(from) + '"]').forEach(el => el.classList.add("next"));
+  }
   const t = s.transitions[s.transitions.length - 1];
   if (t && t.to === s.state) {
-    const edge = svg.querySelector('.edge[data-from="' + CSS.escape(t.from) + '"][data-to="' + CSS.escape(t.to) + '"]');
-    if (edge) edge.classList.add("last");
+    // The arrow as declared: from the state it left, or from the
+    // innermost superstate of it that the transition was declared on.
+    for (const from of levels(svg, t.from)) {
+      const edge = svg.querySelector('.edge[data-from="' + CSS.escape(from) + '"][data-to="' + CSS.escape(t.to) + '"]');
+      if (edge) { edge.classList.add("last"); break; }
+    }
   }
 }
 

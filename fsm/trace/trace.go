@@ -5,11 +5,10 @@
 //
 // A line is a [Step]:
 //
-//	{"time":"2026-07-28T10:00:00Z","server":"git","from":"connecting","event":"connected","to":"established","attempt":1,"generation":3}
+//	{"time":"2026-07-28T10:00:00Z","machine":"git","from":"connecting","event":"connected","to":"established","extra":{"attempt":1,"generation":3}}
 //
-// Only from, event, guard and to mean anything to this package (and server,
-// which separates the machines of one trace); the other fields are carried
-// as the writer wrote them.
+// Only machine, from, event, when and to mean anything to this package;
+// time and extra are carried as the writer wrote them.
 package trace
 
 import (
@@ -26,19 +25,22 @@ import (
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
 
-// Step is one transition of a trace.
+// Step is one transition of a trace: the fields of an [fsm.Step] as
+// strings, which machine took it and when, and whatever else its writer
+// records.
 type Step struct {
-	Time   string `json:"time,omitempty"`   // as the writer formats it (RFC 3339 for conn)
-	Server string `json:"server,omitempty"` // the machine's owner; steps of one server chain
-	From   string `json:"from"`
-	Event  string `json:"event"`
-	Guard  string `json:"guard,omitempty"` // the When of the guard that chose the transition
-	To     string `json:"to"`
-
-	Attempt    int    `json:"attempt,omitempty"`
-	Delay      string `json:"delay,omitempty"` // a time.Duration's String, for conn
-	Generation uint64 `json:"generation,omitempty"`
-	Cause      string `json:"cause,omitempty"`
+	Time string `json:"time,omitempty"` // as the writer formats it (RFC 3339 for conn)
+	// Machine names the machine that took the step, among the machines of
+	// one trace (conn writes the server's name); the steps of one machine
+	// chain, each starting where the one before it ended.
+	Machine string `json:"machine,omitempty"`
+	From    string `json:"from"`
+	Event   string `json:"event"`
+	When    string `json:"when,omitempty"` // the condition of the guard that chose the transition, as [fsm.Step.When]
+	To      string `json:"to"`
+	// Extra is the writer's own record of the step, a JSON value this
+	// package carries as it is (conn's is a conn.TraceExtra).
+	Extra json.RawMessage `json:"extra,omitempty"`
 
 	// Line is the step's line in the file Read read it from (1-based), or
 	// 0 for a step made in memory.
@@ -74,6 +76,10 @@ func (e *Error) Is(target error) bool { return target == ErrTrace }
 // Read reads a trace: one JSON object per line, blank lines skipped. An
 // error names the line (as an [*Error]), the first that is not a step
 // with from, event and to, or the reader's error.
+//
+// Read also reads the lines written before steps had Machine, When and
+// Extra: their "server" is the machine, their "guard" the condition, and
+// their members other than the step's own make up Extra.
 func Read(r io.Reader) ([]Step, error) {
 	var out []Step
 	sc := bufio.NewScanner(r)
@@ -83,8 +89,8 @@ func Read(r io.Reader) ([]Step, error) {
 		if len(text) == 0 {
 			continue
 		}
-		var s Step
-		if err := json.Unmarshal(text, &s); err != nil {
+		s, err := decode(text)
+		if err != nil {
 			return nil, &Error{Step: 0, Line: line, Reason: "not a JSON object of a step: " + err.Error()}
 		}
 		for _, f := range []struct{ name, v string }{{"from", s.From}, {"event", s.Event}, {"to", s.To}} {
@@ -101,6 +107,41 @@ func Read(r io.Reader) ([]Step, error) {
 	return out, nil
 }
 
+// decode reads one line. A line without "extra" may be one written
+// before Step had Machine, When and Extra, which held the writer's
+// fields at the top level beside "server" and "guard".
+func decode(text []byte) (Step, error) {
+	var s Step
+	if err := json.Unmarshal(text, &s); err != nil || s.Extra != nil {
+		return s, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(text, &members); err != nil {
+		return s, err
+	}
+	for _, old := range []struct {
+		name  string
+		field *string
+	}{{"server", &s.Machine}, {"guard", &s.When}} {
+		if v, ok := members[old.name]; ok && *old.field == "" {
+			if err := json.Unmarshal(v, old.field); err != nil {
+				return s, fmt.Errorf("%q: %w", old.name, err)
+			}
+		}
+	}
+	for _, own := range []string{"time", "machine", "server", "from", "event", "when", "guard", "to"} {
+		delete(members, own)
+	}
+	if len(members) > 0 {
+		extra, err := json.Marshal(members)
+		if err != nil {
+			return s, err
+		}
+		s.Extra = extra
+	}
+	return s, nil
+}
+
 // Write writes s as one line of a trace.
 func Write(w io.Writer, s Step) error {
 	b, err := json.Marshal(s)
@@ -111,21 +152,21 @@ func Write(w io.Writer, s Step) error {
 	return err
 }
 
-// Servers returns the distinct Server values of steps, sorted.
-func Servers(steps []Step) []string {
+// Machines returns the distinct Machine values of steps, sorted.
+func Machines(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
-		out = append(out, s.Server)
+		out = append(out, s.Machine)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// ForServer returns the steps of one server, in order.
-func ForServer(steps []Step, server string) []Step {
+// ForMachine returns the steps of one machine, in order.
+func ForMachine(steps []Step, machine string) []Step {
 	var out []Step
 	for _, s := range steps {
-		if s.Server == server {
+		if s.Machine == machine {
 			out = append(out, s)
 		}
 	}
@@ -136,8 +177,8 @@ func ForServer(steps []Step, server string) []Step {
 // spec: a From that is not a declared leaf, a (from, event) with no edge
 // in the flattened table ([fsm.Spec.Flatten], so a superstate's
 // transitions count from every leaf inside it), an edge that does not
-// lead to To, a Guard that is not the condition of that edge, or a step
-// that does not start where the previous step of the same Server ended.
+// lead to To, a When that is not the condition of that edge, or a step
+// that does not start where the previous step of the same Machine ended.
 // It returns nil for a trace every step of which the table allows.
 func Check[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) error {
 	type key struct {
@@ -164,8 +205,8 @@ func Check[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) er
 		if spec.Superstate(from) {
 			return fail("%q is a superstate, which a machine is never in; a trace names leaf states", s.From)
 		}
-		if p, ok := prev[s.Server]; ok && p.to != s.From {
-			return fail("starts in %q, but step %d of server %q ended in %q", s.From, p.step, s.Server, p.to)
+		if p, ok := prev[s.Machine]; ok && p.to != s.From {
+			return fail("starts in %q, but step %d of machine %q ended in %q", s.From, p.step, s.Machine, p.to)
 		}
 		arms := edges[key{from, ev}]
 		if len(arms) == 0 {
@@ -176,12 +217,12 @@ func Check[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) er
 		for _, a := range arms {
 			if a.To == to {
 				whens = append(whens, a.When)
-				found = found || a.When == s.Guard
+				found = found || a.When == s.When
 			}
 			targets = append(targets, strconv.Quote(string(a.To)))
 		}
 		if found {
-			prev[s.Server] = last{i + 1, s.To}
+			prev[s.Machine] = last{i + 1, s.To}
 			continue
 		}
 		if len(whens) == 0 {
@@ -194,10 +235,10 @@ func Check[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) er
 				whens[i] = "guard " + strconv.Quote(w)
 			}
 		}
-		if s.Guard == "" {
+		if s.When == "" {
 			return fail("edge %q from %q to %q is taken with %s, not without one", s.Event, s.From, s.To, joinOr(whens))
 		}
-		return fail("edge %q from %q to %q is taken with %s, not guard %q", s.Event, s.From, s.To, joinOr(whens), s.Guard)
+		return fail("edge %q from %q to %q is taken with %s, not guard %q", s.Event, s.From, s.To, joinOr(whens), s.When)
 	}
 	return nil
 }
@@ -226,7 +267,7 @@ func joinOr(items []string) string {
 // Overlay returns what the diagrams of spec show of a checked trace: how
 // often each drawn transition was taken ([fsm.DrawnEdge]: a superstate's
 // transition counts once, whichever leaf took it), and the state each
-// server ended in, highlighted. Steps that are no edge of spec are not
+// machine ended in, highlighted. Steps that are no edge of spec are not
 // counted; Check them first.
 func Overlay[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) fsm.Overlay[S] {
 	type key struct {
@@ -242,14 +283,14 @@ func Overlay[S ~string, E ~string, D any](spec fsm.Spec[S, E, D], steps []Step) 
 	o := fsm.Overlay[S]{Taken: map[fsm.DrawnEdge[S]]int{}}
 	end := map[string]S{}
 	for _, s := range steps {
-		if d, ok := drawn[key{S(s.From), E(s.Event), s.Guard, S(s.To)}]; ok {
+		if d, ok := drawn[key{S(s.From), E(s.Event), s.When, S(s.To)}]; ok {
 			o.Taken[d]++
-			end[s.Server] = S(s.To)
+			end[s.Machine] = S(s.To)
 		}
 	}
-	for _, server := range slices.Sorted(maps.Keys(end)) {
-		if !slices.Contains(o.Highlight, end[server]) {
-			o.Highlight = append(o.Highlight, end[server])
+	for _, machine := range slices.Sorted(maps.Keys(end)) {
+		if !slices.Contains(o.Highlight, end[machine]) {
+			o.Highlight = append(o.Highlight, end[machine])
 		}
 	}
 	return o

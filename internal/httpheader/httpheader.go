@@ -71,12 +71,18 @@ func Origin(u *url.URL) string {
 // RoundTrip sends req with the configured headers if it goes to the
 // endpoint's origin, and without them and Authorization otherwise. It
 // never changes req itself.
+//
+// A header the request already has is kept, except the Authorization
+// that http.Client makes from a URL's user info (user:password@host),
+// which a configured Authorization replaces: the header the config
+// names is the credential meant for the endpoint.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.origin != "" && Origin(req.URL) == t.origin {
 		if len(t.header) > 0 {
 			req = req.Clone(req.Context())
+			fromUserInfo := req.URL.User != nil && req.Header.Get("Authorization") == basicAuthOf(req.URL.User)
 			for k, vs := range t.header {
-				if _, set := req.Header[k]; !set {
+				if _, set := req.Header[k]; !set || (k == "Authorization" && fromUserInfo) {
 					req.Header[k] = append([]string(nil), vs...)
 				}
 			}
@@ -95,6 +101,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.base.RoundTrip(req)
+}
+
+// basicAuthOf is the Authorization header http.Client sets for a URL's
+// user info.
+func basicAuthOf(u *url.Userinfo) string {
+	pw, _ := u.Password()
+	r := &http.Request{Header: http.Header{}}
+	r.SetBasicAuth(u.Username(), pw)
+	return r.Header.Get("Authorization")
 }
 
 // private reports whether the header named k must not leave the origin;

@@ -159,3 +159,39 @@ func TestOrigin(t *testing.T) {
 		}
 	}
 }
+
+// A URL with user info (user:password@host) never replaces a configured
+// Authorization: http.Client makes a Basic header of the user info before
+// the round-tripper runs, which used to keep it; the endpoint gets the
+// configured one. Without a configured Authorization, the user info's
+// Basic header is sent as before.
+func TestUserInfoNeverReplacesTheConfiguredAuthorization(t *testing.T) {
+	var seen headerLog
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.add(r.Header)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	u.User = url.UserPassword("robot", "url-password")
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	for _, tc := range []struct {
+		header http.Header
+		want   string
+	}{
+		{http.Header{"Authorization": {"Bearer configured-token"}}, "Bearer configured-token"},
+		{http.Header{"X-Api-Key": {"k"}}, "Basic cm9ib3Q6dXJsLXBhc3N3b3Jk"},
+	} {
+		c := &http.Client{Transport: httpheader.New(u.String(), tc.header, base)}
+		resp, err := c.Get(u.String() + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := seen.all()
+		if a := got[len(got)-1].Get("Authorization"); a != tc.want {
+			t.Errorf("configured %v: the endpoint got Authorization %q, want %q", tc.header, a, tc.want)
+		}
+	}
+}

@@ -43,6 +43,7 @@ type options struct {
 	ignoreSignals bool
 	envFile       string
 	lastWords     string
+	recordMeta    bool
 }
 
 func main() {
@@ -74,6 +75,7 @@ func main() {
 	flag.DurationVar(&o.flapEvery, "list-changed-every", 0, "add or remove the tool flap this often, for ever (keep it above the SDK's 10ms notification debounce, or no notification is ever sent)")
 	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
 	flag.StringVar(&o.lastWords, "last-words", "", "write this line to stderr right before the exit of -exit-at-start or -exit-after")
+	flag.BoolVar(&o.recordMeta, "record-meta", false, "print \"testserver: meta JSON\" to stderr for every request received: its method, its params._meta and, over -http, its traceparent header")
 	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 

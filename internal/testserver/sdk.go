@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -65,6 +66,9 @@ func newServer(o options) *mcp.Server {
 	srv = mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "v1"}, opts)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if o.recordMeta && !strings.HasPrefix(method, "notifications/") {
+				recordMeta(method, req)
+			}
 			res, err := next(ctx, method, req)
 			if method == "tools/list" {
 				startChanges()
@@ -166,3 +170,24 @@ func (c crashWriter) Write(p []byte) (int, error) {
 }
 
 func (crashWriter) Close() error { return nil }
+
+// recordMeta prints what a request carried for its trace: its method,
+// its _meta and, over HTTP, its traceparent header, as one JSON line.
+func recordMeta(method string, req mcp.Request) {
+	rec := struct {
+		Method      string         `json:"method"`
+		Meta        map[string]any `json:"meta,omitempty"`
+		Traceparent string         `json:"traceparent,omitempty"`
+	}{Method: method}
+	if p := req.GetParams(); p != nil {
+		rec.Meta = p.GetMeta()
+	}
+	if e := req.GetExtra(); e != nil && e.Header != nil {
+		rec.Traceparent = e.Header.Get("Traceparent")
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"method":%q,"error":%q}`, method, err))
+	}
+	fmt.Fprintf(os.Stderr, "testserver: meta %s\n", b)
+}

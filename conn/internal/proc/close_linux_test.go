@@ -50,3 +50,19 @@ func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
 		t.Errorf("the server ended by %q, want SIGKILL from its shutdown", sig)
 	}
 }
+
+// TestShorterScheduleTakesOver: a shutdown with a long grace is hurried
+// by a later one with a short grace, which kills a server that ignores
+// SIGTERM on its own schedule; the first schedule's goroutine ends.
+func TestShorterScheduleTakesOver(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p, err := startProcess(context.Background(), Spec{Path: "sh", Args: []string{"-c", `trap "" TERM; exec sleep 60`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.terminate(time.Hour)
+	awaitClosed(t, p.terminate(20*time.Millisecond), "the exit on the shorter schedule")
+	if sig := exitSignal(p.state); sig != "SIGKILL" {
+		t.Errorf("the server ended by %q, want SIGKILL from the shorter schedule", sig)
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 )
 
 // Process is one running server and its process group, from [Start]
@@ -38,9 +40,9 @@ type Process struct {
 
 	termMu      sync.Mutex
 	termStarted bool
-	reaping     bool          // the leader exited: the reaping kills the group, no schedule is needed
-	termGrace   time.Duration // of the schedule in progress
-	hurry       chan struct{} // closed when a shorter schedule replaces it
+	reaping     bool             // the leader exited: the reaping kills the group, no schedule is needed
+	termGrace   time.Duration    // of the schedule in progress
+	hurry       broadcast.Signal // when a shorter schedule replaces the running one
 
 	sent  atomic.Int32     // the last terminateStep+1 the shutdown signalled
 	tail  *Tail            // the end of standard error
@@ -127,23 +129,20 @@ func (p *Process) terminate(grace time.Duration) <-chan struct{} {
 	if first {
 		_ = p.stdin.Close()
 	} else {
-		close(p.hurry)
+		p.hurry.Notify()
 	}
 	if p.reaping {
 		// The leader is dead and being reaped, which kills the group:
 		// no signal of the schedule's could hurry that.
-		p.hurry = make(chan struct{})
 		return p.exited
 	}
 	if grace <= 0 {
 		// No grace at all: kill now, before returning, so that a host
 		// that exits right after leaves nothing behind.
 		p.shutdownSignal(stepKill)
-		p.hurry = make(chan struct{})
 		return p.exited
 	}
-	hurry := make(chan struct{})
-	p.hurry = hurry
+	hurry := p.hurry.C()
 	go func() {
 		start := time.Now()
 		t := time.NewTimer(grace)

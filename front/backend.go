@@ -1,0 +1,80 @@
+package front
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpfsm/mcpfsm/conn"
+)
+
+// backend is where a request of a client to a server goes: the server's
+// shared instance, or the client's own instance of it.
+type backend struct {
+	server string
+	sup    *conn.Supervisor   // nil when the front knows no supervisor of the server
+	tools  *conn.ToolRegistry // where the instance publishes its tools
+	cat    *conn.Catalog      // and its catalog
+	own    bool               // the client's own instance
+	done   func()             // ends the request's use of the instance
+	f      *Front
+}
+
+// status is the status of the instance, if the front knows it.
+func (b backend) status() (conn.Status, bool) {
+	if b.sup != nil {
+		return b.sup.Status(), true
+	}
+	return b.f.status(b.server)
+}
+
+// errServerDown: a request would start an instance of a server whose
+// shared instance is not established.
+var errServerDown = errors.New("the server is down")
+
+// backend returns where c's request to server goes: its own instance
+// of it, started and waited for (by ctx) on first use, when the server
+// is isolated per client; the shared instance otherwise. The caller
+// calls done once the request ends.
+func (c *client) backend(ctx context.Context, server string) (backend, error) {
+	f := c.f
+	if !c.isolated(server) {
+		b := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+		if f.opts.Backends != nil {
+			b.sup, _ = f.opts.Backends.Supervisor(server)
+		}
+		return b, nil
+	}
+	in, err := c.instanceOf(server)
+	if err != nil {
+		return backend{}, err
+	}
+	if in.running() == nil {
+		// A first use (or one after an idle close) during an outage of
+		// the server is answered at once, as any call during an outage,
+		// from the shared instance's state: an instance started now would
+		// only wait for the same server.
+		shared := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+		if st, ok := shared.status(); ok && st.State != conn.Established {
+			return shared, errServerDown
+		}
+	}
+	sup, started, done, err := in.use(ctx)
+	if err != nil {
+		return backend{}, err
+	}
+	// The first attempt's outcome, or the request's deadline: a request
+	// made while the instance starts waits for it, and one it failed for
+	// is told how the instance is.
+	_ = sup.Ready(ctx)
+	if started {
+		// The request that started the instance finds it as its client
+		// left the shared one: its logging level set, its roots applied.
+		if level := c.levelOf(); level != "" {
+			if err := setLevel(ctx, sup, level); err != nil {
+				f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", server, "level", level)
+			}
+		}
+		in.settle(ctx)
+	}
+	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
+}

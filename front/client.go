@@ -1,0 +1,288 @@
+//lint:file-ignore SA1019 roots and logging are deprecated upstream (SEP-2577) but still relayed.
+
+package front
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// clientKind says what one client of the front is.
+type clientKind int
+
+const (
+	// stdioClient is the stdio front's one client: every shared instance
+	// serves it as its own, with its roots and logging level.
+	stdioClient clientKind = iota
+	// sessionClient is one 2025-11-25 session over HTTP.
+	sessionClient
+	// subjectClient is the 2026-07-28 requests of one subject over HTTP:
+	// that era has no sessions, so what identifies the caller keys its
+	// instances.
+	subjectClient
+)
+
+// client is one client of the front, served apart from the others: its
+// own MCP server (so its own tool list and notifications), its calls in
+// flight, roots, logging level, subscriptions, bridged calls and
+// per-client instances. Nothing of one client's reaches another.
+type client struct {
+	f       *Front
+	kind    clientKind
+	subject string       // the caller's subject; "" without credentials
+	caller  authz.Caller // whom its lists are for: the caller that opened it
+	server  *mcp.Server
+	view    view
+
+	// reg and cat receive the tools and catalog of the client's own
+	// instances.
+	reg *conn.ToolRegistry
+	cat *conn.Catalog
+
+	ctx  context.Context // ends when the client does
+	stop context.CancelFunc
+	wg   sync.WaitGroup // the client's goroutines: its sync loop, roots reads
+
+	release func() // frees the client's session slot, once
+
+	rmu sync.Mutex // serialises roots reads, so the newest is applied last
+
+	mu        sync.Mutex
+	closed    bool
+	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
+	roots     []*mcp.Root
+	rootsSeen bool // roots were read (or answered, for a modern client)
+	rootsDue  bool // the read at initialized failed: read at the next request
+	level     mcp.LoggingLevel
+	calls     map[string][]*inflight // server -> requests in flight there, oldest first
+	instances map[string]*instance
+	bridges   map[string]*bridge // by requestState
+	subs      map[target]map[string]bool
+	syncing   bool         // the sync loop of the client's own registry runs
+	busy      int          // requests in progress (a 2026-07-28 client's)
+	idle      *clock.Timer // ends a 2026-07-28 client left idle
+	idleSeq   uint64       // which arming of idle is current
+}
+
+// inflight is one request of a client in flight on a server.
+type inflight struct {
+	// ctx is the request's context in the client's server: a message sent
+	// under its values goes on the request's own stream.
+	ctx context.Context
+	ss  *mcp.ServerSession // the session that serves the request
+	b   *bridge            // the bridged call, for a 2026-07-28 client
+	// logged has a value once a log message of the server was relayed
+	// during the request (see client.settleLogs).
+	logged chan struct{}
+}
+
+// newClient makes a client, serving what the registry lists now; add
+// makes it one of the front's.
+func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
+	c := &client{f: f, kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
+		calls: map[string][]*inflight{}, instances: map[string]*instance{}, bridges: map[string]*bridge{},
+		subs: map[target]map[string]bool{}}
+	if f.opts.Catalog != nil {
+		c.cat = conn.NewCatalog()
+	}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.server = f.newServer(c)
+	c.view.init()
+	c.update()
+	return c
+}
+
+// newServer is the MCP server that serves c.
+func (f *Front) newServer(c *client) *mcp.Server {
+	// Tools (and resources and prompts) come and go with the supervised
+	// servers: always announce the capabilities with list_changed, even
+	// with nothing listed yet.
+	instructions := "Tools of several MCP servers, supervised by mcpfsm: a tool named mcp__<server>__<tool> " +
+		"belongs to <server>. While a server reconnects, its tools answer at once with an error saying when to retry."
+	if f.opts.Names == NamesRaw {
+		instructions = "Tools of several MCP servers, supervised by mcpfsm, under their servers' own names " +
+			"(mcp__<server>__<tool> for a name an earlier server has). While a server reconnects, its tools answer at once with an error saying when to retry."
+	}
+	opts := &mcp.ServerOptions{
+		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Instructions:            instructions,
+		InitializedHandler:      c.initialized,
+		RootsListChangedHandler: c.rootsChanged,
+	}
+	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
+	if f.opts.Catalog != nil {
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
+		opts.SubscribeHandler, opts.UnsubscribeHandler = c.subscribe, c.unsubscribe
+		opts.CompletionHandler = c.complete
+		opts.Instructions += " Prompts are named like tools. A resource is listed under its server's own URI, or as " +
+			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
+	}
+	s := mcp.NewServer(f.opts.Implementation, opts)
+	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
+	if f.opts.Catalog != nil {
+		// Every read is routed here, listed or not: a URI built from a
+		// template, or named by a tool's resource link, reaches its server.
+		s.AddReceivingMiddleware(c.readMiddleware)
+	}
+	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
+	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
+	s.AddSendingMiddleware(keepAnswer)
+	return s
+}
+
+// session is c's session, if it has one yet.
+func (c *client) session() *mcp.ServerSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ss
+}
+
+// adopt records ss as c's session.
+func (c *client) adopt(ss *mcp.ServerSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ss == nil && ss != nil && c.kind != subjectClient {
+		c.ss = ss
+	}
+}
+
+// begin records a request of c in flight on server, made under ctx in
+// ss; the returned function ends it.
+func (c *client) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge) (*inflight, func()) {
+	in := &inflight{ctx: ctx, ss: ss, b: b, logged: make(chan struct{}, 1)}
+	c.adopt(ss)
+	c.mu.Lock()
+	c.calls[server] = append(c.calls[server], in)
+	c.mu.Unlock()
+	return in, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.calls[server] = slices.DeleteFunc(c.calls[server], func(x *inflight) bool { return x == in })
+		if len(c.calls[server]) == 0 {
+			delete(c.calls, server)
+		}
+	}
+}
+
+// newest is c's newest request in flight on server, or nil.
+func (c *client) newest(server string) *inflight {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if calls := c.calls[server]; len(calls) > 0 {
+		return calls[len(calls)-1]
+	}
+	return nil
+}
+
+// inFlight counts c's requests in flight on server and returns the
+// newest.
+func (c *client) inFlight(server string) (int, *inflight) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := c.calls[server]
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	return len(calls), calls[len(calls)-1]
+}
+
+// isolated reports whether c has (or gets) an instance of its own of
+// server: over HTTP, unless the server is shared.
+func (c *client) isolated(server string) bool {
+	return c.kind != stdioClient && c.f.opts.Backends != nil && !c.f.isolation(server).shared
+}
+
+// close ends c: its bridged calls are lost, its instances close (off
+// the caller's goroutine; the front waits for them), its slot is freed.
+// It may be called more than once.
+func (c *client) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	instances := make([]*instance, 0, len(c.instances))
+	for _, in := range c.instances {
+		instances = append(instances, in)
+	}
+	bridges := make([]*bridge, 0, len(c.bridges))
+	for _, b := range c.bridges {
+		bridges = append(bridges, b)
+	}
+	subs := c.subs
+	c.subs = map[target]map[string]bool{}
+	ss := c.ss
+	c.idleSeq++
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+	c.mu.Unlock()
+	if ss != nil && c.kind == sessionClient {
+		_ = ss.Close() // the front ends it: its client hears of it
+	}
+	for _, b := range bridges {
+		c.lose(b, "the client's session ended")
+	}
+	for t := range subs {
+		if !c.isolated(t.server) {
+			c.f.unsubscribeShared(t)
+		}
+	}
+	for _, in := range instances {
+		in.end()
+	}
+	c.stop()
+	c.release()
+	c.f.wg.Go(c.wg.Wait)
+}
+
+// drop ends c and forgets it.
+func (f *Front) drop(c *client) {
+	f.mu.Lock()
+	delete(f.clients, c)
+	if f.subjects[c.subject] == c {
+		delete(f.subjects, c.subject)
+	}
+	f.mu.Unlock()
+	c.close()
+}
+
+// watchOwn starts c's sync loop over its own registry and catalog, once:
+// its instances' listings change its view.
+func (c *client) watchOwn() {
+	c.mu.Lock()
+	if c.syncing || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.syncing = true
+	c.wg.Add(1) // under mu: close waits only after closed is set
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		for {
+			changed := c.reg.Changed() // before reading: no change is missed
+			var catChanged <-chan struct{}
+			if c.cat != nil {
+				catChanged = c.cat.Changed()
+			}
+			c.update()
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-changed:
+			case <-catChanged:
+			}
+		}
+	}()
+}

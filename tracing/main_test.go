@@ -1,0 +1,9 @@
+package tracing_test
+
+import (
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+)
+
+func TestMain(m *testing.M) { fixture.VerifyTestMain(m) }
