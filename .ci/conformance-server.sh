@@ -8,9 +8,14 @@
 # fourth scenario, serve's backends are SIGKILLed first, and the next
 # scenario waits until serve's /readyz says they are back. It exits
 # non-zero when (b) or (c) passes fewer scenarios than (a): through serve
-# a client must be able to do what it does against the server directly.
+# a client must be able to do what it does against the server directly;
+# and, so that a broken runner, an empty scenario list or a changed
+# result line (every scenario failing every way) cannot pass, when the
+# list is empty or (b) or (c) passes fewer than MIN scenarios.
 # Usage: conformance-server.sh [SCENARIO...] (default: every server
-# scenario). The suite is installed by .ci/conformance.sh.
+# scenario). MIN is $CONFORMANCE_SERVER_MIN, by default 32 for every
+# scenario and 1 for a named list. The suite is installed by
+# .ci/conformance.sh.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,7 +100,9 @@ kill_backends() {
 
 if [ $# -gt 0 ]; then
 	scenarios="$*"
+	min=${CONFORMANCE_SERVER_MIN:-1}
 else
+	min=${CONFORMANCE_SERVER_MIN:-32}
 	# "conformance list" prints the server scenarios after the line
 	# "Server scenarios", one per line as "  - NAME [VERSIONS]".
 	scenarios=$("$conformance" list | sed -n '/^Server scenarios/,/^Client scenarios/p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
@@ -133,6 +140,14 @@ for s in $scenarios; do
 done
 echo
 echo "alone: passed $direct/$total; through serve per-client: passed $per_client/$total; shared: passed $shared/$total; backends killed $kills times"
+if [ "$total" -eq 0 ]; then
+	echo "conformance-server: the suite listed no server scenarios ('conformance list' changed, or failed)" >&2
+	exit 1
+fi
+if [ "$per_client" -lt "$min" ] || [ "$shared" -lt "$min" ]; then
+	echo "conformance-server: through serve only $per_client (per-client) and $shared (shared) of $total scenarios pass; at least $min must (alone: $direct)" >&2
+	exit 1
+fi
 if [ "$per_client" -lt "$direct" ] || [ "$shared" -lt "$direct" ]; then
 	echo "conformance-server: through serve $per_client (per-client) and $shared (shared) of $total scenarios pass, alone $direct; they must be equal" >&2
 	exit 1

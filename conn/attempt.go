@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
@@ -19,7 +20,7 @@ func (s *Supervisor) startAttempt(attempt int) {
 // attemptDone is the outcome of the pending attempt: its tools, or why it
 // failed and whether its process is gone.
 func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, released bool) {
-	if g != s.pending {
+	if g != s.pending && !bugs.NoGenerationFence {
 		return // fenced: disposal retired it
 	}
 	first := !s.readyDone
@@ -80,6 +81,11 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	defer answer(waiters, ferr)
 	if first && s.cfg.FailOnStartupError {
 		// Start is about to Close: dispose now, with the reason recorded.
+		// A process not yet confirmed gone is waited for by disposal, so
+		// that Start leaves nothing running or says that it may have.
+		if !released {
+			s.stuck = g
+		}
 		s.fire(EventDispose, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id})
 		return
 	}

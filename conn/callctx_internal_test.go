@@ -26,7 +26,7 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 func TestCallContextTimeout(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	x, ok := c.start(context.Background(), clk, time.Second)
+	x, ok := c.start(context.Background(), clk, time.Second, time.Time{})
 	if !ok {
 		t.Fatal("start refused on an open list")
 	}
@@ -35,7 +35,7 @@ func TestCallContextTimeout(t *testing.T) {
 		t.Fatalf("fresh call: Done %v closed %v Err %v", done, isDone(done), x.Err())
 	}
 	clk.Add(500 * time.Millisecond)
-	y, _ := c.start(context.Background(), clk, time.Second)
+	y, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	clk.Add(500 * time.Millisecond)
 	if !isDone(done) || !errors.Is(x.Err(), context.DeadlineExceeded) || !x.expired() {
 		t.Fatalf("after CallTimeout: closed %v Err %v expired %v", isDone(done), x.Err(), x.expired())
@@ -64,17 +64,17 @@ func TestCallContextTimeout(t *testing.T) {
 func TestCallContextShutdown(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	x, _ := c.start(context.Background(), clk, time.Minute)
+	x, _ := c.start(context.Background(), clk, time.Minute, time.Time{})
 	d := x.Done()
 	c.close(false)
 	if x.Err() != nil {
 		t.Fatalf("close(false) cancelled a call: %v", x.Err())
 	}
-	if _, ok := c.start(context.Background(), clk, time.Minute); ok {
+	if _, ok := c.start(context.Background(), clk, time.Minute, time.Time{}); ok {
 		t.Fatal("a closed list accepted a call")
 	}
 	var c2 calls
-	y, _ := c2.start(context.Background(), clk, time.Minute)
+	y, _ := c2.start(context.Background(), clk, time.Minute, time.Time{})
 	yd := y.Done()
 	c2.close(true)
 	if !isDone(yd) || !errors.Is(y.Err(), context.Canceled) || y.expired() {
@@ -100,7 +100,7 @@ func TestCallContextParent(t *testing.T) {
 	parent, cancelDL := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), dl)
 	defer cancelDL()
 	parent, cancel := context.WithCancelCause(parent)
-	x, _ := c.start(parent, clk, time.Minute)
+	x, _ := c.start(parent, clk, time.Minute, time.Time{})
 	if x.Value(key{}) != "v" {
 		t.Errorf("Value = %v, want the caller's", x.Value(key{}))
 	}
@@ -119,7 +119,7 @@ func TestCallContextParent(t *testing.T) {
 	// A caller's context already cancelled before Done is first asked.
 	p2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	y, _ := c.start(p2, clk, time.Minute)
+	y, _ := c.start(p2, clk, time.Minute, time.Time{})
 	if !errors.Is(y.Err(), context.Canceled) || !isDone(y.Done()) {
 		t.Fatalf("cancelled caller: Err %v", y.Err())
 	}
@@ -133,7 +133,7 @@ func TestCallContextChildren(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
 	defer c.close(true)
-	x, _ := c.start(context.Background(), clk, time.Second)
+	x, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	child, stop := context.WithCancel(x)
 	defer stop()
 	ran := make(chan struct{})
@@ -143,13 +143,13 @@ func TestCallContextChildren(t *testing.T) {
 	awaitClosed(t, ran, "AfterFunc after CallTimeout")
 	c.end(x)
 
-	y, _ := c.start(context.Background(), clk, time.Minute)
+	y, _ := c.start(context.Background(), clk, time.Minute, time.Time{})
 	child2, stop2 := context.WithCancel(y)
 	defer stop2()
 	c.end(y)
 	awaitClosed(t, child2.Done(), "child after the call ended")
 
-	z, _ := c.start(context.Background(), clk, time.Minute)
+	z, _ := c.start(context.Background(), clk, time.Minute, time.Time{})
 	stopped := context.AfterFunc(z, func() { t.Error("a stopped AfterFunc ran") })
 	if !stopped() {
 		t.Error("stop of a pending AfterFunc returned false")
@@ -164,11 +164,11 @@ func TestCallContextAllocs(t *testing.T) {
 	var c calls
 	defer c.close(true)
 	ctx := context.Background()
-	warm, _ := c.start(ctx, clk, time.Minute)
+	warm, _ := c.start(ctx, clk, time.Minute, time.Time{})
 	_ = warm.Done()
 	c.end(warm)
 	allocs := testing.AllocsPerRun(1000, func() {
-		x, _ := c.start(ctx, clk, time.Minute)
+		x, _ := c.start(ctx, clk, time.Minute, time.Time{})
 		if isDone(x.Done()) || x.Err() != nil {
 			t.Fatal("a fresh call is cancelled")
 		}
@@ -190,11 +190,11 @@ func TestCallTimerNotResetPerCall(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
 	defer c.close(true)
-	x, _ := c.start(context.Background(), clk, time.Second)
+	x, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	armed := armedAt(&c)
 	c.end(x)
 	clk.Add(600 * time.Millisecond)
-	y, _ := c.start(context.Background(), clk, time.Second) // deadline 1.6 s
+	y, _ := c.start(context.Background(), clk, time.Second, time.Time{}) // deadline 1.6 s
 	if armedAt(&c) != armed {
 		t.Fatalf("the second call re-armed the timer for %v; want it left at %v", armedAt(&c), armed)
 	}
@@ -214,7 +214,7 @@ func TestCallTimerNotResetPerCall(t *testing.T) {
 	if !armedAt(&c).IsZero() {
 		t.Fatalf("with no call the timer is armed for %v", armedAt(&c))
 	}
-	z, _ := c.start(context.Background(), clk, time.Second)
+	z, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	clk.Add(time.Second)
 	if !z.expired() {
 		t.Fatal("a call started after the timer went idle did not expire")
@@ -227,4 +227,35 @@ func armedAt(c *calls) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.timerAt
+}
+
+// TestCallThatWaitedExpiresFromItsStart: a call that waited for a slot
+// (MaxConcurrentCalls) expires CallTimeout after it started waiting, even
+// though calls started after its wait began are ahead of it in the list.
+func TestCallThatWaitedExpiresFromItsStart(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	defer c.close(true)
+	waited := clk.Now()
+	clk.Add(300 * time.Millisecond)
+	x, _ := c.start(context.Background(), clk, time.Second, time.Time{}) // deadline 1.3 s
+	clk.Add(200 * time.Millisecond)
+	y, _ := c.start(context.Background(), clk, time.Second, waited) // waited since 0: deadline 1 s
+	clk.Add(499 * time.Millisecond)
+	if y.Err() != nil || x.Err() != nil {
+		t.Fatalf("at 999 ms: waited %v, other %v; want both running", y.Err(), x.Err())
+	}
+	clk.Add(time.Millisecond)
+	if !y.expired() {
+		t.Fatal("the call that waited since 0 did not expire at 1 s")
+	}
+	if x.Err() != nil {
+		t.Fatalf("the call started at 300 ms was cancelled at 1 s: %v", x.Err())
+	}
+	clk.Add(300 * time.Millisecond)
+	if !x.expired() {
+		t.Fatal("the call started at 300 ms did not expire at 1.3 s")
+	}
+	c.end(x)
+	c.end(y)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,29 +65,52 @@ func (c *calls) putChan(ch chan struct{}) {
 
 // start registers a call and returns its context, derived from ctx, which
 // the caller passes to end. ok is false when the generation is shutting
-// down.
-func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration) (_ *callCtx, ok bool) {
-	n := &callCtx{parent: ctx, calls: c, deadline: clk.Now().Add(timeout)}
+// down. The call's deadline is timeout after since, or after now when
+// since is zero; a call with an earlier since (it waited for a slot) may
+// end before calls started earlier, and is put in its place.
+func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration, since time.Time) (_ *callCtx, ok bool) {
+	now := clk.Now()
+	if since.IsZero() {
+		since = now
+	}
+	n := &callCtx{parent: ctx, calls: c, deadline: since.Add(timeout)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, false
 	}
-	if c.tail == nil {
-		c.head, c.tail = n, n
-	} else {
-		n.prev, c.tail.next, c.tail = c.tail, n, n
-	}
+	c.insert(n)
+	wait := n.deadline.Sub(now)
 	switch {
 	case c.timer == nil:
-		c.timer = clk.AfterFunc(timeout, func() { c.expire(clk) })
+		c.timer = clk.AfterFunc(wait, func() { c.expire(clk) })
 		c.timerAt = n.deadline
 	case c.timerAt.IsZero() || c.timerAt.After(n.deadline):
-		c.timer.Reset(timeout)
+		c.timer.Reset(wait)
 		c.timerAt = n.deadline
 	}
 	c.mu.Unlock()
 	return n, true
+}
+
+// insert puts n in the list in deadline order: at the tail, unless it
+// waited for a slot and ends before calls started earlier.
+func (c *calls) insert(n *callCtx) {
+	at := c.tail
+	for at != nil && at.deadline.After(n.deadline) {
+		at = at.prev
+	}
+	switch {
+	case at == nil && c.head == nil:
+		c.head, c.tail = n, n
+	case at == nil:
+		n.next, c.head.prev, c.head = c.head, n, n
+	case at == c.tail:
+		n.prev, c.tail.next, c.tail = c.tail, n, n
+	default:
+		n.prev, n.next = at, at.next
+		at.next.prev, at.next = n, n
+	}
 }
 
 // end removes a finished call. The timer is left as it is: when it fires
@@ -160,10 +184,11 @@ func (x *callCtx) expired() bool {
 	return x.reason == byTimeout
 }
 
-// call is Tool.Call on this generation.
-func (g *generation) call(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
+// call is Tool.Call on this generation; since is when the call started,
+// if it waited for a slot first (zero: now).
+func (g *generation) call(ctx context.Context, since time.Time, public, raw string, args any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
-	err := g.request(ctx, public, func(ctx context.Context) (err error) {
+	err := g.request(ctx, public, since, func(ctx context.Context) (err error) {
 		res, err = g.sess.CallTool(ctx, &mcp.CallToolParams{Meta: callMeta(ctx), Name: raw, Arguments: args})
 		return err
 	})
@@ -176,17 +201,23 @@ func (g *generation) call(ctx context.Context, public, raw string, args any) (*m
 // path of tool calls and WithSession: bounded by CallTimeout, retired at
 // once when g shuts down, and failing with the one unavailable error
 // (matching ErrUnavailable) when g is down or goes away under it. tool is
-// the public name of the tool called, "" for another request.
-func (g *generation) request(ctx context.Context, tool string, do func(context.Context) error) error {
+// the public name of the tool called, "" for another request. since is
+// when the request started, if earlier than now (a call that waited for a
+// slot of MaxConcurrentCalls): CallTimeout counts from there.
+func (g *generation) request(ctx context.Context, tool string, since time.Time, do func(context.Context) error) error {
 	if g.down() {
 		return g.unavailable(tool, nil)
 	}
-	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout)
+	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout, since)
 	if !ok {
 		return g.unavailable(tool, nil)
 	}
 	defer g.calls.end(n)
-	err := do(n)
+	var ctxDo context.Context = n
+	if bugs.CallIgnoresDeadline {
+		ctxDo = context.WithoutCancel(n)
+	}
+	err := do(ctxDo)
 	if err != nil && n.expired() {
 		what := "the request"
 		if tool != "" {

@@ -51,7 +51,8 @@ type Config struct {
 	Reconnect *policy.Policy
 	// FailOnStartupError makes Start wait for the first attempt and return
 	// its error, leaving nothing running, instead of retrying in the
-	// background.
+	// background. If the attempt's server process could not be confirmed
+	// gone within CloseTimeout, the error also wraps ErrIncompleteShutdown.
 	FailOnStartupError bool
 	// ConnectTimeout bounds one attempt. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -65,7 +66,8 @@ type Config struct {
 	// MaxConcurrentCalls bounds the tool calls in flight to the server at
 	// once. A call beyond it waits for a slot until its context ends or
 	// CallTimeout passes, then is answered with a tool error (isError)
-	// naming the limit, never sent. Zero means no limit.
+	// naming the limit, never sent. The wait counts against the call's
+	// CallTimeout. Zero means no limit.
 	MaxConcurrentCalls int
 	// CloseTimeout bounds the close barrier. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration

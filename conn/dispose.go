@@ -1,6 +1,9 @@
 package conn
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // dispose is the entry action of disposing: fence, cancel, close, then wait
 // for quiescence off the loop. (Leaving a backoff state already disarmed
@@ -8,9 +11,12 @@ import "fmt"
 func (s *Supervisor) dispose() {
 	s.resolveReady(s.closedErr())
 	s.answerWaiters(s.closedErr())
+	// The generation that halted reconnecting is waited for too: its
+	// process may still run, and a Close that returned nil beside it
+	// would let a host start the server again (a config reload).
 	var barriers []*generation
-	for _, g := range []*generation{s.pending, s.current} {
-		if g != nil {
+	for _, g := range []*generation{s.pending, s.current, s.stuck} {
+		if g != nil && !slices.Contains(barriers, g) {
 			barriers = append(barriers, g)
 		}
 	}

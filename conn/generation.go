@@ -44,7 +44,10 @@ type generation struct {
 	expiry   *clock.Timer  // fires expire; stopped at the release
 
 	// Owned by the supervisor's loop.
-	sync *fsm.Machine[syncState, syncEvent, struct{}] // see syncTable; nil while in sync (syncFire)
+	sync        *fsm.Machine[syncState, syncEvent, struct{}] // see syncTable; nil while in sync (syncFire)
+	resyncFails int                                          // failed re-syncs in a row (resync.go)
+
+	resyncTimer *clock.Timer // the retry of a failed re-sync; guarded by mu
 
 	ext genSession // the session beyond its tools (session.go)
 }

@@ -3,6 +3,8 @@ package conn
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 )
 
 // genCause is why a generation was closed, which decides what its
@@ -116,6 +118,9 @@ func (g *generation) fire(ev genEvent, d genPayload) bool {
 		g.stopKeepAliveLocked()
 	case genClosing:
 		g.stopKeepAliveLocked() // a retired generation too: no timer keeps it in memory
+		if g.resyncTimer != nil {
+			g.resyncTimer.Stop()
+		}
 		g.life.cause, g.life.closed = d.cause, d
 		if d.cause == causeLost {
 			g.life.closed.err, g.life.closed.at = g.life.badErr, g.life.badAt
@@ -217,6 +222,9 @@ func (g *generation) shutdownWork(own bool) {
 	g.life.term = term
 	g.mu.Unlock()
 	gone := terminateWithin(term, s.cfg.CloseTimeout)
+	if bugs.SkipCloseBarrier {
+		gone = closedChan
+	}
 	switch _, reports := term.(ownedProcess); {
 	case isDone(gone):
 		g.fire(genRelease, genPayload{own: own}) // found gone already

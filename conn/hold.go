@@ -50,12 +50,16 @@ func (s *Supervisor) retryable(raw *mcp.Tool, written bool) bool {
 
 // callHeld is Tool.Call under Config.HoldCalls: a call that fails because
 // the connection is gone, and that [Supervisor.retryable] allows, waits up
-// to HoldCalls (from its start) for the next established generation and
-// is sent there once more.
-func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any) (*mcp.CallToolResult, error) {
-	deadline := s.clk.Now().Add(s.cfg.HoldCalls)
+// to HoldCalls (from its start: since, if it waited for a slot) for the
+// next established generation and is sent there once more.
+func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any, since time.Time) (*mcp.CallToolResult, error) {
+	start := since
+	if start.IsZero() {
+		start = s.clk.Now()
+	}
+	deadline := start.Add(s.cfg.HoldCalls)
 	mark := new(wireMark)
-	res, err := t.gen.callObserved(withWireMark(ctx, mark), t.Name, t.Raw.Name, args)
+	res, err := t.gen.callObserved(withWireMark(ctx, mark), since, t.Name, t.Raw.Name, args)
 	if err == nil || !errors.Is(err, ErrUnavailable) || !s.retryable(t.Raw, mark.written.Load()) {
 		return res, err
 	}
@@ -63,7 +67,7 @@ func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any) (*mcp.CallT
 	if werr != nil {
 		return nil, fmt.Errorf("%w (held %v for a new connection: %w)", err, s.cfg.HoldCalls, werr)
 	}
-	return next.callObserved(ctx, t.Name, t.Raw.Name, args)
+	return next.callObserved(ctx, time.Time{}, t.Name, t.Raw.Name, args)
 }
 
 // awaitGeneration waits until a generation newer than old is established,

@@ -21,15 +21,17 @@ func newCallLimit(n int) callLimit {
 
 // acquire takes a slot, waiting while every slot is taken until ctx ends
 // or the call timeout passes. It returns the slot's release, or the tool
-// error result that answers a call that found none.
-func (s *Supervisor) acquire(ctx context.Context, tool string) (release func(), refused *mcp.CallToolResult) {
+// error result that answers a call that found none. A call that waited
+// gets the moment it started waiting (zero for one that did not): its
+// CallTimeout counts from there, so the wait and the call share it.
+func (s *Supervisor) acquire(ctx context.Context, tool string) (release func(), refused *mcp.CallToolResult, since time.Time) {
 	l := s.limit
 	if l == nil {
-		return func() {}, nil
+		return func() {}, nil, time.Time{}
 	}
 	select {
 	case l <- struct{}{}:
-		return func() { <-l }, nil
+		return func() { <-l }, nil, time.Time{}
 	default:
 	}
 	timer := s.clk.Timer(s.cfg.CallTimeout)
@@ -37,11 +39,11 @@ func (s *Supervisor) acquire(ctx context.Context, tool string) (release func(), 
 	waited := s.clk.Now()
 	select {
 	case l <- struct{}{}:
-		return func() { <-l }, nil
+		return func() { <-l }, nil, waited
 	case <-timer.C:
 	case <-ctx.Done():
 	}
 	text := fmt.Sprintf("server %q: all %d call slots (maxConcurrentCalls) stayed busy for %v; tool %q was not called; try again later",
 		s.cfg.Name, cap(l), s.clk.Since(waited).Round(time.Millisecond), tool)
-	return nil, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	return nil, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, waited
 }

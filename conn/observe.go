@@ -69,14 +69,19 @@ func ClassifyCall(res *mcp.CallToolResult, err error) Outcome {
 
 // callObserved is [generation.call], reported to Config.OnCall when it is
 // set. Every call of a published tool ends here, fast-failed ones included.
-func (g *generation) callObserved(ctx context.Context, public, raw string, args any) (*mcp.CallToolResult, error) {
+// since is when the call started, if it waited for a slot first (zero:
+// now).
+func (g *generation) callObserved(ctx context.Context, since time.Time, public, raw string, args any) (*mcp.CallToolResult, error) {
 	on := g.sup.cfg.OnCall
 	if on == nil {
-		return g.call(ctx, public, raw, args)
+		return g.call(ctx, since, public, raw, args)
 	}
 	clk := g.sup.clk
-	start := clk.Now()
-	res, err := g.call(ctx, public, raw, args)
+	start := since
+	if start.IsZero() {
+		start = clk.Now()
+	}
+	res, err := g.call(ctx, since, public, raw, args)
 	on(CallRecord{
 		Server: g.sup.cfg.Name, Tool: public, RawTool: raw, Generation: g.id,
 		Start: start, Duration: clk.Since(start), Outcome: ClassifyCall(res, err), Err: err,

@@ -2,10 +2,12 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
@@ -165,13 +167,19 @@ func (s *Supervisor) resync(g *generation) {
 }
 
 // resyncDone swaps a re-sync's tools in, or logs why it could not; either
-// way the previous tools stay until a listing succeeds.
+// way the previous tools stay until a listing succeeds. A listing the
+// server did not complete (no answer within ConnectTimeout, an error
+// answer) is tried again after the reconnect policy's delay, doubling per
+// failure: no list change may come to start the next one, and the
+// registry would stay behind the server for good. An invalid list or a
+// refused registration waits for the server's next change.
 func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 	if g != s.current || g.down() {
 		// The generation was retired while it listed: whatever it fetched
 		// is stale, and a failure caused by closing it is no news.
 		return
 	}
+	retry := err != nil && !errors.Is(err, ErrInvalidToolList)
 	// The same tools again (a re-listing that found no change) leave the
 	// registry alone, so nobody hears of a change.
 	if err == nil && !s.publishedAre(g, tools) {
@@ -179,10 +187,33 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 	}
 	if err != nil {
 		err = redact.Error(err)
-		s.cfg.Logger.Error("tool re-sync failed: "+err.Error()+"; the previous tools stay registered",
-			"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err)
+		attrs := []any{"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err}
+		if retry {
+			attrs = append(attrs, "retry", g.retryResync(s.cfg.policy.Delay))
+		}
+		s.cfg.Logger.Error("tool re-sync failed: "+err.Error()+"; the previous tools stay registered", attrs...)
+	} else {
+		g.resyncFails = 0
 	}
 	s.syncFire(g, syncListed)
+}
+
+// retryResync arms the next re-sync of g after delay(n) for its n-th
+// failed one in a row, and returns that delay; the timer signals a list
+// change, as the server would. Closing g stops it.
+func (g *generation) retryResync(delay func(n int) time.Duration) time.Duration {
+	g.resyncFails++
+	d := delay(g.resyncFails)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closingLocked() {
+		return d
+	}
+	if g.resyncTimer != nil {
+		g.resyncTimer.Stop()
+	}
+	g.resyncTimer = g.sup.clk.AfterFunc(d, g.signalChanged)
+	return d
 }
 
 // publishedAre reports whether the published tools are tools, of g, in

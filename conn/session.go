@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,14 +22,18 @@ type sessionState struct {
 	callbacks *callbacks                 // nil without Config.Client
 	roots     rootSet
 
-	subMu sync.Mutex
-	subs  []string // resource URIs subscribed through the supervisor, in order
+	subMu   sync.Mutex
+	subs    []string      // resource URIs subscribed through the supervisor, in order
+	subSend chan struct{} // held (buffered 1) while the list changes and the change is sent
 }
 
 // genSession is what a generation keeps beyond its tools: the catalog it
-// listed at connect, and the state of its catalog re-sync.
+// listed at connect, the subscriptions it sent then, and the state of its
+// catalog re-sync.
 type genSession struct {
 	listed *serverCatalog // phase one's catalog, published when the attempt succeeds
+	sent   []string       // the subscriptions phase one sent
+	takes  bool           // the server takes subscriptions
 
 	mu            sync.Mutex
 	live          bool // established: a list_changed re-syncs now
@@ -48,11 +53,17 @@ type genSession struct {
 // runs, the error f returns is wrapped so that it matches ErrUnavailable
 // too. Otherwise it returns f's error as is.
 func (s *Supervisor) WithSession(ctx context.Context, f func(context.Context, *mcp.ClientSession) error) error {
+	return s.withSession(ctx, time.Time{}, f)
+}
+
+// withSession is WithSession for a request that started at since (zero:
+// now), from which its CallTimeout counts.
+func (s *Supervisor) withSession(ctx context.Context, since time.Time, f func(context.Context, *mcp.ClientSession) error) error {
 	g := s.ext.live.Load()
 	if g == nil {
 		return &unavailableError{server: s.cfg.Name, state: s.State()}
 	}
-	return g.request(ctx, "", func(ctx context.Context) error { return f(ctx, g.sess) })
+	return g.request(ctx, "", since, func(ctx context.Context) error { return f(ctx, g.sess) })
 }
 
 // ReadResource reads a resource of the server through [Supervisor.WithSession].
@@ -82,17 +93,27 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 // Config.Client.ResourceUpdatedHandler. It returns the error of sending the
 // subscription to the current session; during an outage that error matches
 // [ErrUnavailable] but the subscription is kept, and sent when the server
-// is back. Subscribing twice to one uri is one subscription.
+// is back (a generation that was connecting meanwhile gets it once it is
+// established). Subscribing twice to one uri is one subscription.
+// Subscribe and Unsubscribe calls take effect one at a time, in the order
+// they change the list, so the server ends with the subscriptions the
+// list holds; a call that waits for another counts its CallTimeout from
+// its start.
 func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 	if uri == "" {
 		return errors.New("conn: Subscribe: empty resource URI")
 	}
+	since, err := s.lockSubs(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.unlockSubs()
 	s.ext.subMu.Lock()
 	if !slices.Contains(s.ext.subs, uri) {
 		s.ext.subs = append(s.ext.subs, uri)
 	}
 	s.ext.subMu.Unlock()
-	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+	return s.withSession(ctx, since, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 }
@@ -102,13 +123,40 @@ func (s *Supervisor) Subscribe(ctx context.Context, uri string) error {
 // During an outage it returns an error matching [ErrUnavailable], but the
 // subscription is forgotten all the same.
 func (s *Supervisor) Unsubscribe(ctx context.Context, uri string) error {
+	since, err := s.lockSubs(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.unlockSubs()
 	s.ext.subMu.Lock()
 	s.ext.subs = slices.DeleteFunc(s.ext.subs, func(u string) bool { return u == uri })
 	s.ext.subMu.Unlock()
-	return s.WithSession(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+	return s.withSession(ctx, since, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 }
+
+// lockSubs takes the right to change the subscriptions, so that the list
+// and what the server is sent change in the same order; it gives up when
+// ctx ends. A channel rather than a mutex: its wait can end with ctx. A
+// caller that waited gets when it started, from which its CallTimeout
+// counts (zero for one that did not wait).
+func (s *Supervisor) lockSubs(ctx context.Context) (since time.Time, err error) {
+	select {
+	case s.ext.subSend <- struct{}{}:
+		return time.Time{}, nil
+	default:
+	}
+	since = s.clk.Now()
+	select {
+	case s.ext.subSend <- struct{}{}:
+		return since, nil
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	}
+}
+
+func (s *Supervisor) unlockSubs() { <-s.ext.subSend }
 
 // Subscriptions returns the resource URIs subscribed through the
 // supervisor, in the order they were first subscribed.
@@ -127,7 +175,8 @@ func (g *generation) prepare(ctx context.Context) error {
 	s := g.sup
 	caps := g.sess.InitializeResult().Capabilities
 	if caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
-		for _, uri := range s.Subscriptions() {
+		g.ext.takes, g.ext.sent = true, s.Subscriptions()
+		for _, uri := range g.ext.sent {
 			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("re-subscribe %q: %w", uri, causeOf(ctx, err))
@@ -150,9 +199,11 @@ func (g *generation) prepare(ctx context.Context) error {
 }
 
 // established runs on the loop once g's tools are swapped in: g becomes
-// the generation WithSession uses, and its catalog is published.
+// the generation WithSession uses, its catalog is published, and the
+// subscriptions made or ended while it connected reach it.
 func (s *Supervisor) established(g *generation) {
 	s.ext.live.Store(g)
+	s.catchUpSubscriptions(g)
 	if s.cfg.Catalog != nil {
 		s.cfg.Catalog.publish(s.cfg.Name, g.ext.listed)
 	}
@@ -165,11 +216,61 @@ func (s *Supervisor) established(g *generation) {
 	}
 }
 
+// catchUpSubscriptions sends g what Subscribe and Unsubscribe changed
+// after its attempt sent the subscriptions: they found no generation up
+// (ErrUnavailable) and left the change to this one. It runs after g is
+// the live generation, so a later change goes to g itself; one made
+// meanwhile may be sent twice, which changes nothing.
+func (s *Supervisor) catchUpSubscriptions(g *generation) {
+	if !g.ext.takes {
+		return
+	}
+	if add, drop := subsDiff(s.Subscriptions(), g.ext.sent); len(add)+len(drop) == 0 {
+		return
+	}
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.CallTimeout)
+		defer cancel()
+		if _, err := s.lockSubs(ctx); err != nil {
+			return // retired, or the server is too slow: the next generation gets them
+		}
+		defer s.unlockSubs()
+		add, drop := subsDiff(s.Subscriptions(), g.ext.sent)
+		for _, uri := range add {
+			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				s.cfg.Logger.Warn("resource subscription made while connecting was refused: "+redact.Error(err).Error(),
+					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", redact.Error(err))
+			}
+		}
+		for _, uri := range drop {
+			_ = g.sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		}
+	}()
+}
+
+// subsDiff returns what is in want and not in sent, and the reverse.
+func subsDiff(want, sent []string) (add, drop []string) {
+	for _, uri := range want {
+		if !slices.Contains(sent, uri) {
+			add = append(add, uri)
+		}
+	}
+	for _, uri := range sent {
+		if !slices.Contains(want, uri) {
+			drop = append(drop, uri)
+		}
+	}
+	return add, drop
+}
+
 // startSession sets up what the supervisor keeps beyond tools: the
 // initial roots, the catalog reservation (released with the registry's)
 // and the handler goroutine. Start calls it before the loop runs.
 func (s *Supervisor) startSession() error {
 	s.ext.roots.roots = s.cfg.Roots
+	s.ext.subSend = make(chan struct{}, 1)
 	if c := s.cfg.Catalog; c != nil {
 		release, err := c.reserve(s.cfg.Name, s)
 		if err != nil {

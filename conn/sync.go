@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 )
 
 // listTools is phase one of a tool sync: fetch every page and build the
@@ -14,7 +16,11 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 	var out []Tool
 	seen := map[string]bool{}
 	hidden := 0
-	for raw, err := range g.sess.Tools(ctx, nil) {
+	pages := g.sess.Tools(ctx, nil)
+	if bugs.PublishBeforeListed {
+		pages = bugs.FirstPage(ctx, g.sess)
+	}
+	for raw, err := range pages {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
 		}

@@ -17,13 +17,13 @@ func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
 	if t.gen == nil || t.Raw == nil {
 		return nil, fmt.Errorf("conn: tool %q was not published by a supervisor", t.Name)
 	}
-	release, refused := t.gen.sup.acquire(ctx, t.Name)
+	release, refused, since := t.gen.sup.acquire(ctx, t.Name)
 	if refused != nil {
 		return refused, nil
 	}
 	defer release()
 	if t.gen.sup.cfg.HoldCalls > 0 {
-		return t.gen.sup.callHeld(ctx, t, args)
+		return t.gen.sup.callHeld(ctx, t, args, since)
 	}
-	return t.gen.callObserved(ctx, t.Name, t.Raw.Name, args)
+	return t.gen.callObserved(ctx, since, t.Name, t.Raw.Name, args)
 }

@@ -153,7 +153,7 @@ func TestChaos(t *testing.T) {
 				default:
 					bad.add("call %q failed with an unexpected error: %v", text, err)
 				}
-				if took > callDeadline+200*time.Millisecond {
+				if took > callDeadline+slack {
 					bad.add("call took %v, past its %v deadline", took, callDeadline)
 				}
 			}

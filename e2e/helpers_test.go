@@ -27,6 +27,15 @@ import (
 // milliseconds; the margin is for loaded CI machines and -race.
 const wait = 15 * time.Second
 
+// slack is what a loaded 2-core machine may add to a bound on wall-clock
+// time (a measured interval, a call's return). The exact bounds (a call
+// returns by its deadline, a hung server is lost within two keep-alive
+// intervals, Close is prompt) are checked on simulated time, by conn/sim
+// and conn/behaviour; here a bound only tells a late event from one that
+// waited for the wrong thing (a backoff, CallTimeout, the SDK's own
+// timeouts), so it leaves a second for scheduling.
+const slack = time.Second
+
 // fast is a reconnect policy with short delays; its stability window
 // (MaxDelay) is 50 ms.
 func fast(attempts int) *policy.Policy {

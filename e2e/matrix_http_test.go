@@ -166,7 +166,7 @@ func TestHTTPMatrix(t *testing.T) {
 				lost := e.rec.Await(t, wait, conn.LostReconnecting)
 				took := time.Since(hit)
 				t.Logf("%s: lost after %v: %v", fault, took, lost.Err)
-				if limit := 2*every + 250*time.Millisecond; took > limit {
+				if limit := 2*every + slack; took > limit {
 					t.Errorf("loss reported %v after the %s, want within %v (2 x KeepAlive + scheduling)", took, fault, limit)
 				}
 				var lerr *conn.LostError

@@ -93,7 +93,7 @@ func TestStdioMatrix(t *testing.T) {
 				// Detection within two intervals; the loss is reported after
 				// the close barrier (two grace periods, then SIGKILL), and a
 				// loaded machine schedules late.
-				if limit := 2*matrixKeepAlive + 2*matrixGrace + 250*time.Millisecond; took > limit {
+				if limit := 2*matrixKeepAlive + 2*matrixGrace + slack; took > limit {
 					t.Errorf("loss reported %v after %v, want within %v (2 x KeepAlive + the close barrier + scheduling)", took, fault, limit)
 				}
 				e.rec.Await(t, wait, conn.Connecting)

@@ -15,11 +15,19 @@ import (
 )
 
 // everythingServer returns the entry point of the installed
-// @modelcontextprotocol/server-everything, or skips.
+// @modelcontextprotocol/server-everything, or skips; with
+// MCPFSM_REQUIRE_NPM_SERVERS set (as in CI) it fails instead.
 func everythingServer(t *testing.T) string {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("MCPFSM_REQUIRE_NPM_SERVERS") != "" {
+		skip = func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf(format+" (MCPFSM_REQUIRE_NPM_SERVERS is set)", args...)
+		}
+	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: skipping the third-party server test")
+		skip("node is not installed: skipping the third-party server test")
 	}
 	dir := os.Getenv("MCPFSM_NPM_SERVERS")
 	if dir == "" {
@@ -31,7 +39,7 @@ func everythingServer(t *testing.T) string {
 	}
 	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Skipf("@modelcontextprotocol/server-everything is not installed in %s: run .ci/npm-servers.sh", dir)
+		skip("@modelcontextprotocol/server-everything is not installed in %s: run .ci/npm-servers.sh", dir)
 	}
 	return entry
 }

@@ -258,10 +258,15 @@ func emptyPath(t *testing.T) {
 	}
 }
 
-// requireDot skips the test when Graphviz is not installed.
+// requireDot skips the test when Graphviz is not installed, or fails it
+// when MCPFSM_REQUIRE_GRAPHVIZ is set (as in CI).
 func requireDot(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("dot"); err != nil {
-		t.Skip("Graphviz 'dot' is not on PATH; install it (apt-get install graphviz or brew install graphviz) to test svg rendering")
+		const fix = "Graphviz 'dot' is not on PATH; install it (apt-get install graphviz or brew install graphviz) to test svg rendering"
+		if os.Getenv("MCPFSM_REQUIRE_GRAPHVIZ") != "" {
+			t.Fatal(fix + " (MCPFSM_REQUIRE_GRAPHVIZ is set)")
+		}
+		t.Skip(fix)
 	}
 }

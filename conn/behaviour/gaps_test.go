@@ -176,6 +176,27 @@ func TestResyncListFailureKeepsTools(t *testing.T) {
 	h.noTransition()
 }
 
+// TestFailedResyncIsRetried: a re-sync the server did not answer within
+// ConnectTimeout is tried again after the policy's first delay, so a
+// server that recovers gets its list published without another change
+// (conn/sim seed 10522); no transition, the connection stays up.
+func TestFailedResyncIsRetried(t *testing.T) {
+	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
+	h.expect(conn.Established)
+	release := h.holdLists()
+	h.addTool("b")
+	h.waitListEntered()
+	h.advance(conn.DefaultConnectTimeout)
+	h.rec.WaitLog(t, waitLimit, slog.LevelError, "tool re-sync failed: list tools: ")
+	release() // the server answers again; it will send no more list changes
+	h.advance(small.InitialDelay)
+	h.waitRegistered("mcp__fx__b")
+	if diff := cmp.Diff([]string{"mcp__fx__a", "mcp__fx__b"}, h.toolNames()); diff != "" {
+		t.Errorf("tools after the retry (-want +got):\n%s", diff)
+	}
+	h.noTransition()
+}
+
 // The info lines of a connect and a reconnect.
 func TestInfoLinesConnectedAndReconnected(t *testing.T) {
 	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
