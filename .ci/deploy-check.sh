@@ -16,6 +16,17 @@ $helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef \
 	--set auth.oauthIssuer=https://issuer.example.com --set auth.oauthResource=https://mcp.example.com/mcp >"$out/rendered.yaml"
 grep -q 'kind: Deployment' "$out/rendered.yaml"
 grep -q 'path: /healthz' "$out/rendered.yaml"
+# The Ingress keeps each client on one pod (docs/deploy.md, "Several
+# replicas") and its host is one serve accepts.
+$helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef \
+	--set ingress.enabled=true --set ingress.host=mcp.example.com >"$out/ingress.yaml"
+grep -q 'kind: Ingress' "$out/ingress.yaml"
+grep -q 'nginx.ingress.kubernetes.io/upstream-hash-by: \$http_authorization$' "$out/ingress.yaml"
+grep -q -- '- -allow-host=mcp.example.com$' "$out/ingress.yaml"
+if grep -q 'kind: Ingress' "$out/rendered.yaml"; then
+	echo "deploy-check: the chart makes an Ingress without ingress.enabled" >&2
+	exit 1
+fi
 
 # The Dockerfile's build, as it runs in the image's build stage.
 build=$(sed -n 's/^RUN \(CGO_ENABLED=0 go build .*\) -o \/out\/mcpfsm \(.*\)$/\1 -o '"$(printf '%s' "$out" | sed 's/[\/&]/\\&/g')"'\/mcpfsm \2/p' Dockerfile)
