@@ -27,6 +27,17 @@ for want in 'readOnlyRootFilesystem: true' 'allowPrivilegeEscalation: false' 'dr
 	grep -qF -- "$want" "$out/rendered.yaml" || { echo "deploy-check: the rendered chart lacks '$want'" >&2; exit 1; }
 done
 grep -qF '${DOCS_TOKEN}' "$out/rendered.yaml" || { echo "deploy-check: the ConfigMap lost the \${DOCS_TOKEN} reference" >&2; exit 1; }
+# The Ingress keeps each client on one pod (docs/deploy.md, "Several
+# replicas") and its host is one serve accepts.
+$helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef \
+	--set ingress.enabled=true --set ingress.host=mcp.example.com >"$out/ingress.yaml"
+grep -q 'kind: Ingress' "$out/ingress.yaml"
+grep -q 'nginx.ingress.kubernetes.io/upstream-hash-by: \$http_authorization$' "$out/ingress.yaml"
+grep -q -- '- -allow-host=mcp.example.com$' "$out/ingress.yaml"
+if grep -q 'kind: Ingress' "$out/rendered.yaml"; then
+	echo "deploy-check: the chart makes an Ingress without ingress.enabled" >&2
+	exit 1
+fi
 
 # The Dockerfile's build, as it runs in the image's build stage.
 build=$(sed -n 's/^RUN \(CGO_ENABLED=0 go build .*\) -o \/out\/mcpfsm \(.*\)$/\1 -o '"$(printf '%s' "$out" | sed 's/[\/&]/\\&/g')"'\/mcpfsm \2/p' Dockerfile)
