@@ -67,8 +67,8 @@ func TestStatelessHTTPHangIsDetected(t *testing.T) {
 	lost := e.rec.Await(t, wait, conn.LostReconnecting)
 	took := time.Since(frozen)
 	t.Logf("hang noticed after %v: %v", took, lost.Err)
-	if took > 2*every+every/2 {
-		t.Errorf("hang noticed after %v, want within 2 x KeepAlive (%v)", took, 2*every)
+	if took > 2*every+slack {
+		t.Errorf("hang noticed after %v, want within 2 x KeepAlive (%v) and the slack of a loaded machine (%v)", took, 2*every, slack)
 	}
 	if lost.Err == nil || !strings.Contains(lost.Err.Error(), "keep-alive server/discover got no answer") {
 		t.Errorf("loss cause %v, want the unanswered server/discover probe", lost.Err)
