@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
@@ -51,14 +50,7 @@ func request(t *testing.T, method, url, token string) (int, string) {
 // scoped signs a token of the issuer for aud with scope.
 func (is *testIssuer) scoped(t *testing.T, aud, scope string) string {
 	t.Helper()
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"iss": is.srv.URL, "sub": "bob", "aud": aud,
-		"scope": scope, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
-	tok.Header["kid"] = "k1"
-	s, err := tok.SignedString(is.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return is.TokenUntil(t, aud, "bob", scope, time.Now().Add(time.Hour))
 }
 
 // TestServeConsoleIsTheOperators: an MCP user's OAuth token, good for the
@@ -71,7 +63,7 @@ func TestServeConsoleIsTheOperators(t *testing.T) {
 	cfg := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t)}}})
 	for _, withScope := range []bool{false, true} {
 		args := []string{"serve", "-config", cfg, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0",
-			"-oauth-issuer", is.srv.URL, "-oauth-resource", resource, "-oauth-scope", "mcp:tools"}
+			"-oauth-issuer", is.URL, "-oauth-resource", resource, "-oauth-scope", "mcp:tools"}
 		if withScope {
 			args = append(args, "-console-oauth-scope", "mcpfsm:operator")
 		}

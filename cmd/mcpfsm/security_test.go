@@ -1,12 +1,8 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,43 +163,15 @@ func TestServeTokenRule(t *testing.T) {
 	allGone(t, pids)
 }
 
-// testIssuer is an in-process OAuth authorization server: metadata, a
-// JWKS of one EC key, and tokens signed with it.
-type testIssuer struct {
-	srv *httptest.Server
-	key *ecdsa.PrivateKey
-}
+// testIssuer is the OAuth issuer of the tests.
+type testIssuer struct{ *fixture.Issuer }
 
-func newTestIssuer(t *testing.T) *testIssuer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &testIssuer{key: key}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/jwks",
-			"authorization_endpoint": is.srv.URL + "/authorize", "token_endpoint": is.srv.URL + "/token"})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
-	})
-	is.srv = httptest.NewServer(mux)
-	t.Cleanup(is.srv.Close)
-	return is
-}
+func newTestIssuer(t *testing.T) *testIssuer { return &testIssuer{fixture.NewIssuer(t)} }
 
+// token is alice's token for aud with scope, expiring at exp.
 func (is *testIssuer) token(t *testing.T, aud, scope string, exp time.Time) string {
 	t.Helper()
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"iss": is.srv.URL, "sub": "alice", "aud": aud,
-		"scope": scope, "iat": time.Now().Unix(), "exp": exp.Unix()})
-	tok.Header["kid"] = "k1"
-	s, err := tok.SignedString(is.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return is.TokenUntil(t, aud, "alice", scope, exp)
 }
 
 // With -oauth-issuer, a client holding a token of the issuer for serve's
@@ -216,7 +184,7 @@ func TestServeOAuth(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "fix.pids")
 	cfg := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t), "args": []string{"-pidlog", pids}}}})
 	cmd, stderr, url := serveListening(t, nil, "serve", "-config", cfg, "-listen", "127.0.0.1:0",
-		"-oauth-issuer", is.srv.URL, "-oauth-resource", resource, "-oauth-scope", "mcp:tools")
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-oauth-scope", "mcp:tools")
 	base := strings.TrimSuffix(url, "/mcp")
 
 	resp := post(t, url, nil)
@@ -234,7 +202,7 @@ func TestServeOAuth(t *testing.T) {
 	}
 	err = json.NewDecoder(r.Body).Decode(&prm)
 	r.Body.Close()
-	if err != nil || prm.Resource != resource || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != is.srv.URL {
+	if err != nil || prm.Resource != resource || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != is.URL {
 		t.Errorf("protected resource metadata %+v (%v), want resource %s and the issuer", prm, err, resource)
 	}
 	for name, tc := range map[string]struct {
