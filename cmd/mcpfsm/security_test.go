@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
