@@ -105,6 +105,9 @@ func (s *Spec) Prepare(cmd *exec.Cmd, o Options) (*Run, error) {
 // cmd.Start would have returned ("fork/exec"). On an error nothing runs
 // any more.
 func (r *Run) Start(ctx context.Context) error {
+	// The plan holds the program's environment: the launcher has its
+	// copy once Start returns.
+	defer func() { r.plan = plan{Path: r.plan.Path} }()
 	err := r.cmd.Start()
 	r.child.Close()
 	if err != nil {
