@@ -1,8 +1,8 @@
 package conn
 
 import (
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
