@@ -41,13 +41,14 @@ Examples:
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", checkUsage, stderr)
 	path := fs.String("config", "", "the config `FILE` (JSON)")
+	lf := addLoadFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "check", "unexpected argument %q", fs.Arg(0))
 	}
-	cfg, code := loadConfig("check", *path, stderr)
+	cfg, code := loadConfig("check", *path, lf.options(), stderr)
 	if cfg == nil {
 		return code
 	}
@@ -111,6 +112,13 @@ func summarise(w io.Writer, s config.Server) {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is an error (failOnStartupError)\n")
 	} else {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is retried in the background\n")
+	}
+	if s.Type == config.TypeStdio {
+		if s.Sandbox == nil {
+			fmt.Fprintf(w, "  sandbox:   none (\"sandboxEnabled\": true, or serve -sandbox-all, confines it)\n")
+		} else {
+			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(s.Sandbox.Describe(), "\n             "))
+		}
 	}
 }
 
@@ -397,7 +405,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Metrics: hc.metrics,
 		OnTransition: hc.record, StartTimeout: -1})
 	hc.attach(hs, sf, reg)
 	if *watch {

@@ -156,7 +156,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	var f *front.Front // the host's servers need its client options; it needs the host's status
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
+	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics,
 		StartTimeout:     *timeout,
 		Client:           func(server string) *mcp.ClientOptions { return f.ClientOptionsFor(server) },
 		ClientMiddleware: func(server string) []mcp.Middleware { return f.ClientMiddlewareFor(server) },
