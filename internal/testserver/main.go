@@ -43,6 +43,8 @@ type options struct {
 	ignoreSignals bool
 	envFile       string
 	lastWords     string
+	probes        bool
+	probe         string
 }
 
 func main() {
@@ -74,12 +76,17 @@ func main() {
 	flag.DurationVar(&o.flapEvery, "list-changed-every", 0, "add or remove the tool flap this often, for ever (keep it above the SDK's 10ms notification debounce, or no notification is ever sent)")
 	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
 	flag.StringVar(&o.lastWords, "last-words", "", "write this line to stderr right before the exit of -exit-at-start or -exit-after")
+	flag.BoolVar(&o.probes, "probes", false, "also serve the tools read, write, dial, fetch, alloc and child, which try what a sandbox may refuse")
+	flag.StringVar(&o.probe, "probe", "", "run one probe (KIND:ARG, as the tools' names and argument), print its outcome and exit")
 	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 
 	if o.sleep > 0 {
 		time.Sleep(o.sleep)
 		return
+	}
+	if o.probe != "" {
+		os.Exit(runProbe(o.probe))
 	}
 	if o.pidlog != "" {
 		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))

@@ -16,12 +16,17 @@ type stderrSink struct {
 }
 
 func (s *stderrSink) Write(b []byte) (int, error) {
+	s.keep(b)
+	s.toOut(b)
+	return len(b), nil
+}
+
+// keep writes b to the tail and the watch, neither of which blocks.
+func (s *stderrSink) keep(b []byte) {
 	_, _ = s.tail.Write(b)
 	if s.watch != nil {
 		_, _ = s.watch.Write(b)
 	}
-	s.toOut(b)
-	return len(b), nil
 }
 
 // toOut writes b to the configured writer, dropping it on its first error.
