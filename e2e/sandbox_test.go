@@ -3,6 +3,7 @@
 package e2e_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/mcpfsm/mcpfsm/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestSandboxedServer runs the fixture server in a sandbox and has its
@@ -175,5 +177,70 @@ func TestSandboxMaxProcsAsUser(t *testing.T) {
 	out, err := c.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "resource temporarily unavailable") || !strings.Contains(string(out), "started ") {
 		t.Errorf("mcpfsm call procs 100 under maxProcs 40: %v\n%s", err, out)
+	}
+}
+
+// TestVSCodeSandboxedServe serves a VS Code mcp.json as written, with
+// "sandboxEnabled" on one server and a top-level "sandbox", through
+// 'mcpfsm serve' over stdio; -sandbox-all confines the other server too,
+// from the same top-level block. A client's calls show both confined.
+func TestVSCodeSandboxedServe(t *testing.T) {
+	bin := fixture.Build(t)
+	ws := t.TempDir()
+	secret := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755)
+	os.WriteFile(filepath.Join(ws, "readme"), []byte("workspace file"), 0o644)
+	os.WriteFile(filepath.Join(secret, "key"), []byte("secret"), 0o644)
+	t.Setenv("MCPFSM_TEST_SECRET_DIR", secret) // serve inherits it
+	cfg := filepath.Join(ws, ".vscode", "mcp.json")
+	body := fmt.Sprintf(`{
+	// VS Code's mcp.json, with sandbox-runtime's schema.
+	"sandbox": {
+		"filesystem": {"denyRead": ["${env:MCPFSM_TEST_SECRET_DIR}"], "allowWrite": ["${workspaceFolder}/out"]},
+		"network": {"allowedDomains": ["localhost"]}
+	},
+	"servers": {
+		"boxed": {"type": "stdio", "command": %q, "args": ["-probes"], "sandboxEnabled": true},
+		"other": {"type": "stdio", "command": %q, "args": ["-probes"]}
+	}
+}`, bin, bin)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, all := range []bool{false, true} {
+		args := []string{"serve", "-config", cfg}
+		if all {
+			args = append(args, "-sandbox-all")
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(fixture.BuildHost(t), args...)}, nil)
+		if err != nil {
+			t.Fatalf("connect to serve %v: %v", args, err)
+		}
+		read := func(server, path string) (string, bool) {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__" + server + "__read", Arguments: map[string]any{"arg": path}})
+			if err != nil {
+				t.Fatalf("call %s read: %v", server, err)
+			}
+			return contentText(res), !res.IsError
+		}
+		if got, ok := read("boxed", filepath.Join(ws, "readme")); !ok || got != "ok: workspace file" {
+			t.Errorf("boxed reads the workspace: %q", got)
+		}
+		if got, ok := read("boxed", filepath.Join(secret, "key")); ok || !strings.Contains(got, "permission denied") {
+			t.Errorf("boxed reads denyRead: %q", got)
+		}
+		got, ok := read("other", filepath.Join(secret, "key"))
+		if all && (ok || !strings.Contains(got, "permission denied")) {
+			t.Errorf("with -sandbox-all, other reads denyRead: %q", got)
+		}
+		if !all && (!ok || got != "ok: secret") {
+			t.Errorf("without -sandbox-all, other is confined: %q", got)
+		}
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
 	}
 }
