@@ -101,8 +101,18 @@ allowed.
     closeTimeoutMs      how long a stopped server process may take to exit (5000)
     keepAliveMs         ping interval (0: none for a command server,
                         10000 for a url server)
-  Strings in command, args, env, envFile, cwd, url and headers may use
-  ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} and ${userHome};
+  Sandboxes (Linux; VS Code's keys): "sandboxEnabled": true on a command
+  server runs it with the "sandbox" block (top level, overridden key by
+  key by the server's): filesystem {allowWrite, denyRead, denyWrite,
+  allowRead}, network {allowedDomains, deniedDomains}, limits {memoryMB,
+  maxProcs, maxFiles}. Reads are allowed except denyRead (only allowRead
+  when given), writes denied except allowWrite, the network denied except
+  allowedDomains, through mcpfsm's proxy. -sandbox-all sandboxes every
+  command server that does not say "sandboxEnabled": false. See
+  docs/sandbox.md.
+  Strings in command, args, env, envFile, cwd, url, headers and sandbox
+  paths may use ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder}
+  (-workspace, default the config file's directory) and ${userHome};
   ${input:...} is an error (mcpfsm cannot prompt). Unknown keys, wrong
   types and trailing data are errors; keys other hosts use and mcpfsm
   ignores (alwaysAllow, autoApprove, dev, ...) are warnings. 'mcpfsm
