@@ -9,12 +9,14 @@ import (
 // oomPhrases are what runtimes write to standard error when an allocation
 // fails: Go ("fatal error: runtime: out of memory"), Node and V8 ("Allocation
 // failed - JavaScript heap out of memory"), glibc's strerror(ENOMEM)
-// ("Cannot allocate memory"), Python ("MemoryError") and C++
-// ("std::bad_alloc"). Compared in lower case.
+// ("Cannot allocate memory"), Python ("MemoryError"), C++
+// ("std::bad_alloc") and the sanitizers ("failed to allocate"). Compared
+// in lower case.
 var oomPhrases = [][]byte{
 	[]byte("out of memory"),
 	[]byte("cannot allocate memory"),
 	[]byte("allocation failed"),
+	[]byte("failed to allocate"),
 	[]byte("memoryerror"),
 	[]byte("bad_alloc"),
 }

@@ -182,21 +182,22 @@ func TestProxyAllowsByName(t *testing.T) {
 
 func TestMemoryLimit(t *testing.T) {
 	exe, _ := os.Executable()
-	spec := sandbox.Spec{MemoryMB: 256}
+	// 512: a test binary built with -race needs that much to start.
+	spec := sandbox.Spec{MemoryMB: 512}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=alloc:16")
 	out, st := runCmd(t, spec, cmd)
 	if !st.Success() || !strings.Contains(out, "allocated 16 MiB") {
-		t.Fatalf("16 MiB under memoryMB 256: %s, %q", st, out)
+		t.Fatalf("16 MiB under memoryMB 512: %s, %q", st, out)
 	}
 	cmd = exec.Command(exe)
-	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=alloc:1024")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=alloc:2048")
 	var limit string
 	out, st = runCmdLimit(t, spec, cmd, &limit)
 	if st.Success() {
-		t.Fatalf("1 GiB under memoryMB 256 succeeded: %q", out)
+		t.Fatalf("2 GiB under memoryMB 512 succeeded: %q", out)
 	}
-	if want := "out of memory under the sandbox's memoryMB 256"; limit != want {
+	if want := "out of memory under the sandbox's memoryMB 512"; limit != want {
 		t.Errorf("Limit = %q, want %q (exit %s, output %.200q)", limit, want, st, out)
 	}
 }
