@@ -192,5 +192,10 @@ func (s *Stdio) validate() error {
 	if s.TerminateDuration < 0 {
 		return fmt.Errorf("Stdio.TerminateDuration is %v: use a positive duration, or zero for %v", s.TerminateDuration, DefaultTerminateDuration)
 	}
+	if s.Sandbox != nil {
+		if err := s.Sandbox.Validate(); err != nil {
+			return fmt.Errorf("Stdio.Sandbox: %w", err)
+		}
+	}
 	return nil
 }
