@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpfsm/mcpfsm/sandbox"
@@ -128,7 +129,7 @@ func (p *parser) sandboxBlock(raw json.RawMessage, path string) *sandboxBlock {
 		case "limits":
 			p.sandboxSection(b, m.val, fpath, limitsKeys, nil)
 		default:
-			if contains(sandboxIgnored, m.key) {
+			if slices.Contains(sandboxIgnored, m.key) {
 				p.warnf("%s is ignored: mcpfsm reports what the sandbox refused and does not weaken it (a key of sandbox-runtime)", fpath)
 				continue
 			}
@@ -148,14 +149,14 @@ func (p *parser) sandboxSection(b *sandboxBlock, raw json.RawMessage, path strin
 		fpath := pathKey(path, m.key)
 		switch {
 		case kind(m.val) == "null":
-		case contains(ignored, m.key):
+		case slices.Contains(ignored, m.key):
 			p.warnf("%s is ignored: a sandbox of mcpfsm reaches the network only through its proxy, by allowedDomains (a key of sandbox-runtime)", fpath)
-		case !contains(keys, m.key):
+		case !slices.Contains(keys, m.key):
 			p.addf("%s is not a key of %s (%s)", fpath, path, suggest(m.key, keys))
-		case contains(limitsKeys, m.key):
+		case slices.Contains(limitsKeys, m.key):
 			n := p.limit(m.val, fpath, limitsMaxValues[m.key])
 			b.limits[m.key] = &n
-		case contains(networkKeys, m.key):
+		case slices.Contains(networkKeys, m.key):
 			l := p.domains(m.val, fpath)
 			b.lists[m.key] = &l
 		default:
@@ -223,15 +224,6 @@ func (p *parser) sandboxPaths(raw json.RawMessage, path string) []string {
 		out = append(out, filepath.Clean(s))
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkSandbox reports a sandbox this machine cannot give (see

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox_test
 
 import (
@@ -18,6 +20,13 @@ import (
 // "alloc:MB", "files:N", "procs:N", "child:ACTION" (runs itself with
 // ACTION), "status" (its /proc/self/status), "kill:PID" (signal 0).
 const helperEnv = "SANDBOX_TEST_HELPER"
+
+// helperMain runs the helper and exits when the environment asks for it.
+func helperMain() {
+	if action := os.Getenv(helperEnv); action != "" {
+		os.Exit(helper(action))
+	}
+}
 
 func helper(action string) int {
 	kind, arg, _ := strings.Cut(action, ":")

@@ -11,11 +11,15 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
+
+// launcherArg0 is the argv[0] that makes [Init] run the launcher.
+const launcherArg0 = "mcpfsm-sandbox-launcher"
 
 // Init runs the sandbox's launcher when the program was started as one
 // (by [Run.Start]), and returns at once otherwise. Call it first thing in
@@ -251,4 +255,33 @@ func dropCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	return unix.Capset(&hdr, &data[0])
+}
+
+// proxyEnv are the variables that point a program at the proxy on port.
+func proxyEnv(port int) []string {
+	u := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var out []string
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		out = append(out, k+"="+u)
+	}
+	return out
+}
+
+// withEnv returns env with extra's names replaced by extra's entries.
+func withEnv(env, extra []string) []string {
+	out := make([]string, 0, len(env)+len(extra))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for _, e := range extra {
+			if strings.HasPrefix(e, name+"=") {
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
 }

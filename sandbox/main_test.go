@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/sandbox"
@@ -10,8 +9,6 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	if action := os.Getenv(helperEnv); action != "" {
-		os.Exit(helper(action))
-	}
+	helperMain()
 	goleak.VerifyTestMain(m)
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strings"
 	"sync"
 	"time"
 )
@@ -251,33 +250,4 @@ func (c *releaseConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
-}
-
-// proxyEnv are the variables that point a program at the proxy on port.
-func proxyEnv(port int) []string {
-	u := fmt.Sprintf("http://127.0.0.1:%d", port)
-	var out []string
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
-		out = append(out, k+"="+u)
-	}
-	return out
-}
-
-// withEnv returns env with extra's names replaced by extra's entries.
-func withEnv(env, extra []string) []string {
-	out := make([]string, 0, len(env)+len(extra))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		replaced := false
-		for _, e := range extra {
-			if strings.HasPrefix(e, name+"=") {
-				replaced = true
-				break
-			}
-		}
-		if !replaced {
-			out = append(out, kv)
-		}
-	}
-	return append(out, extra...)
 }

@@ -23,6 +23,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Run is one sandboxed start of a command: made by [Spec.Prepare], started
+// by [Run.Start], and closed by [Run.Close] once the process is gone.
+type Run struct {
+	spec Spec
+	cmd  *exec.Cmd
+	plan plan
+	log  *slog.Logger
+	oom  *oomWatch
+	// Linux: the control socket's ends and the proxy.
+	ctl, child *os.File
+	proxy      *proxy
+}
+
+// plan is what the launcher gets from its parent: what to run, and how.
+type plan struct {
+	Path  string   `json:"path"`
+	Args  []string `json:"args"`
+	Env   []string `json:"env"`
+	Dir   string   `json:"dir"`
+	Spec  Spec     `json:"spec"`
+	ABI   int      `json:"abi"`
+	Probe bool     `json:"probe,omitempty"`
+}
+
+// message is one report of the launcher to its parent.
+type message struct {
+	Proxy  int          `json:"proxy,omitempty"`  // the proxy's port inside; its listener rides along
+	Exec   bool         `json:"exec,omitempty"`   // about to exec the program
+	Probed bool         `json:"probed,omitempty"` // a probe's setup worked
+	Error  *launchError `json:"error,omitempty"`
+}
+
+// launchError is a setup or exec failure, as the launcher reports it.
+type launchError struct {
+	Feature string `json:"feature,omitempty"` // an UnavailableError's
+	Reason  string `json:"reason,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+	Errno   int    `json:"errno,omitempty"` // the exec's
+	Text    string `json:"text,omitempty"`  // any other failure
+}
+
 // minABI is the oldest Landlock ABI that enforces the hosts' model: ABI 1
 // and 2 cannot restrict truncate(2), so a program could empty a file it
 // may not write.

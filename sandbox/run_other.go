@@ -8,6 +8,12 @@ import (
 	"runtime"
 )
 
+// Run is one sandboxed start of a command; outside Linux there is none.
+type Run struct {
+	spec Spec
+	oom  *oomWatch
+}
+
 // Init returns at once: there is no launcher outside Linux.
 func Init() {}
 
