@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,10 +13,11 @@ import (
 	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
-// benchSpec is a sandbox as a config would have it: reads but one
-// directory, writes one, reaches one domain through the proxy.
+// benchSpec is a sandbox as docs/sandbox.md's example has it: reads all
+// but ~/.ssh, writes one directory, reaches one domain through the proxy.
 func benchSpec(dir string) *sandbox.Spec {
-	return &sandbox.Spec{DenyRead: []string{filepath.Join(dir, "secret")}, AllowWrite: []string{dir},
+	home, _ := os.UserHomeDir()
+	return &sandbox.Spec{DenyRead: []string{filepath.Join(home, ".ssh")}, AllowWrite: []string{dir},
 		AllowedDomains: []string{"example.com"}}
 }
 
