@@ -228,6 +228,10 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 			}
 			servers, serversKey = m.val, m.key
 		case "sandbox":
+			if p.gemini { // Gemini CLI's own setting (a boolean or a command)
+				settings = append(settings, p.geminiSetting(m)...)
+				continue
+			}
 			p.topSandbox = p.sandboxBlock(m.val, "sandbox")
 		case "inputs":
 			p.warnf(`inputs is ignored: mcpfsm does not prompt for input variables, so a ${input:...} reference is an error; use ${env:NAME} instead`)

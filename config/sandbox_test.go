@@ -127,3 +127,15 @@ func TestWorkspaceFolderDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiSandboxIsGeminis: in a Gemini CLI settings.json, "sandbox" is
+// Gemini's own setting (its tool sandbox), ignored like its others.
+func TestGeminiSandboxIsGeminis(t *testing.T) {
+	cfg, err := Parse([]byte(`{"ui": {}, "sandbox": "docker", "mcpServers": {"a": {"command": "x"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers[0].Sandbox != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "sandbox") {
+		t.Errorf("sandbox %+v, warnings %q", cfg.Servers[0].Sandbox, cfg.Warnings)
+	}
+}
