@@ -18,16 +18,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const checkUsage = `Usage: mcpfsm check -config FILE
+const checkUsage = `Usage: mcpfsm check -config FILE [-workspace DIR] [-sandbox-all]
 
 Validates FILE and prints a summary of each server: its transport, its
 reconnect schedule (retries per outage, first..longest delay, and the
-total backoff before it gives up) and its timeouts. Nothing is started.
+total backoff before it gives up), its timeouts and, for a stdio server,
+its effective sandbox ("sandboxEnabled", or -sandbox-all). Nothing is
+started but a probe that this machine can give the sandboxes.
 
 An invalid file prints every problem found, one per line, each naming
 its JSON path (such as servers.fs.args[1] must be a string), and exits 1.
 So does a valid file whose stdio command is not on PATH (or not
-executable) or whose cwd does not exist on this machine. Keys that other
+executable), whose cwd does not exist, or whose sandbox this machine cannot
+give (naming what is missing and the fix). Keys that other
 hosts use and mcpfsm ignores, and reconnect options given with
 "enabled": false, are printed as warnings and do not fail the check.
 ` + configHelp + `

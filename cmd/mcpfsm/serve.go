@@ -59,6 +59,11 @@ Before serving, serve waits (at most -timeout) for every server's first
 connection attempt, so the first tools/list has their tools; servers
 that are still down come later, with a tools/list_changed.
 
+A stdio server with "sandboxEnabled": true (every stdio server, with
+-sandbox-all, unless it says false) runs sandboxed on Linux: its own user
+and network namespace, Landlock, rlimits, and mcpfsm's filtering proxy as
+its only way out (docs/sandbox.md).
+
 Over stdio, serve ends when its client disconnects (closes stdin), after
 stopping every server. With -listen it serves until SIGINT or SIGTERM,
 then turns /readyz to 503, ends open streams and stops every server at
