@@ -79,7 +79,8 @@
 // (Linux; see package sandbox) with the effective "sandbox" block: the
 // file's top-level block overridden key by key by the server's own.
 // A block has "filesystem" (allowWrite, denyRead, denyWrite, and mcpfsm's
-// allowRead), "network" (allowedDomains, deniedDomains) and mcpfsm's
+// allowRead), "network" (allowedDomains, deniedDomains,
+// allowAllUnixSockets) and mcpfsm's
 // "limits" (memoryMB, maxProcs, maxFiles); its paths expand variables as
 // args do, then a leading ~, and a relative path is taken from the file's
 // directory. Options.SandboxAll sandboxes every stdio server that does not

@@ -19,10 +19,10 @@ import (
 var (
 	sandboxKeys     = []string{"filesystem", "network", "limits"}
 	filesystemKeys  = []string{"allowRead", "denyRead", "allowWrite", "denyWrite"}
-	networkKeys     = []string{"allowedDomains", "deniedDomains"}
+	networkKeys     = []string{"allowedDomains", "deniedDomains", "allowAllUnixSockets"}
 	limitsKeys      = []string{"memoryMB", "maxProcs", "maxFiles"}
 	sandboxIgnored  = []string{"ignoreViolations", "enableWeakerNestedSandbox", "enableWeakerNetworkIsolation"}
-	networkIgnored  = []string{"allowUnixSockets", "allowAllUnixSockets", "allowLocalBinding", "httpProxyPort", "socksProxyPort", "allowManagedDomainsOnly"}
+	networkIgnored  = []string{"allowUnixSockets", "allowLocalBinding", "httpProxyPort", "socksProxyPort", "allowManagedDomainsOnly"}
 	limitsMaxValues = map[string]int{"memoryMB": 1 << 22, "maxProcs": 1 << 22, "maxFiles": 1 << 24}
 )
 
@@ -30,6 +30,7 @@ var (
 type sandboxBlock struct {
 	lists  map[string]*[]string // filesystem and network keys
 	limits map[string]*int
+	flags  map[string]*bool // allowAllUnixSockets
 }
 
 // serverSandbox is what a server entry said of its sandbox.
@@ -94,6 +95,14 @@ func (p *parser) effectiveSandbox(own *sandboxBlock) *sandbox.Spec {
 		}
 		return nil
 	}
+	flag := func(key string) bool {
+		for _, b := range []*sandboxBlock{own, p.topSandbox} {
+			if b != nil && b.flags[key] != nil {
+				return *b.flags[key]
+			}
+		}
+		return false
+	}
 	limit := func(key string) int {
 		for _, b := range []*sandboxBlock{own, p.topSandbox} {
 			if b != nil && b.limits[key] != nil {
@@ -104,14 +113,14 @@ func (p *parser) effectiveSandbox(own *sandboxBlock) *sandbox.Spec {
 	}
 	return &sandbox.Spec{
 		AllowRead: list("allowRead"), DenyRead: list("denyRead"), AllowWrite: list("allowWrite"), DenyWrite: list("denyWrite"),
-		AllowedDomains: list("allowedDomains"), DeniedDomains: list("deniedDomains"),
+		AllowedDomains: list("allowedDomains"), DeniedDomains: list("deniedDomains"), AllowAllUnixSockets: flag("allowAllUnixSockets"),
 		MemoryMB: limit("memoryMB"), MaxProcs: limit("maxProcs"), MaxFiles: limit("maxFiles"),
 	}
 }
 
 // sandboxBlock parses a "sandbox" object.
 func (p *parser) sandboxBlock(raw json.RawMessage, path string) *sandboxBlock {
-	b := &sandboxBlock{lists: map[string]*[]string{}, limits: map[string]*int{}}
+	b := &sandboxBlock{lists: map[string]*[]string{}, limits: map[string]*int{}, flags: map[string]*bool{}}
 	members, ok := p.object(raw, path)
 	if !ok {
 		return b
@@ -149,8 +158,13 @@ func (p *parser) sandboxSection(b *sandboxBlock, raw json.RawMessage, path strin
 		fpath := pathKey(path, m.key)
 		switch {
 		case kind(m.val) == "null":
+		case m.key == "allowUnixSockets":
+			p.warnf(`%s is ignored: on Linux a sandbox cannot allow some Unix sockets by path (as in sandbox-runtime): set "allowAllUnixSockets": true to allow them all`, fpath)
 		case slices.Contains(ignored, m.key):
 			p.warnf("%s is ignored: a sandbox of mcpfsm reaches the network only through its proxy, by allowedDomains (a key of sandbox-runtime)", fpath)
+		case m.key == "allowAllUnixSockets":
+			on := p.boolean(m.val, fpath)
+			b.flags[m.key] = &on
 		case !slices.Contains(keys, m.key):
 			p.addf("%s is not a key of %s (%s)", fpath, path, suggest(m.key, keys))
 		case slices.Contains(limitsKeys, m.key):

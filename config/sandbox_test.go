@@ -24,6 +24,7 @@ func TestVSCodeSandbox(t *testing.T) {
 	fs := top
 	fs.AllowWrite = []string{ws, ws + "/.vscode/tmp"}
 	fs.AllowedDomains = []string{}
+	fs.AllowAllUnixSockets = true
 	fs.MemoryMB, fs.MaxFiles = 512, 256
 	for _, c := range []struct {
 		all  bool
@@ -85,12 +86,13 @@ func TestSandboxErrors(t *testing.T) {
 }
 
 func TestSandboxWarnings(t *testing.T) {
-	cfg, err := Parse([]byte(`{"servers": {"a": {"command": "x", "sandbox": {"network": {"allowLocalBinding": true}, "ignoreViolations": {}}}}}`), nil)
+	cfg, err := Parse([]byte(`{"servers": {"a": {"command": "x", "sandbox": {"network": {"allowLocalBinding": true, "allowUnixSockets": ["/x.sock"]}, "ignoreViolations": {}}}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"servers.a.sandbox.network.allowLocalBinding is ignored: a sandbox of mcpfsm reaches the network only through its proxy, by allowedDomains (a key of sandbox-runtime)",
+		`servers.a.sandbox.network.allowUnixSockets is ignored: on Linux a sandbox cannot allow some Unix sockets by path (as in sandbox-runtime): set "allowAllUnixSockets": true to allow them all`,
 		"servers.a.sandbox.ignoreViolations is ignored: mcpfsm reports what the sandbox refused and does not weaken it (a key of sandbox-runtime)",
 		`servers.a.sandbox has no effect: the server runs unsandboxed without "sandboxEnabled": true`,
 	}

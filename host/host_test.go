@@ -211,7 +211,7 @@ func TestConsoleShowsTheSandbox(t *testing.T) {
 	for _, s := range h.Servers() {
 		got[s.Status().Server] = s.(console.Sandboxed).Sandbox()
 	}
-	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh", "write: nowhere", "network: none"}, "free": nil}
+	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh", "write: nowhere", "network: none; no Unix sockets"}, "free": nil}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sandboxes (-want +got):\n%s", diff)
 	}

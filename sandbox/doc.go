@@ -13,8 +13,9 @@
 // a free port and hands the listener to its parent, which serves the
 // filtering proxy on it and dials out from the host's namespace; then it
 // restricts itself with Landlock (files, and signals and abstract sockets
-// outside its domain), rlimits and no_new_privs, drops every capability,
-// and execs the program, which inherits all of it, as do its children.
+// outside its domain), rlimits, no_new_privs and a seccomp filter against
+// Unix sockets (unless AllowAllUnixSockets), drops every capability, and
+// execs the program, which inherits all of it, as do its children.
 // HTTP_PROXY and HTTPS_PROXY (and their lower-case forms) point the
 // program at the proxy; a program that ignores them has no network.
 //

@@ -46,6 +46,19 @@ func try(kind, arg string) (string, error) {
 		return string(b), err
 	case "write":
 		return "", os.WriteFile(arg, []byte("written"), 0o644)
+	case "unix":
+		c, err := net.DialTimeout("unix", arg, 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return "", err
+	case "socketpair":
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err == nil {
+			syscall.Close(fds[0])
+			syscall.Close(fds[1])
+		}
+		return "", err
 	case "dial":
 		c, err := net.DialTimeout("tcp", arg, 2*time.Second)
 		if err == nil {

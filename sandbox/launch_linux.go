@@ -34,7 +34,8 @@ const launcherArg0 = "mcpfsm-sandbox-launcher"
 // The launcher enters the sandbox (it starts in new user and network
 // namespaces), brings up the loopback interface, hands the proxy's
 // listener to its parent, restricts itself (Landlock, rlimits,
-// no_new_privs, no capabilities) and execs the program; it never returns.
+// no_new_privs, no Unix sockets, no capabilities) and execs the program;
+// it never returns.
 func Init() {
 	if len(os.Args) != 2 || os.Args[0] != launcherArg0 {
 		return
@@ -150,6 +151,11 @@ func (l *launcher) setup() ([]string, error) {
 			if err := setLimit(lim.resource, uint64(lim.n)); err != nil {
 				return nil, fmt.Errorf("%s: %w", lim.name, err)
 			}
+		}
+	}
+	if !p.Spec.AllowAllUnixSockets {
+		if err := blockUnixSockets(); err != nil {
+			return nil, unavailable("a seccomp filter against Unix sockets", `use a kernel with seccomp filters, or set "allowAllUnixSockets": true`, "%v", err)
 		}
 	}
 	if err := dropCapabilities(); err != nil {

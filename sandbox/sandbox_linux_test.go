@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +300,34 @@ func runCmdLimit(t *testing.T, spec sandbox.Spec, cmd *exec.Cmd, limit *string) 
 	_ = cmd.Wait()
 	*limit = r.Limit(cmd.ProcessState)
 	return out.String(), cmd.ProcessState
+}
+
+func TestNoUnixSocketsUnlessAllowed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if got, err := run(t, sandbox.Spec{}, "unix:"+path); err == nil || !strings.Contains(got, "operation not permitted") {
+		t.Errorf("connect to the host's %s: %q, %v; want operation not permitted", path, got, err)
+	}
+	if got, err := run(t, sandbox.Spec{}, "child:unix:"+path); err == nil || !strings.Contains(got, "operation not permitted") {
+		t.Errorf("a child connects to the host's %s: %q, %v; want operation not permitted", path, got, err)
+	}
+	if got, err := run(t, sandbox.Spec{}, "socketpair"); err != nil {
+		t.Errorf("socketpair: %q, %v", got, err)
+	}
+	if got, err := run(t, sandbox.Spec{AllowAllUnixSockets: true}, "unix:"+path); err != nil {
+		t.Errorf("connect with allowAllUnixSockets: %q, %v", got, err)
+	}
 }

@@ -41,6 +41,10 @@ type Spec struct {
 	AllowedDomains []string `json:"allowedDomains,omitempty"`
 	// DeniedDomains are refused even when AllowedDomains matches them.
 	DeniedDomains []string `json:"deniedDomains,omitempty"`
+	// AllowAllUnixSockets lets the program create Unix sockets, and so
+	// connect to one it can name on the filesystem (a Docker socket, an
+	// agent's socket). By default it cannot, as in sandbox-runtime.
+	AllowAllUnixSockets bool `json:"allowAllUnixSockets,omitempty"`
 
 	// MemoryMB bounds the memory the program maps writable (RLIMIT_DATA), in
 	// MiB; zero is no bound. It is not a bound on address space: Go and
@@ -189,6 +193,9 @@ func (s *Spec) Describe() []string {
 		if len(s.DeniedDomains) > 0 {
 			network += "; not " + list(s.DeniedDomains, "")
 		}
+	}
+	if !s.AllowAllUnixSockets {
+		network += "; no Unix sockets"
 	}
 	out := []string{"read: " + read, "write: " + write, "network: " + network}
 	var limits []string

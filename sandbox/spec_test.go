@@ -47,9 +47,9 @@ func TestDescribe(t *testing.T) {
 		spec sandbox.Spec
 		want []string
 	}{
-		{sandbox.Spec{}, []string{"read: everything", "write: nowhere", "network: none"}},
+		{sandbox.Spec{}, []string{"read: everything", "write: nowhere", "network: none; no Unix sockets"}},
 		{sandbox.Spec{AllowRead: []string{"/a"}, DenyRead: []string{"/a/k"}, AllowWrite: []string{"/w"}, DenyWrite: []string{"/w/.git"},
-			AllowedDomains: []string{"x.com"}, DeniedDomains: []string{"y.x.com"}, MemoryMB: 256, MaxFiles: 64},
+			AllowedDomains: []string{"x.com"}, DeniedDomains: []string{"y.x.com"}, AllowAllUnixSockets: true, MemoryMB: 256, MaxFiles: 64},
 			[]string{"read: only /a, and what running needs; not /a/k", "write: /w; not /w/.git",
 				"network: x.com through mcpfsm's proxy; not y.x.com", "limits: memoryMB 256, maxFiles 64"}},
 	} {

@@ -104,8 +104,8 @@ allowed.
   Sandboxes (Linux; VS Code's keys): "sandboxEnabled": true on a command
   server runs it with the "sandbox" block (top level, overridden key by
   key by the server's): filesystem {allowWrite, denyRead, denyWrite,
-  allowRead}, network {allowedDomains, deniedDomains}, limits {memoryMB,
-  maxProcs, maxFiles}. Reads are allowed except denyRead (only allowRead
+  allowRead}, network {allowedDomains, deniedDomains, allowAllUnixSockets},
+  limits {memoryMB, maxProcs, maxFiles}. Reads are allowed except denyRead (only allowRead
   when given), writes denied except allowWrite, the network denied except
   allowedDomains, through mcpfsm's proxy. -sandbox-all sandboxes every
   command server that does not say "sandboxEnabled": false. See

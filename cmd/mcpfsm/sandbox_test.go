@@ -26,7 +26,7 @@ func TestCheckPrintsTheSandbox(t *testing.T) {
 		t.Fatalf("check: exit %d, stderr:\n%s", code, errOut)
 	}
 	for _, want := range []string{
-		"  sandbox:   read: everything; not " + home + "/.ssh\n             write: /ws/out\n             network: example.com through mcpfsm's proxy\n             limits: memoryMB 256\n",
+		"  sandbox:   read: everything; not " + home + "/.ssh\n             write: /ws/out\n             network: example.com through mcpfsm's proxy; no Unix sockets\n             limits: memoryMB 256\n",
 		"free: stdio sh",
 		`  sandbox:   none ("sandboxEnabled": true, or serve -sandbox-all, confines it)`,
 	} {
