@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -181,10 +182,25 @@ func (p *proxy) check(w http.ResponseWriter, host, port string) bool {
 	if ok {
 		return true
 	}
-	dest := net.JoinHostPort(normalHost(host), port)
+	dest := shown(net.JoinHostPort(normalHost(host), port))
 	p.refused(dest, reason)
 	http.Error(w, fmt.Sprintf("mcpfsm sandbox proxy: the sandbox refused a connection to %s (%s)", dest, reason), http.StatusForbidden)
 	return false
+}
+
+// shown is a destination the program named, fit for a log line: at most
+// 300 bytes, and quoted if it holds anything but printable ASCII (a
+// hostile program chooses it).
+func shown(dest string) string {
+	if len(dest) > 300 {
+		dest = dest[:300] + "..."
+	}
+	for i := 0; i < len(dest); i++ {
+		if dest[i] < 0x21 || dest[i] > 0x7e {
+			return strconv.Quote(dest)
+		}
+	}
+	return dest
 }
 
 // refused logs the first refusal of each destination, up to

@@ -161,3 +161,15 @@ func TestOOMWatchSeesSplitPhrases(t *testing.T) {
 		t.Error("a phrase split across writes was missed")
 	}
 }
+
+func TestRefusalsShowHostileNamesSafely(t *testing.T) {
+	for in, want := range map[string]string{
+		"evil.example:443":        "evil.example:443",
+		"a\nlevel=ERROR msg=x:80": `"a\nlevel=ERROR msg=x:80"`,
+		strings.Repeat("a", 400):  strings.Repeat("a", 300) + "...",
+	} {
+		if got := shown(in); got != want {
+			t.Errorf("shown(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
