@@ -31,7 +31,7 @@ type Run struct {
 	plan plan
 	log  *slog.Logger
 	oom  *oomWatch
-	// Linux: the control socket's ends and the proxy.
+	// The control socket's ends (until Start), and the proxy.
 	ctl, child *os.File
 	proxy      *proxy
 }
