@@ -102,6 +102,14 @@ func TestSandboxWarnings(t *testing.T) {
 	if cfg.Servers[0].Sandbox != nil {
 		t.Errorf("a server without sandboxEnabled got a sandbox: %+v", cfg.Servers[0].Sandbox)
 	}
+	// With SandboxAll, the same server runs in its own block, silently.
+	cfg, err = Parse([]byte(`{"servers": {"a": {"command": "x", "sandbox": {"filesystem": {"allowWrite": ["/w"]}}}}}`), &Options{SandboxAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb := cfg.Servers[0].Sandbox; sb == nil || len(sb.AllowWrite) != 1 || sb.AllowWrite[0] != "/w" || len(cfg.Warnings) != 0 {
+		t.Errorf("SandboxAll: sandbox %+v, warnings %q", sb, cfg.Warnings)
+	}
 }
 
 // TestWorkspaceFolderDefault: ${workspaceFolder} is the config file's

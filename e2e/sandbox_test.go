@@ -119,7 +119,7 @@ func TestSandboxedServer(t *testing.T) {
 	}
 }
 
-// TestSandboxUnavailableIsPermanent: a sandbox the system cannot give
+// TestSandboxMaxProcs: a sandbox the system cannot give
 // fails the attempt with a permanent error that names what is missing and
 // the fix, and the server is never started unsandboxed. (maxProcs under
 // root: the kernel does not apply RLIMIT_NPROC to root.) As an ordinary
