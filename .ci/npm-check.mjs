@@ -6,18 +6,17 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
-// Maps a package publishes without their files, by design of its own:
-// lru-cache 11.5 ships the maps of its per-platform diagnostics-channel
-// builds, but only the build its exports resolve to.
-const published = [/[\\/]lru-cache[\\/]dist[\\/](commonjs|esm)[\\/](browser|node|react-native)[\\/]diagnostics-channel-[a-z-]+\.js$/];
+// lru-cache 11 ships the maps of its build variants
+// (diagnostics-channel-node.js.map, ...) beside the one variant it copies to
+// diagnostics-channel.js: their own .js never existed.
+const shippedWithoutJS = /[\\/]lru-cache[\\/]dist[\\/].*[\\/]diagnostics-channel-[a-z-]+\.js\.map$/;
 
 const missing = [];
 function walk(dir) {
 	for (const e of readdirSync(dir, { withFileTypes: true })) {
 		const p = join(dir, e.name);
 		if (e.isDirectory()) walk(p);
-		else if (e.name.endsWith(".js.map") && !existsSync(p.slice(0, -".map".length)) &&
-			!published.some((re) => re.test(p.slice(0, -".map".length)))) missing.push(p.slice(0, -".map".length));
+		else if (e.name.endsWith(".js.map") && !shippedWithoutJS.test(p) && !existsSync(p.slice(0, -".map".length))) missing.push(p.slice(0, -".map".length));
 	}
 }
 walk(process.argv[2]);

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // fastPolicy retries after delay, for ever. 1 ns is the smallest delay
@@ -34,7 +35,11 @@ type fixtureSup struct {
 	echo        string            // echo's public name
 }
 
-func startFixture(b *testing.B, p policy.Policy) *fixtureSup {
+func startFixture(b *testing.B, p policy.Policy) *fixtureSup { return startFixtureIn(b, p, nil) }
+
+// startFixtureIn is startFixture with the server in a sandbox (nil: none);
+// the sandbox may write the pidlog's directory.
+func startFixtureIn(b *testing.B, p policy.Policy, sb *sandbox.Spec) *fixtureSup {
 	b.Helper()
 	f := &fixtureSup{
 		bin:        fixture.Build(b),
@@ -45,9 +50,15 @@ func startFixture(b *testing.B, p policy.Policy) *fixtureSup {
 		echo:       conn.PublicToolName("fx", "echo"),
 	}
 	f.pidlog = filepath.Join(b.TempDir(), "pids")
+	tr := conn.Command(f.bin, "-pidlog", f.pidlog)
+	if sb != nil {
+		spec := *sb
+		spec.AllowWrite = append(spec.AllowWrite, filepath.Dir(f.pidlog))
+		tr.Sandbox = &spec
+	}
 	sup, err := conn.Start(context.Background(), conn.Config{
 		Name:               "fx",
-		Transport:          conn.Command(f.bin, "-pidlog", f.pidlog),
+		Transport:          tr,
 		Registry:           f.reg,
 		Reconnect:          &p,
 		FailOnStartupError: true,

@@ -11,7 +11,8 @@ import (
 // Check reports what would make s fail on this machine although its
 // entry is valid: a stdio command that is not on PATH (the PATH of its
 // Env if it sets one) or not an executable file, and a cwd that is not a
-// directory. Parse does not do this, so that a file can be validated on
+// directory, and a sandbox this machine cannot give. Parse does not do
+// this, so that a file can be validated on
 // another machine; 'mcpfsm check' does.
 func (s Server) Check() []error {
 	if s.Type != TypeStdio {
@@ -28,7 +29,7 @@ func (s Server) Check() []error {
 	if err := s.lookCommand(); err != nil {
 		errs = append(errs, fmt.Errorf("server %s: %w", s.Name, err))
 	}
-	return errs
+	return append(errs, s.checkSandbox()...)
 }
 
 // lookCommand finds s.Command as the child process would.

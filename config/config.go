@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Format is the layout of a config file: the key its servers sit under.
@@ -107,6 +108,11 @@ type Server struct {
 	AllowScopes []string
 	ToolScopes  []authz.ToolScope
 	RateLimit   authz.Rate
+	// Sandbox, for a stdio server with "sandboxEnabled": true (or any
+	// stdio server with Options.SandboxAll, unless it says false), is its
+	// effective sandbox: the file's top-level "sandbox" block overridden
+	// key by key by the server's own. Nil runs it unsandboxed.
+	Sandbox *sandbox.Spec
 }
 
 // Options tune how a file is read. The zero value reads the process
@@ -120,8 +126,13 @@ type Options struct {
 	Dir string
 	// WorkspaceFolder is what ${workspaceFolder} expands to. Empty means
 	// the working directory; Load uses the parent of a ".vscode"
-	// directory holding the file, as VS Code would.
+	// directory holding the file, as VS Code would, and else the file's
+	// directory.
 	WorkspaceFolder string
+	// SandboxAll sandboxes every stdio server that does not say
+	// "sandboxEnabled": false, as its "sandbox" blocks say (mcpfsm serve
+	// -sandbox-all).
+	SandboxAll bool
 }
 
 // Lookup returns the server called name.
@@ -135,8 +146,9 @@ func (c *Config) Lookup(name string) (Server, bool) {
 }
 
 // Load reads and parses the config file at path, with the file's
-// directory as Options.Dir and, for a file in a ".vscode" directory, that
-// directory's parent as Options.WorkspaceFolder, unless o sets them. A
+// directory as Options.Dir and, as Options.WorkspaceFolder, the parent of
+// a ".vscode" directory holding the file, else the file's directory,
+// unless o sets them. A
 // file named *.toml is read as Codex's config.toml, and a file named
 // settings.json as Gemini CLI's (see the package documentation); others
 // as [Parse] reads them. Its errors are those of [Parse], prefixed with
@@ -154,8 +166,12 @@ func Load(path string, o *Options) (*Config, error) {
 	if opts.Dir == "" {
 		opts.Dir = dir
 	}
-	if opts.WorkspaceFolder == "" && filepath.Base(dir) == ".vscode" {
-		if abs, err := filepath.Abs(filepath.Dir(dir)); err == nil {
+	if opts.WorkspaceFolder == "" {
+		ws := dir
+		if filepath.Base(dir) == ".vscode" {
+			ws = filepath.Dir(dir)
+		}
+		if abs, err := filepath.Abs(ws); err == nil {
 			opts.WorkspaceFolder = abs
 		}
 	}
@@ -197,7 +213,7 @@ type hint struct {
 }
 
 func parse(data []byte, o *Options, h hint) (*Config, error) {
-	p := &parser{gemini: h.gemini}
+	p := &parser{gemini: h.gemini, unsandboxed: map[string]bool{}, serverBlocks: map[string]*sandboxBlock{}}
 	if o != nil {
 		p.opts = *o
 	}
@@ -232,6 +248,12 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 				continue
 			}
 			servers, serversKey = m.val, m.key
+		case "sandbox":
+			if p.gemini { // Gemini CLI's own setting (a boolean or a command)
+				settings = append(settings, p.geminiSetting(m)...)
+				continue
+			}
+			p.topSandbox = p.sandboxBlock(m.val, "sandbox")
 		case "inputs":
 			p.warnf(`inputs is ignored: mcpfsm does not prompt for input variables, so a ${input:...} reference is an error; use ${env:NAME} instead`)
 		default:
@@ -284,12 +306,13 @@ func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
 	}
+	p.sandboxAll(cfg)
 	cfg.Warnings = p.warnings
 	return cfg, nil
 }
 
 // topKeys are the top-level keys Parse reads.
-var topKeys = []string{string(MCPServers), string(Servers), "inputs"}
+var topKeys = []string{string(MCPServers), string(Servers), "inputs", "sandbox"}
 
 // topIgnored are top-level keys of known hosts' files that hold no
 // servers: a warning, not an error.

@@ -38,7 +38,8 @@ func (s Server) Conn(stderr io.Writer) conn.Config {
 // a [conn.HTTP] for http, and the SDK's SSE client for sse. Headers are
 // added to every HTTP request to the origin of s.URL (conn.HTTP.Header for
 // http, a wrapped http.Client for sse), and to no request a redirect sends
-// elsewhere. A stdio server's stderr goes to stderr (nil discards it).
+// elsewhere. A stdio server's stderr goes to stderr (nil discards it), and
+// its Sandbox is the transport's.
 func (s Server) Transport(stderr io.Writer) conn.Transport {
 	switch s.Type {
 	case TypeHTTP:
@@ -53,6 +54,7 @@ func (s Server) Transport(stderr io.Writer) conn.Transport {
 	t.Env = s.Env
 	t.Dir = s.Cwd
 	t.Stderr = stderr
+	t.Sandbox = s.Sandbox
 	return t
 }
 

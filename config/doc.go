@@ -52,7 +52,8 @@
 // their variables substituted: ${VAR} (an error when unset),
 // ${VAR:-default}, ${env:VAR} (empty, with a warning, when unset),
 // ${workspaceFolder} (the parent of the .vscode directory holding the
-// file, else the working directory), ${userHome} and ${pathSeparator}.
+// file, else the file's directory, for [Load]; else the working
+// directory), ${userHome} and ${pathSeparator}.
 // ${input:ID} is an error: mcpfsm runs unattended and cannot prompt.
 //
 // # Other hosts
@@ -91,6 +92,20 @@
 // bad values are errors, all reported at once, each naming its path.
 // Keys that another host uses and mcpfsm ignores (alwaysAllow,
 // autoApprove, dev, ...) are warnings in Config.Warnings.
+//
+// # Sandboxes
+//
+// VS Code's "sandboxEnabled": true on a stdio server runs it sandboxed
+// (Linux; see package sandbox) with the effective "sandbox" block: the
+// file's top-level block overridden key by key by the server's own.
+// A block has "filesystem" (allowWrite, denyRead, denyWrite, and mcpfsm's
+// allowRead), "network" (allowedDomains, deniedDomains,
+// allowAllUnixSockets) and mcpfsm's
+// "limits" (memoryMB, maxProcs, maxFiles); its paths expand variables as
+// args do, then a leading ~, and a relative path is taken from the file's
+// directory. Options.SandboxAll sandboxes every stdio server that does not
+// say "sandboxEnabled": false. [Server.Check] reports a sandbox this
+// machine cannot give.
 //
 // [Server.Conn] turns an entry into a conn.Config.
 package config

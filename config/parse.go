@@ -33,6 +33,12 @@ type parser struct {
 	allowed, excluded []string
 	// literal substitutes no variables, as Codex does not.
 	literal bool
+	// The sandboxes (sandbox.go): the top-level block, the servers that
+	// said "sandboxEnabled": false, and the blocks of those that said
+	// nothing (for Options.SandboxAll).
+	topSandbox   *sandboxBlock
+	unsandboxed  map[string]bool
+	serverBlocks map[string]*sandboxBlock
 }
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }

@@ -20,7 +20,7 @@ var serverKeys = []string{
 
 // otherKeys are server keys read but not listed in suggestions: the
 // hosts' spellings of options serverKeys already has.
-var otherKeys = []string{"disabled", "disabledTools", "timeout", "trust", "tcp"}
+var otherKeys = []string{"disabled", "disabledTools", "timeout", "trust", "tcp", "sandboxEnabled", "sandbox"}
 
 // stdioOnly are the options only a stdio server may have; httpOnly those
 // only an http or sse server may have. Codex's keys are among them.
@@ -44,8 +44,6 @@ var ignoredKeys = map[string]string{
 	"dev":            "VS Code",
 	"gallery":        "VS Code",
 	"version":        "VS Code",
-	"sandbox":        "VS Code",
-	"sandboxEnabled": "VS Code",
 	"oauth":          "Claude Code, Gemini CLI",
 	"auth":           "Cursor",
 
@@ -78,6 +76,7 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 		has[m.key] = kind(m.val) != "null"
 	}
 	var env []string
+	var sb serverSandbox
 	disabled := false
 	urlKey := ""
 	for _, m := range members {
@@ -133,6 +132,8 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 			s.CallTimeout = p.millis(m.val, fpath, 1)
 		case "trust":
 			// Gemini's: skip confirmations. mcpfsm asks for none.
+		case "sandboxEnabled", "sandbox":
+			p.sandboxKey(&sb, m, fpath)
 		case "tcp":
 			p.addf("%s: Gemini CLI's websocket transport is not supported: mcpfsm speaks stdio (command), Streamable HTTP (httpUrl) and SSE (url)", fpath)
 		default:
@@ -150,6 +151,7 @@ func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
 	p.settleURL(path, &s, urlKey, given)
 	p.checkType(path, &s, given)
 	p.checkPolicy(path, &s)
+	p.settleSandbox(path, &s, &sb)
 	if disabled {
 		p.warnf("%s is disabled (\"disabled\": true): not started", path)
 		return s, false

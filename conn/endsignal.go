@@ -1,6 +1,9 @@
 package conn
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // endSink is where a transport reports the end of its session and of its
 // process, as they happen: the generation that opened the transport (see
@@ -15,6 +18,9 @@ type endSink interface {
 	// processGone: the process (group) is gone, and the channel its
 	// Terminate returns is closed; on the goroutine that reaped it.
 	processGone(src any)
+	// processLogger is the logger of what the process's sandbox refused,
+	// with the server and generation.
+	processLogger() *slog.Logger
 }
 
 // ownedProcess is a transport whose process the package runs itself (the

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -118,4 +119,9 @@ func (g *generation) withCause(err error) error {
 		return cause
 	}
 	return &causedError{err: err, cause: cause}
+}
+
+// processLogger implements endSink.
+func (g *generation) processLogger() *slog.Logger {
+	return g.sup.cfg.Logger.With("server", g.sup.cfg.Name, "generation", g.id)
 }

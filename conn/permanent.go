@@ -7,12 +7,15 @@ import (
 	"net"
 	"os/exec"
 	"syscall"
+
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // ErrPermanent is matched by the error of an attempt that failed in a way
 // no wait can fix: the server's command is missing or not executable, its
 // working directory is missing, or its URL's host does not resolve. The
-// cause is a [*PermanentError], which names the fix. The supervisor
+// cause is a [*PermanentError], which names the fix. So is a sandbox
+// (Stdio.Sandbox) this system cannot give. The supervisor
 // retries such a failure once, to confirm it, and then stops in
 // [FailedPermanent] instead of spending its backoff.
 var ErrPermanent = errors.New("no retry can fix it")
@@ -28,9 +31,9 @@ const (
 // PermanentError is the cause of an attempt that failed in a way no wait
 // can fix. It matches errors.Is(err, ErrPermanent) and unwraps to the
 // error the system reported (an *exec.Error, *fs.PathError or
-// *net.DNSError).
+// *net.DNSError, or a *sandbox.UnavailableError).
 type PermanentError struct {
-	Fix string // what the operator must do, one of the Fix constants
+	Fix string // what the operator must do: one of the Fix constants, or a sandbox.UnavailableError's Fix
 	Err error  // the system's error
 }
 
@@ -51,7 +54,10 @@ func fixFor(err error) string {
 	var pe *fs.PathError
 	var ee *exec.Error
 	var dns *net.DNSError
+	var sb *sandbox.UnavailableError
 	switch {
+	case errors.As(err, &sb):
+		return sb.Fix
 	case errors.Is(err, exec.ErrNotFound):
 		return FixCommand
 	case errors.As(err, &dns) && dns.IsNotFound:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,6 +56,14 @@ type Stdio struct {
 	// SIGTERM, and after SIGTERM before SIGKILL. Zero means
 	// DefaultTerminateDuration.
 	TerminateDuration time.Duration
+	// Sandbox, if set, runs every process of the server inside it (Linux
+	// only; see package sandbox, whose Init the program must call first in
+	// main). A sandbox this system cannot give fails the attempt with an
+	// [ErrPermanent] error that names what is missing: the server is never
+	// started unsandboxed. A connection the sandbox's proxy refused is
+	// logged by the supervisor's Logger; an exit under its memory limit
+	// says so in [ServerExit].
+	Sandbox *sandbox.Spec
 }
 
 // Command returns a [Stdio] transport that runs name with args.
@@ -71,6 +80,10 @@ func (s *Stdio) Open(context.Context) (mcp.Transport, error) {
 	cfg := *s
 	cfg.Args = append([]string(nil), s.Args...)
 	cfg.Env = append([]string(nil), s.Env...)
+	if s.Sandbox != nil {
+		sb := *s.Sandbox
+		cfg.Sandbox = &sb
+	}
 	if cfg.TerminateDuration <= 0 {
 		cfg.TerminateDuration = DefaultTerminateDuration
 	}
@@ -112,10 +125,13 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // spec is the process t starts, reporting its end to t's sink.
 func (t *stdioTransport) spec() proc.Spec {
 	spec := proc.Spec{Path: t.cfg.Path, Args: t.cfg.Args, Env: t.cfg.Env, InheritEnv: t.cfg.InheritEnv,
-		Dir: t.cfg.Dir, Stderr: t.cfg.Stderr, Grace: t.cfg.TerminateDuration}
+		Dir: t.cfg.Dir, Stderr: t.cfg.Stderr, Grace: t.cfg.TerminateDuration, Sandbox: t.cfg.Sandbox}
 	if sink := t.sink; sink != nil {
 		spec.OnExit = func() { sink.sessionEnded(t, true) }
 		spec.OnGone = func() { sink.processGone(t) }
+		if spec.Sandbox != nil {
+			spec.Logger = sink.processLogger()
+		}
 	}
 	return spec
 }
@@ -175,6 +191,11 @@ func (s *Stdio) validate() error {
 	}
 	if s.TerminateDuration < 0 {
 		return fmt.Errorf("Stdio.TerminateDuration is %v: use a positive duration, or zero for %v", s.TerminateDuration, DefaultTerminateDuration)
+	}
+	if s.Sandbox != nil {
+		if err := s.Sandbox.Validate(); err != nil {
+			return fmt.Errorf("Stdio.Sandbox: %w", err)
+		}
 	}
 	return nil
 }

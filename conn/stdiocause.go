@@ -25,6 +25,10 @@ type ServerExit struct {
 	// BySupervisor reports that the supervisor sent that signal, after
 	// the grace periods of a shutdown it started.
 	BySupervisor bool
+	// Limit names the sandbox limit the server ran into, such as "out of
+	// memory under the sandbox's memoryMB 256" (see [Stdio.Sandbox]);
+	// empty when none is known.
+	Limit string
 	// Stderr holds the last lines the server wrote to standard error (at
 	// most StderrTailLines lines and MaxCauseBytes bytes, as written, with
 	// control characters replaced by spaces and what looks like a secret,
@@ -33,12 +37,21 @@ type ServerExit struct {
 	Stderr []string
 }
 
-// Error reads "the server exited: exit status 3; stderr: <lines>" or
-// "the server was killed by SIGKILL[ (sent by the supervisor)]; ...",
-// the lines separated by " | ".
+// Error reads "the server exited: exit status 3; stderr: <lines>", "the
+// server was killed by SIGKILL[ (sent by the supervisor)]; ..." or, under
+// a sandbox's limit, "the server exited: out of memory under the
+// sandbox's memoryMB 256 (exit status 2); ...", the lines separated by
+// " | ".
 func (e *ServerExit) Error() string {
 	var b strings.Builder
-	if e.Signal != "" {
+	if e.Limit != "" {
+		// The limit is the news; the status or signal says how it showed.
+		how := fmt.Sprintf("exit status %d", e.Code)
+		if e.Signal != "" {
+			how = "killed by " + e.Signal
+		}
+		fmt.Fprintf(&b, "the server exited: %s (%s)", e.Limit, how)
+	} else if e.Signal != "" {
 		b.WriteString("the server was killed by " + e.Signal)
 		if e.BySupervisor {
 			b.WriteString(" (sent by the supervisor after the grace period)")
@@ -90,5 +103,5 @@ func (t *stdioTransport) cause() error {
 	if !ok {
 		return nil // still running: the barrier expired
 	}
-	return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Stderr: tailLines(p.StderrTail())}
+	return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Limit: e.Limit, Stderr: tailLines(p.StderrTail())}
 }

@@ -54,6 +54,8 @@
 //	  generation        the latest generation (transport and session) started
 //	  tools             the public names of the registered tools, sorted
 //	  toolCount         len(tools)
+//	  sandbox[]         what the server's sandbox allows, one line an aspect
+//	                    (read, write, network, limits); omitted when it has none
 //	  transitions[]     the recent transitions, oldest first (Options.HistorySize):
 //	    at, from, to, event, attempt, maxAttempts, delayMs, error, generation
 //

@@ -41,6 +41,16 @@ type ServerStatus struct {
 	// (includeTools/excludeTools) kept from the clients.
 	HiddenTools int                `json:"hiddenTools,omitempty"`
 	Transitions []TransitionRecord `json:"transitions"` // recent, oldest first
+	// Sandbox says what the server's sandbox allows, one aspect a line
+	// ("read: everything; not ~/.ssh", "network: none", ...); absent when it
+	// runs unsandboxed (see [Sandboxed]).
+	Sandbox []string `json:"sandbox,omitempty"`
+}
+
+// Sandboxed is implemented by a [Server] that may run in a sandbox: its
+// lines are the status's Sandbox (nil: none).
+type Sandboxed interface {
+	Sandbox() []string
 }
 
 // TransitionRecord is one conn.Transition in a [ServerStatus].
@@ -102,7 +112,11 @@ func (c *Console) report() StatusReport {
 	r := StatusReport{Now: c.clk.Now(), Servers: make([]ServerStatus, 0, len(servers))}
 	for _, s := range servers {
 		st := s.Status()
-		r.Servers = append(r.Servers, serverStatus(st, c.hist.recent(st.Server)))
+		ss := serverStatus(st, c.hist.recent(st.Server))
+		if sb, ok := s.(Sandboxed); ok {
+			ss.Sandbox = sb.Sandbox()
+		}
+		r.Servers = append(r.Servers, ss)
 	}
 	slices.SortFunc(r.Servers, func(a, b ServerStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return r

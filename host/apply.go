@@ -116,7 +116,7 @@ func (h *Host) Reload(ctx context.Context) error {
 	if closed {
 		return fmt.Errorf("host: reload: %w: the host is closed", conn.ErrClosed)
 	}
-	cfg, err := config.Load(h.opts.Path, nil)
+	cfg, err := config.Load(h.opts.Path, h.opts.Load)
 	if err != nil {
 		h.log.Error("reload failed; the running servers are unchanged", "config", h.opts.Path, "err", err)
 		return fmt.Errorf("%s: %w; the running servers are unchanged", h.opts.Path, err)

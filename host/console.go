@@ -35,3 +35,11 @@ func (s consoleServer) current() *server {
 func (s consoleServer) Status() conn.Status { return s.current().sup.Status() }
 
 func (s consoleServer) Reconnect(ctx context.Context) error { return s.current().sup.Reconnect(ctx) }
+
+// Sandbox implements console.Sandboxed: what the server's sandbox allows.
+func (s consoleServer) Sandbox() []string {
+	if sb := s.current().cfg.Sandbox; sb != nil {
+		return sb.Describe()
+	}
+	return nil
+}

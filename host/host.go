@@ -46,6 +46,9 @@ type Options struct {
 	// Path is the config file [Host.Reload] re-reads; "" makes Reload
 	// return console.ErrReloadUnsupported's equivalent error.
 	Path string
+	// Load is how Reload reads it (config.Load's options); nil is the
+	// default.
+	Load *config.Options
 	// Logger receives the supervisors' and the host's logs; nil discards
 	// them.
 	Logger *slog.Logger

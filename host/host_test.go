@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
@@ -183,5 +186,33 @@ func TestReloadBrokenConfigKeepsRunning(t *testing.T) {
 	}
 	if err := h.Reload(t.Context()); !errors.Is(err, conn.ErrClosed) {
 		t.Errorf("Reload after the final close: %v, want ErrClosed", err)
+	}
+}
+
+// TestConsoleShowsTheSandbox: the console's view of a sandboxed server
+// says what its sandbox allows; an unsandboxed one says nothing.
+func TestConsoleShowsTheSandbox(t *testing.T) {
+	bin := fixture.Build(t)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`{"servers": {
+		"boxed": {"command": %q, "sandboxEnabled": true, "sandbox": {"filesystem": {"denyRead": ["/root/.ssh"]}}},
+		"free": {"command": %q}}}`, bin, bin)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{})
+	if err := h.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if f := h.Failures(); len(f) != 0 {
+		t.Fatalf("failures: %+v", f)
+	}
+	got := map[string][]string{}
+	for _, s := range h.Servers() {
+		got[s.Status().Server] = s.(console.Sandboxed).Sandbox()
+	}
+	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh", "write: nowhere", "network: none; no Unix sockets"}, "free": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sandboxes (-want +got):\n%s", diff)
 	}
 }

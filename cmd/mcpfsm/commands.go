@@ -18,16 +18,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const checkUsage = `Usage: mcpfsm check -config FILE
+const checkUsage = `Usage: mcpfsm check -config FILE [-workspace DIR] [-sandbox-all]
 
 Validates FILE and prints a summary of each server: its transport, its
 reconnect schedule (retries per outage, first..longest delay, and the
-total backoff before it gives up) and its timeouts. Nothing is started.
+total backoff before it gives up), its timeouts and, for a stdio server,
+its effective sandbox ("sandboxEnabled", or -sandbox-all). Nothing is
+started but a probe that this machine can give the sandboxes.
 
 An invalid file prints every problem found, one per line, each naming
 its JSON path (such as servers.fs.args[1] must be a string), and exits 1.
 So does a valid file whose stdio command is not on PATH (or not
-executable) or whose cwd does not exist on this machine. Keys that other
+executable), whose cwd does not exist, or whose sandbox this machine cannot
+give (naming what is missing and the fix). Keys that other
 hosts use and mcpfsm ignores, and reconnect options given with
 "enabled": false, are printed as warnings and do not fail the check.
 ` + configHelp + `
@@ -41,13 +44,14 @@ Examples:
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", checkUsage, stderr)
 	path := fs.String("config", "", "the config `FILE` (JSON)")
+	lf := addLoadFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "check", "unexpected argument %q", fs.Arg(0))
 	}
-	cfg, code := loadConfig("check", *path, stderr)
+	cfg, code := loadConfig("check", *path, lf.options(), stderr)
 	if cfg == nil {
 		return code
 	}
@@ -114,6 +118,13 @@ func summarise(w io.Writer, s config.Server) {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is an error (failOnStartupError)\n")
 	} else {
 		fmt.Fprintf(w, "  startup:   a failed first attempt is retried in the background\n")
+	}
+	if s.Type == config.TypeStdio {
+		if s.Sandbox == nil {
+			fmt.Fprintf(w, "  sandbox:   none (\"sandboxEnabled\": true, or serve -sandbox-all, confines it)\n")
+		} else {
+			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(s.Sandbox.Describe(), "\n             "))
+		}
 	}
 }
 
@@ -400,7 +411,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Metrics: hc.metrics, Secrets: secrets,
+	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Metrics: hc.metrics, Secrets: secrets,
 		OnTransition: hc.record, StartTimeout: -1})
 	hc.attach(hs, sf, reg)
 	if *watch {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Exit codes.
@@ -100,8 +101,18 @@ allowed.
     closeTimeoutMs      how long a stopped server process may take to exit (5000)
     keepAliveMs         ping interval (0: none for a command server,
                         10000 for a url server)
-  Strings in command, args, env, envFile, cwd, url and headers may use
-  ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} and ${userHome};
+  Sandboxes (Linux; VS Code's keys): "sandboxEnabled": true on a command
+  server runs it with the "sandbox" block (top level, overridden key by
+  key by the server's): filesystem {allowWrite, denyRead, denyWrite,
+  allowRead}, network {allowedDomains, deniedDomains, allowAllUnixSockets},
+  limits {memoryMB, maxProcs, maxFiles}. Reads are allowed except denyRead (only allowRead
+  when given), writes denied except allowWrite, the network denied except
+  allowedDomains, through mcpfsm's proxy. -sandbox-all sandboxes every
+  command server that does not say "sandboxEnabled": false. See
+  docs/sandbox.md.
+  Strings in command, args, env, envFile, cwd, url, headers and sandbox
+  paths may use ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder}
+  (-workspace, default the config file's directory) and ${userHome};
   ${input:...} is an error (mcpfsm cannot prompt). Unknown keys, wrong
   types and trailing data are errors; keys other hosts use and mcpfsm
   ignores (alwaysAllow, autoApprove, dev, ...) are warnings. 'mcpfsm
@@ -109,6 +120,8 @@ allowed.
 `
 
 func main() {
+	// A sandboxed server starts as mcpfsm itself, the launcher.
+	sandbox.Init()
 	if kind := os.Getenv(demoServerEnv); kind != "" {
 		os.Exit(demoServer(kind))
 	}
@@ -235,13 +248,13 @@ func usageErr(stderr io.Writer, cmd, format string, a ...any) int {
 	return exitUsage
 }
 
-// loadConfig loads -config, printing its errors.
+// loadConfig loads -config with opts, printing its errors.
 // Warnings go to stderr too.
-func loadConfig(cmd, path string, stderr io.Writer) (*config.Config, int) {
+func loadConfig(cmd, path string, opts *config.Options, stderr io.Writer) (*config.Config, int) {
 	if path == "" {
 		return nil, usageErr(stderr, cmd, "-config FILE is required")
 	}
-	cfg, err := config.Load(path, nil)
+	cfg, err := config.Load(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
 		return nil, exitFail
@@ -265,15 +278,35 @@ func loadConfig(cmd, path string, stderr io.Writer) (*config.Config, int) {
 type hostFlags struct {
 	cmd                 string
 	path, format, level *string
+	reading             *loadFlags
 }
 
 func addHostFlags(fs *flag.FlagSet, cmd, level string) *hostFlags {
 	return &hostFlags{
-		cmd:    cmd,
-		path:   fs.String("config", "", "the config `FILE` (JSON)"),
-		format: fs.String("log-format", "text", "log `FORMAT`: text or json"),
-		level:  fs.String("log-level", level, "log `LEVEL`: debug, info, warn or error"),
+		cmd:     cmd,
+		path:    fs.String("config", "", "the config `FILE` (JSON)"),
+		format:  fs.String("log-format", "text", "log `FORMAT`: text or json"),
+		level:   fs.String("log-level", level, "log `LEVEL`: debug, info, warn or error"),
+		reading: addLoadFlags(fs),
 	}
+}
+
+// loadFlags are the flags that change how the config is read.
+type loadFlags struct {
+	workspace  *string
+	sandboxAll *bool
+}
+
+func addLoadFlags(fs *flag.FlagSet) *loadFlags {
+	return &loadFlags{
+		workspace:  fs.String("workspace", "", "what ${workspaceFolder} expands to (default: the config file's directory, or the parent of its .vscode directory)"),
+		sandboxAll: fs.Bool("sandbox-all", false, `sandbox every stdio server that does not say "sandboxEnabled": false (Linux)`),
+	}
+}
+
+// options are the config.Options the flags give.
+func (l *loadFlags) options() *config.Options {
+	return &config.Options{WorkspaceFolder: *l.workspace, SandboxAll: *l.sandboxAll}
 }
 
 // load makes the logger, on stderr made safe for concurrent writers (the
@@ -285,6 +318,6 @@ func (h *hostFlags) load(stderr io.Writer) (*slog.Logger, *config.Config, io.Wri
 	if err != nil {
 		return nil, nil, stderr, usageErr(stderr, h.cmd, "%v", err)
 	}
-	cfg, code := loadConfig(h.cmd, *h.path, stderr)
+	cfg, code := loadConfig(h.cmd, *h.path, h.reading.options(), stderr)
 	return logger, cfg, stderr, code
 }

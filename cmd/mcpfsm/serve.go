@@ -60,6 +60,11 @@ Before serving, serve waits (at most -timeout) for every server's first
 connection attempt, so the first tools/list has their tools; servers
 that are still down come later, with a tools/list_changed.
 
+A stdio server with "sandboxEnabled": true (every stdio server, with
+-sandbox-all, unless it says false) runs sandboxed on Linux: its own user
+and network namespace, Landlock, rlimits, and mcpfsm's filtering proxy as
+its only way out (docs/sandbox.md).
+
 Over stdio, serve ends when its client disconnects (closes stdin), after
 stopping every server. With -listen it serves until SIGINT or SIGTERM,
 then turns /readyz to 503, ends open streams and stops every server at
@@ -171,7 +176,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 	var f *front.Front // the host's servers need its client options; it needs the host's servers
-	hs := host.New(host.Options{Path: *hf.path, Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
+	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
 		StartTimeout: *timeout, OnTransition: hc.record,
 		Configure: func(server string, c *conn.Config) { f.Configure(server, c) },
 		OnApply:   func(host.Changes) { f.Update() }})

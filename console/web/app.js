@@ -91,6 +91,7 @@ function renderServer(s) {
     String(s.toolCount) + (s.hiddenTools ? " (" + s.hiddenTools + " hidden by its filter)" : "");
   card.querySelector(".f-tools").title = s.tools.join("\n");
   card.querySelector(".f-cause").textContent = s.lastError || "none";
+  card.querySelector(".f-sandbox").textContent = s.sandbox ? s.sandbox.join("\n") : "none";
   highlight(card, s);
   const list = card.querySelector(".transitions ol");
   list.textContent = "";

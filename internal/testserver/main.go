@@ -44,6 +44,8 @@ type options struct {
 	envFile       string
 	lastWords     string
 	recordMeta    bool
+	probes        bool
+	probe         string
 }
 
 func main() {
@@ -76,12 +78,17 @@ func main() {
 	flag.DurationVar(&o.crashDelay, "crash-delay", 20*time.Millisecond, "the crash tool exits this long after its reply is written; 0 exits right after the write")
 	flag.StringVar(&o.lastWords, "last-words", "", "write this line to stderr right before the exit of -exit-at-start or -exit-after")
 	flag.BoolVar(&o.recordMeta, "record-meta", false, "print \"testserver: meta JSON\" to stderr for every request received: its method, its params._meta and, over -http, its traceparent header")
+	flag.BoolVar(&o.probes, "probes", false, "also serve the tools read, write, dial, fetch, alloc and child, which try what a sandbox may refuse")
+	flag.StringVar(&o.probe, "probe", "", "run one probe (KIND:ARG, as the tools' names and argument), print its outcome and exit")
 	flag.BoolVar(&o.session, "session", false, "also serve a resource, a template, a prompt, subscriptions and the tools ask (elicitation), roots and touch (resource updated)")
 	flag.Parse()
 
 	if o.sleep > 0 {
 		time.Sleep(o.sleep)
 		return
+	}
+	if o.probe != "" {
+		os.Exit(runProbe(o.probe))
 	}
 	if o.pidlog != "" {
 		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))

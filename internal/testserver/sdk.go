@@ -90,6 +90,9 @@ func newServer(o options) *mcp.Server {
 	for i := range o.tools {
 		addStatic(srv, fmt.Sprintf("extra_%05d", i))
 	}
+	if o.probes {
+		addProbes(srv)
+	}
 	if o.badNames {
 		for _, n := range badNames() {
 			addStatic(srv, n)

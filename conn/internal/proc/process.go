@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Process is one running server and its process group, from [Start]
@@ -47,6 +48,7 @@ type Process struct {
 	sent  atomic.Int32     // the last terminateStep+1 the shutdown signalled
 	tail  *Tail            // the end of standard error
 	state *os.ProcessState // how it ended; written before exited is closed
+	sb    *sandbox.Run     // the sandbox it runs in; nil when none
 }
 
 // Stdout is the read end of the child's stdout. It reads until every
@@ -96,7 +98,11 @@ func (p *Process) Exit() (e Exit, ok bool) {
 	if p.state == nil {
 		return Exit{}, false
 	}
-	return exitOf(p.state, p.sentSignal()), true
+	ex := exitOf(p.state, p.sentSignal())
+	if p.sb != nil && !ex.BySupervisor {
+		ex.Limit = p.sb.Limit(p.state)
+	}
+	return ex, true
 }
 
 // sentSignal names the last signal the shutdown schedule sent.
@@ -163,12 +169,13 @@ func (p *Process) terminate(grace time.Duration) <-chan struct{} {
 }
 
 // Start starts the process described by spec. The process runs until it
-// exits or is terminated, whatever becomes of ctx.
+// exits or is terminated, whatever becomes of ctx; a sandbox's setup
+// (Spec.Sandbox) is bounded by ctx.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	return startProcess(ctx, spec)
 }
 
-func startProcess(_ context.Context, cfg Spec) (*Process, error) {
+func startProcess(ctx context.Context, cfg Spec) (*Process, error) {
 	if err := checkDir(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
@@ -204,7 +211,17 @@ func startProcess(_ context.Context, cfg Spec) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stderr = errW
-	err = cmd.Start()
+	var sb *sandbox.Run
+	if cfg.Sandbox != nil {
+		sb, err = cfg.Sandbox.Prepare(cmd, sandbox.Options{Logger: cfg.Logger})
+	}
+	switch {
+	case err != nil:
+	case sb != nil:
+		err = sb.Start(ctx)
+	default:
+		err = cmd.Start()
+	}
 	// The environment was the child's to copy; the command stays in
 	// memory, for Wait, as long as the server runs.
 	cmd.Env = nil
@@ -219,8 +236,12 @@ func startProcess(_ context.Context, cfg Spec) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
 	p := &Process{pid: cmd.Process.Pid, os: cmd.Process, grace: cfg.Grace, stdin: inW, w: newPipeWriter(inW), stdout: &exitReader{f: outR, eof: func() { exitedEarly(cmd.Process.Pid) }},
-		exited: make(chan struct{}), tail: &Tail{}, onExit: cfg.OnExit, onGone: cfg.OnGone}
-	errCopy := startStderr(errR, &stderrSink{tail: p.tail, out: cfg.Stderr})
+		exited: make(chan struct{}), tail: &Tail{}, onExit: cfg.OnExit, onGone: cfg.OnGone, sb: sb}
+	sink := &stderrSink{tail: p.tail, out: cfg.Stderr}
+	if sb != nil {
+		sink.watch = sb.StderrWatch()
+	}
+	errCopy := startStderr(errR, sink)
 	reaped := func() {
 		p.termMu.Lock()
 		p.reaping = true
@@ -237,6 +258,9 @@ func startProcess(_ context.Context, cfg Spec) (*Process, error) {
 		// Whatever the leader started in its group goes too. The barrier
 		// is the process group, not the stderr copier.
 		p.signal(stepKill)
+		if sb != nil {
+			sb.Close() // its proxy serves nobody now
+		}
 		// Its last words are in the pipe: give the copier a moment to
 		// drain them into the tail for StderrTail, but no longer, since
 		// a grandchild that left the group may keep writing.

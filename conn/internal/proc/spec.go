@@ -4,9 +4,12 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Spec describes the process to start.
@@ -35,6 +38,10 @@ type Spec struct {
 	// OnGone, if set, is called once the process is reaped and its group
 	// killed, after [Process.Done] is closed, on the same goroutine.
 	OnGone func()
+	// Sandbox, if set, runs the process inside it (see package sandbox);
+	// Logger receives what the sandbox refused.
+	Sandbox *sandbox.Spec
+	Logger  *slog.Logger
 }
 
 // Exit is how a reaped process ended.
@@ -46,6 +53,10 @@ type Exit struct {
 	Signal string
 	// BySupervisor reports that the shutdown schedule sent that signal.
 	BySupervisor bool
+	// Limit names the sandbox limit the process ran into, such as "out
+	// of memory under the sandbox's memoryMB 256"; empty when none is
+	// known, and when the shutdown ended it.
+	Limit string
 }
 
 // GraceWithin is grace, shortened if needed so that both grace periods

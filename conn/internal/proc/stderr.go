@@ -10,14 +10,23 @@ import (
 // server then still writes to a pipe that is read: a failing writer does
 // not kill it with SIGPIPE).
 type stderrSink struct {
-	tail *Tail
-	out  io.Writer // Spec.Stderr; nil once it failed
+	tail  *Tail
+	out   io.Writer // Spec.Stderr; nil once it failed
+	watch io.Writer // the sandbox's, which reads it for a failed allocation; may be nil
 }
 
 func (s *stderrSink) Write(b []byte) (int, error) {
-	_, _ = s.tail.Write(b)
+	s.keep(b)
 	s.toOut(b)
 	return len(b), nil
+}
+
+// keep writes b to the tail and the watch, neither of which blocks.
+func (s *stderrSink) keep(b []byte) {
+	_, _ = s.tail.Write(b)
+	if s.watch != nil {
+		_, _ = s.watch.Write(b)
+	}
 }
 
 // toOut writes b to the configured writer, dropping it on its first error.

@@ -84,7 +84,7 @@ func (w *stderrWatch) ready(r *reaper, key uint64, buf []byte) {
 	n, err := readNB(w.fd, buf)
 	switch {
 	case n > 0:
-		_, _ = w.sink.tail.Write(buf[:n])
+		w.sink.keep(buf[:n])
 		if w.sink.out != nil {
 			w.writing = true
 			go w.deliver(bytes.Clone(buf[:n]))

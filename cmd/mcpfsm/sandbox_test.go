@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckPrintsTheSandbox: check prints each stdio server's effective
+// sandbox (the keys are read, not called ignored), -sandbox-all confines
+// the servers that say nothing, and a sandbox the machine cannot give fails
+// the check naming what is missing and the fix.
+func TestCheckPrintsTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	os.WriteFile(cfg, []byte(`{
+		"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}, "network": {"allowedDomains": ["example.com"]}},
+		"servers": {
+			"boxed": {"command": "sh", "sandboxEnabled": true, "sandbox": {"filesystem": {"allowWrite": ["${workspaceFolder}/out"]}, "limits": {"memoryMB": 256}}},
+			"free": {"command": "sh"}
+		}}`), 0o644)
+	home, _ := os.UserHomeDir()
+	code, out, errOut := runCmd(t, "check", "-config", cfg, "-workspace", "/ws")
+	if code != exitOK || strings.Contains(errOut, "ignored") {
+		t.Fatalf("check: exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"  sandbox:   read: everything; not " + home + "/.ssh\n             write: /ws/out\n             network: example.com through mcpfsm's proxy; no Unix sockets\n             limits: memoryMB 256\n",
+		"free: stdio sh",
+		`  sandbox:   none ("sandboxEnabled": true, or serve -sandbox-all, confines it)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = runCmd(t, "check", "-config", cfg, "-sandbox-all")
+	if strings.Contains(out, "sandbox:   none") || strings.Count(out, "network: example.com") != 2 {
+		t.Errorf("check -sandbox-all left a server unsandboxed:\n%s", out)
+	}
+
+	if os.Geteuid() == 0 {
+		os.WriteFile(cfg, []byte(`{"servers": {"boxed": {"command": "sh", "sandboxEnabled": true, "sandbox": {"limits": {"maxProcs": 8}}}}}`), 0o644)
+		code, _, errOut = runCmd(t, "check", "-config", cfg)
+		want := "mcpfsm check: server boxed: sandbox unavailable: limits.maxProcs: mcpfsm runs as root, and the kernel does not apply RLIMIT_NPROC to root (run mcpfsm as an ordinary user, or remove limits.maxProcs)\n"
+		if code != exitFail || errOut != want {
+			t.Errorf("check of maxProcs as root: exit %d, stderr:\n%s\nwant:\n%s", code, errOut, want)
+		}
+	}
+}

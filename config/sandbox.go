@@ -1,0 +1,257 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpfsm/mcpfsm/sandbox"
+)
+
+// The hosts' sandbox keys (VS Code's mcp.json, Anthropic's
+// sandbox-runtime): "sandboxEnabled" on a stdio server, and a "sandbox"
+// block at the top of the file and on a server, whose keys the server's
+// block overrides one by one. mcpfsm adds filesystem.allowRead and
+// limits.
+var (
+	sandboxKeys     = []string{"filesystem", "network", "limits"}
+	filesystemKeys  = []string{"allowRead", "denyRead", "allowWrite", "denyWrite"}
+	networkKeys     = []string{"allowedDomains", "deniedDomains", "allowAllUnixSockets"}
+	limitsKeys      = []string{"memoryMB", "maxProcs", "maxFiles"}
+	sandboxIgnored  = []string{"ignoreViolations", "enableWeakerNestedSandbox", "enableWeakerNetworkIsolation"}
+	networkIgnored  = []string{"allowUnixSockets", "allowLocalBinding", "httpProxyPort", "socksProxyPort", "allowManagedDomainsOnly"}
+	limitsMaxValues = map[string]int{"memoryMB": 1 << 22, "maxProcs": 1 << 22, "maxFiles": 1 << 24}
+)
+
+// sandboxBlock is one "sandbox" object: each key nil when not given.
+type sandboxBlock struct {
+	lists  map[string]*[]string // filesystem and network keys
+	limits map[string]*int
+	flags  map[string]*bool // allowAllUnixSockets
+}
+
+// serverSandbox is what a server entry said of its sandbox.
+type serverSandbox struct {
+	enabled *bool
+	block   *sandboxBlock
+	path    string // of the entry's "sandbox" key, for warnings
+}
+
+// sandboxKey reads a server's "sandboxEnabled" or "sandbox".
+func (p *parser) sandboxKey(sb *serverSandbox, m member, fpath string) {
+	if m.key == "sandboxEnabled" {
+		on := p.boolean(m.val, fpath)
+		sb.enabled = &on
+		return
+	}
+	sb.block, sb.path = p.sandboxBlock(m.val, fpath), fpath
+}
+
+// settleSandbox gives s its effective sandbox: the top block overridden by
+// the server's, when "sandboxEnabled" is true (or, with
+// Options.SandboxAll, unless it is false: see sandboxAll).
+func (p *parser) settleSandbox(path string, s *Server, sb *serverSandbox) {
+	given := sb.enabled != nil || sb.block != nil
+	if s.Type != TypeStdio && s.Type != "" && given {
+		p.addf(`%s: "sandboxEnabled" and "sandbox" only apply to "command" servers`, path)
+		return
+	}
+	switch {
+	case sb.enabled != nil && !*sb.enabled:
+		p.unsandboxed[s.Name] = true
+	case sb.enabled != nil:
+		s.Sandbox = p.effectiveSandbox(sb.block)
+	case sb.block != nil && !p.opts.SandboxAll:
+		p.warnf(`%s has no effect: the server runs unsandboxed without "sandboxEnabled": true`, sb.path)
+	default:
+		p.serverBlocks[s.Name] = sb.block
+	}
+}
+
+// sandboxAll sandboxes, with Options.SandboxAll, every stdio server that
+// does not say "sandboxEnabled": false.
+func (p *parser) sandboxAll(cfg *Config) {
+	if !p.opts.SandboxAll {
+		return
+	}
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		if s.Type == TypeStdio && s.Sandbox == nil && !p.unsandboxed[s.Name] {
+			s.Sandbox = p.effectiveSandbox(p.serverBlocks[s.Name])
+		}
+	}
+}
+
+// effectiveSandbox is the top block overridden, key by key, by own.
+func (p *parser) effectiveSandbox(own *sandboxBlock) *sandbox.Spec {
+	list := func(key string) []string {
+		for _, b := range []*sandboxBlock{own, p.topSandbox} {
+			if b != nil && b.lists[key] != nil {
+				return *b.lists[key]
+			}
+		}
+		return nil
+	}
+	flag := func(key string) bool {
+		for _, b := range []*sandboxBlock{own, p.topSandbox} {
+			if b != nil && b.flags[key] != nil {
+				return *b.flags[key]
+			}
+		}
+		return false
+	}
+	limit := func(key string) int {
+		for _, b := range []*sandboxBlock{own, p.topSandbox} {
+			if b != nil && b.limits[key] != nil {
+				return *b.limits[key]
+			}
+		}
+		return 0
+	}
+	return &sandbox.Spec{
+		AllowRead: list("allowRead"), DenyRead: list("denyRead"), AllowWrite: list("allowWrite"), DenyWrite: list("denyWrite"),
+		AllowedDomains: list("allowedDomains"), DeniedDomains: list("deniedDomains"), AllowAllUnixSockets: flag("allowAllUnixSockets"),
+		MemoryMB: limit("memoryMB"), MaxProcs: limit("maxProcs"), MaxFiles: limit("maxFiles"),
+	}
+}
+
+// sandboxBlock parses a "sandbox" object.
+func (p *parser) sandboxBlock(raw json.RawMessage, path string) *sandboxBlock {
+	b := &sandboxBlock{lists: map[string]*[]string{}, limits: map[string]*int{}, flags: map[string]*bool{}}
+	members, ok := p.object(raw, path)
+	if !ok {
+		return b
+	}
+	for _, m := range members {
+		fpath := pathKey(path, m.key)
+		if kind(m.val) == "null" {
+			continue
+		}
+		switch m.key {
+		case "filesystem":
+			p.sandboxSection(b, m.val, fpath, filesystemKeys, nil)
+		case "network":
+			p.sandboxSection(b, m.val, fpath, networkKeys, networkIgnored)
+		case "limits":
+			p.sandboxSection(b, m.val, fpath, limitsKeys, nil)
+		default:
+			if slices.Contains(sandboxIgnored, m.key) {
+				p.warnf("%s is ignored: mcpfsm reports what the sandbox refused and does not weaken it (a key of sandbox-runtime)", fpath)
+				continue
+			}
+			p.addf("%s is not a sandbox key (%s)", fpath, suggest(m.key, sandboxKeys))
+		}
+	}
+	return b
+}
+
+// sandboxSection parses "filesystem", "network" or "limits" into b.
+func (p *parser) sandboxSection(b *sandboxBlock, raw json.RawMessage, path string, keys, ignored []string) {
+	members, ok := p.object(raw, path)
+	if !ok {
+		return
+	}
+	for _, m := range members {
+		fpath := pathKey(path, m.key)
+		switch {
+		case kind(m.val) == "null":
+		case m.key == "allowUnixSockets":
+			p.warnf(`%s is ignored: on Linux a sandbox cannot allow some Unix sockets by path (as in sandbox-runtime): set "allowAllUnixSockets": true to allow them all`, fpath)
+		case slices.Contains(ignored, m.key):
+			p.warnf("%s is ignored: a sandbox of mcpfsm reaches the network only through its proxy, by allowedDomains (a key of sandbox-runtime)", fpath)
+		case m.key == "allowAllUnixSockets":
+			on := p.boolean(m.val, fpath)
+			b.flags[m.key] = &on
+		case !slices.Contains(keys, m.key):
+			p.addf("%s is not a key of %s (%s)", fpath, path, suggest(m.key, keys))
+		case slices.Contains(limitsKeys, m.key):
+			n := p.limit(m.val, fpath, limitsMaxValues[m.key])
+			b.limits[m.key] = &n
+		case slices.Contains(networkKeys, m.key):
+			l := p.domains(m.val, fpath)
+			b.lists[m.key] = &l
+		default:
+			l := p.sandboxPaths(m.val, fpath)
+			b.lists[m.key] = &l
+		}
+	}
+}
+
+// limit parses a positive whole number, at most hi.
+func (p *parser) limit(raw json.RawMessage, path string, hi int) int {
+	var n float64
+	if kind(raw) != "number" || json.Unmarshal(raw, &n) != nil || n < 1 || n > float64(hi) || n != float64(int(n)) {
+		p.addf("%s must be a positive integer, at most %d; omit it for no limit", path, hi)
+		return 0
+	}
+	return int(n)
+}
+
+// domains parses an array of domain patterns.
+func (p *parser) domains(raw json.RawMessage, path string) []string {
+	out := []string{}
+	for i, d := range p.stringArray(raw, path) {
+		if err := sandbox.CheckDomain(d); err != nil {
+			p.addf("%s[%d]: %v", path, i, err)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// sandboxPaths parses an array of paths: variables substituted (as in
+// args), then a leading ~ made the home directory, then a relative path
+// made absolute against the config file's directory.
+func (p *parser) sandboxPaths(raw json.RawMessage, path string) []string {
+	out := []string{}
+	for i, s := range p.stringArray(raw, path) {
+		epath := fmt.Sprintf("%s[%d]", path, i)
+		if s == "" {
+			p.addf("%s must not be empty: give a path", epath)
+			continue
+		}
+		if s == "~" || strings.HasPrefix(s, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				p.addf("%s: ~: %v", epath, err)
+				continue
+			}
+			s = home + s[1:]
+		} else if strings.HasPrefix(s, "~") {
+			p.addf("%s: %q: only ~ (your home) is expanded, not ~user: give the path", epath, s)
+			continue
+		}
+		if !filepath.IsAbs(s) {
+			base := p.opts.Dir
+			if base == "" {
+				base, _ = os.Getwd()
+			}
+			s = filepath.Join(base, s)
+			if abs, err := filepath.Abs(s); err == nil {
+				s = abs
+			}
+		}
+		out = append(out, filepath.Clean(s))
+	}
+	return out
+}
+
+// checkSandbox reports a sandbox this machine cannot give (see
+// sandbox.Spec.Check): 'mcpfsm check' fails on it, as the server would.
+func (s Server) checkSandbox() []error {
+	if s.Sandbox == nil {
+		return nil
+	}
+	if err := s.Sandbox.Check(); err != nil {
+		var fix string
+		if ue, ok := err.(*sandbox.UnavailableError); ok {
+			fix = " (" + ue.Fix + ")"
+		}
+		return []error{fmt.Errorf("server %s: %w%s", s.Name, err, fix)}
+	}
+	return nil
+}
