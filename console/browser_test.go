@@ -155,6 +155,14 @@ func TestBrowser(t *testing.T) {
 	if err != nil || !still {
 		t.Errorf("the page was reloaded (%v)", err)
 	}
+	// A server without per-client instances or callers says so.
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const card = document.querySelector('section.card[data-server="gamma"]');
+		return card.querySelector(".f-instances").textContent + "|" + card.querySelector(".f-callers").textContent;
+	})()`))
+	if err != nil || facts != "none|none" {
+		t.Errorf("gamma's instances and callers %q (%v), want none|none", facts, err)
+	}
 	// Under the console's Content-Security-Policy the page's stylesheet and
 	// the diagram's inline <style> (allowed by its hash) both apply.
 	styled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {

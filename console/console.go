@@ -20,6 +20,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/mcpfsm/mcpfsm/access"
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/health"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	// Health, when set, answers /healthz (outside the access rule) and
 	// /readyz (behind it).
 	Health *health.Checker
+	// Callers, when set, returns a server's callers' requests over the
+	// last hour (authz.Tally.Counts), shown with the server.
+	Callers func(server string) []authz.Count
 	// TracePath, when set, is the host's trace file (mcpfsm -trace),
 	// offered for download at /api/trace.
 	TracePath string

@@ -45,6 +45,30 @@ type ServerStatus struct {
 	// ("read: everything; not ~/.ssh", "network: none", ...); absent when it
 	// runs unsandboxed (see [Sandboxed]).
 	Sandbox []string `json:"sandbox,omitempty"`
+	// Instances counts the server's per-client instances by the state of
+	// their connection (see [Instanced]); a count, never whose.
+	Instances map[string]int `json:"instances,omitempty"`
+	// Callers are the server's callers' requests over the last hour, by
+	// caller (Options.Callers): the operator's console sees who called.
+	Callers []CallerCount `json:"callers,omitempty"`
+}
+
+// CallerCount is one caller's requests to a server over the last hour:
+// those let through, and those its per-caller policy refused.
+type CallerCount struct {
+	Subject  string `json:"subject"`
+	Operator bool   `json:"operator,omitempty"`
+	// Others is the count of the callers beyond the ones counted apart.
+	Others  bool `json:"others,omitempty"`
+	Allowed int  `json:"allowed"`
+	Denied  int  `json:"denied,omitempty"`
+	Limited int  `json:"limited,omitempty"`
+}
+
+// Instanced is implemented by a [Server] that runs per-client
+// instances: how many, by the state of their connection.
+type Instanced interface {
+	Instances() map[conn.State]int
 }
 
 // Sandboxed is implemented by a [Server] that may run in a sandbox: its
@@ -115,6 +139,20 @@ func (c *Console) report() StatusReport {
 		ss := serverStatus(st, c.hist.recent(st.Server))
 		if sb, ok := s.(Sandboxed); ok {
 			ss.Sandbox = sb.Sandbox()
+		}
+		if in, ok := s.(Instanced); ok {
+			for state, n := range in.Instances() {
+				if ss.Instances == nil {
+					ss.Instances = map[string]int{}
+				}
+				ss.Instances[string(state)] = n
+			}
+		}
+		if c.opts.Callers != nil {
+			for _, n := range c.opts.Callers(st.Server) {
+				ss.Callers = append(ss.Callers, CallerCount{Subject: n.Subject, Operator: n.Operator, Others: n.Others,
+					Allowed: n.Allowed, Denied: n.Denied, Limited: n.Limited})
+			}
 		}
 		r.Servers = append(r.Servers, ss)
 	}

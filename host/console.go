@@ -34,6 +34,20 @@ func (s consoleServer) current() *server {
 
 func (s consoleServer) Status() conn.Status { return s.current().sup.Status() }
 
+// Instances implements console.Instanced: the server's per-client
+// instances by state.
+func (s consoleServer) Instances() map[conn.State]int {
+	live := s.current().live()
+	if len(live) == 0 {
+		return nil
+	}
+	out := map[conn.State]int{}
+	for _, sup := range live {
+		out[sup.State()]++
+	}
+	return out
+}
+
 func (s consoleServer) Reconnect(ctx context.Context) error { return s.current().sup.Reconnect(ctx) }
 
 // Sandbox implements console.Sandboxed: what the server's sandbox allows.

@@ -125,7 +125,7 @@ func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry
 		return
 	}
 	o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
-		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String}
+		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String, Callers: h.tally.Counts}
 	if h.tracer != nil {
 		o.TracePath = h.tracer.Path()
 	}

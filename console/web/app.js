@@ -76,6 +76,27 @@ function highlight(card, s) {
   }
 }
 
+// instancesText says how many per-client instances run, by state.
+function instancesText(by) {
+  if (!by) return "none";
+  const states = Object.keys(by).sort();
+  const total = states.reduce((n, st) => n + by[st], 0);
+  return total + " (" + states.map(st => by[st] + " " + st).join(", ") + ")";
+}
+
+// callersText says who called the server over the last hour, and what
+// its policy refused.
+function callersText(callers) {
+  if (!callers || !callers.length) return "none";
+  return callers.map(c => {
+    const who = c.others ? "others" : (c.operator ? c.subject + " (operator)" : c.subject);
+    const refused = (c.denied || 0) + (c.limited || 0);
+    let text = who + ": " + c.allowed + " let through";
+    if (refused) text += ", " + refused + " refused (" + (c.denied || 0) + " scope, " + (c.limited || 0) + " rate)";
+    return text;
+  }).join("\n");
+}
+
 function renderServer(s) {
   const card = cardFor(s.name);
   card.dataset.state = s.state;
@@ -92,6 +113,8 @@ function renderServer(s) {
   card.querySelector(".f-tools").title = s.tools.join("\n");
   card.querySelector(".f-cause").textContent = s.lastError || "none";
   card.querySelector(".f-sandbox").textContent = s.sandbox ? s.sandbox.join("\n") : "none";
+  card.querySelector(".f-instances").textContent = instancesText(s.instances);
+  card.querySelector(".f-callers").textContent = callersText(s.callers);
   highlight(card, s);
   const list = card.querySelector(".transitions ol");
   list.textContent = "";
