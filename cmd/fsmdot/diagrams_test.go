@@ -14,12 +14,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 )
 
-var update = flag.Bool("update", false, "rewrite ../../diagrams and the generated parts of ../../README.md from conn.Table()")
+var update = flag.Bool("update", false, "rewrite ../../diagrams and the generated parts of ../../docs/design.md from conn.Table()")
 
 // The committed files this test keeps in step with conn.Table().
 var (
 	diagramsDir = filepath.Join("..", "..", "diagrams")
-	readmePath  = filepath.Join("..", "..", "README.md")
+	readmePath  = filepath.Join("..", "..", "docs", "design.md") // section 2 shows the machine
 )
 
 const (
@@ -27,13 +27,16 @@ const (
 	fenceClose  = "```\n"
 	statesBegin = "<!-- states:begin"
 	statesEnd   = "<!-- states:end -->"
+	// The connection machine's block, among the other machines' diagrams.
+	connectionBegin = "<!-- connection:begin"
+	connectionEnd   = "<!-- connection:end -->"
 )
 
 const regenerate = "run go test ./cmd/fsmdot -update (or go generate ./conn for diagrams/ alone)"
 
 // TestCommittedDiagramsFresh fails when diagrams/connection.dot,
-// diagrams/connection.mmd, the README's mermaid block or the README's state
-// table no longer match conn.Table(). With -update it rewrites them (and
+// diagrams/connection.mmd, docs/design.md's mermaid block of the
+// connection machine or its state table no longer match conn.Table(). With -update it rewrites them (and
 // diagrams/connection.svg when Graphviz is installed).
 func TestCommittedDiagramsFresh(t *testing.T) {
 	if *update {
@@ -74,14 +77,14 @@ func TestCommittedDiagramsFresh(t *testing.T) {
 		t.Fatalf("%s: %v", readmePath, err)
 	}
 	if diff := cmp.Diff(conn.Table().Mermaid(), mmd); diff != "" {
-		t.Errorf("%s: the mermaid block differs from diagrams/%s (-fresh +README); %s:\n%s", readmePath, mermaidFile, regenerate, diff)
+		t.Errorf("%s: the mermaid block differs from diagrams/%s (-fresh +docs/design.md); %s:\n%s", readmePath, mermaidFile, regenerate, diff)
 	}
 	table, err := between(string(readme), statesBegin, statesEnd)
 	if err != nil {
 		t.Fatalf("%s: %v", readmePath, err)
 	}
 	if diff := cmp.Diff(stateTable(), table.body); diff != "" {
-		t.Errorf("%s: the state table is stale (-fresh +README); %s:\n%s", readmePath, regenerate, diff)
+		t.Errorf("%s: the state table is stale (-fresh +docs/design.md); %s:\n%s", readmePath, regenerate, diff)
 	}
 }
 
@@ -137,15 +140,31 @@ func between(text, begin, end string) (span, error) {
 	return span{start: start, end: start + j, body: text[start : start+j]}, nil
 }
 
-// mermaidBlock returns the body of the README's one mermaid code block.
-func mermaidBlock(readme string) (string, error) {
-	s, err := between(readme, mermaidOpen, fenceClose)
+// connectionBlock finds the mermaid code block of the connection
+// machine: the one between the connection markers.
+func connectionBlock(doc string) (span, error) {
+	c, err := between(doc, connectionBegin, connectionEnd)
+	if err != nil {
+		return span{}, err
+	}
+	s, err := between(c.body, mermaidOpen, fenceClose)
+	if err != nil {
+		return span{}, err
+	}
+	return span{start: c.start + s.start, end: c.start + s.end, body: s.body}, nil
+}
+
+// mermaidBlock returns the body of the connection machine's mermaid
+// code block.
+func mermaidBlock(doc string) (string, error) {
+	s, err := connectionBlock(doc)
 	return s.body, err
 }
 
-// regenerateReadme replaces the README's mermaid block and state table.
+// regenerateReadme replaces the connection machine's mermaid block and
+// state table.
 func regenerateReadme(readme string) (string, error) {
-	s, err := between(readme, mermaidOpen, fenceClose)
+	s, err := connectionBlock(readme)
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,10 @@
-// Command mcpfsm is a small MCP host that shows package conn at work: it
-// reads a config file in the style agent hosts use ({"servers": {...}}),
-// supervises every server with conn.Start, and lists tools, calls one, or
-// runs until interrupted while logging every state transition.
+// Command mcpfsm keeps an agent host's MCP servers alive. Its main
+// command, serve, reads the server list the host already has (Claude,
+// Cursor, VS Code, Codex, Gemini CLI, Windsurf formats), supervises every
+// server and serves all their tools, resources and prompts as one MCP
+// server, over stdio or Streamable HTTP; run supervises them for a host
+// of its own, and check, status, reconnect, call, tools, probe and demo
+// do what their names say.
 //
 // Run it with -h for the subcommands, the config format and examples.
 package main
