@@ -231,3 +231,19 @@ func TestServeOAuth(t *testing.T) {
 	}
 	allGone(t, pids)
 }
+
+// An -allow-host name is served on a loopback bind too (a reverse proxy
+// on the same host forwards that Host): the access rule checks Host, and
+// go-sdk's own loopback check, which knows no allowed host, is off. A
+// name not allowed is still refused.
+func TestServeAllowedHostOnLoopback(t *testing.T) {
+	cfg := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t)}}})
+	_, _, url := serveListening(t, []string{"MCPFSM_TOKEN=" + testToken}, "serve", "-config", cfg, "-listen", "127.0.0.1:0",
+		"-allow-host", "mcp.example.test")
+	if resp := post(t, url, map[string]string{"Authorization": "Bearer " + testToken, "Host": "mcp.example.test"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("initialize for the allowed Host mcp.example.test: %d, want 200", resp.StatusCode)
+	}
+	if resp := post(t, url, map[string]string{"Authorization": "Bearer " + testToken, "Host": "rebind.evil.example"}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("initialize for Host rebind.evil.example: %d, want 403", resp.StatusCode)
+	}
+}
