@@ -2,6 +2,7 @@ package front
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,36 @@ func TestCallOfADownServerSaysWhy(t *testing.T) {
 	// A server nobody configured still has unknown tools.
 	if _, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__nobody__read"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("call of an unconfigured server's tool: %v, want unknown tool", err)
+	}
+}
+
+// A configured secret in a server's last error never reaches a client:
+// Options.Redact hides it in the outage message.
+func TestOutageMessagesHideSecrets(t *testing.T) {
+	const secret = "supersecret-env-value-123"
+	bs := newFakeBackends()
+	bs.status = func(server string) (conn.Status, bool) {
+		return conn.Status{State: conn.FailedRetrying, Attempt: 1, MaxAttempts: 3,
+			LastErr: errors.New("exited; stderr: API_TOKEN=" + secret)}, true
+	}
+	f := New(Options{Registry: conn.NewRegistry(), Backends: bs,
+		Redact: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted fs.env.API_TOKEN]") }})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.Run(ctx, st) }()
+	defer func() { cancel(); <-served }()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__fs__read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if strings.Contains(text, secret) || !strings.Contains(text, "[redacted fs.env.API_TOKEN]") {
+		t.Errorf("the outage message %q shows the secret, or does not say it hid it", text)
 	}
 }
