@@ -27,6 +27,7 @@ import (
 
 var (
 	serveOld      = flag.String("serve.old", "", "BenchmarkServeHTTP, BenchmarkServeSessions: an older mcpfsm binary, measured serving shared beside the new one (scripts/bench builds it from SERVE_BASE)")
+	serveAB       = flag.String("serve.ab", "", "BenchmarkServeHTTP, BenchmarkServeSessions: another build of mcpfsm (a change to weigh), measured per client with both backends beside this tree's")
 	serveWindow   = flag.Duration("serve.window", 100*time.Millisecond, "BenchmarkServeHTTP/clients=N, BenchmarkServePolicy/clients=N: how long each arm is loaded in a round (scripts/bench sets 2s)")
 	serveSessions = flag.Int("serve.sessions", 20, "BenchmarkServeSessions: sessions per arm (scripts/bench sets 500)")
 )
@@ -227,8 +228,9 @@ func (a *arm) closeClients() {
 
 // serveSpecs are the arms of the serve benchmarks: the floor; serve with
 // each client's own instance of a stdio server and of an HTTP server;
-// serve sharing one stdio server; and, with -serve.old, an older serve
-// sharing one stdio server.
+// serve sharing one stdio server; with -serve.old, an older serve
+// sharing one stdio server; with -serve.ab, another build per client
+// with both backends.
 func serveSpecs(tb testing.TB) []armSpec {
 	bin := fixture.BuildHost(tb)
 	specs := []armSpec{
@@ -241,6 +243,10 @@ func serveSpecs(tb testing.TB) []armSpec {
 		specs = append(specs, armSpec{name: "old-shared-stdio", bin: *serveOld})
 	} else {
 		tb.Log("no -serve.old: the older serve is not measured beside the new one (scripts/bench builds it from SERVE_BASE)")
+	}
+	if *serveAB != "" {
+		specs = append(specs, armSpec{name: "ab-per-client-stdio", bin: *serveAB, isolation: "per-client"},
+			armSpec{name: "ab-per-client-http", bin: *serveAB, isolation: "per-client", httpBackend: true})
 	}
 	return specs
 }
@@ -306,8 +312,10 @@ func (s *suite) latency(b *testing.B) {
 // throughput loads each arm with n clients calling echo back to back for
 // -serve.window, the arms one after the other in an order drawn at random
 // each round. It reports each arm's calls per second (median of the
-// rounds, with their range) and the ratio of each to the floor's of the
-// same round (median and range).
+// rounds, with their range), the ratio of each to the floor's of the
+// same round (median and range), and the CPU time per call of the arm's
+// processes (the server and every process it started) and of this
+// process (the clients).
 func (s *suite) throughput(b *testing.B, n int) {
 	pools := make([][]*client, len(s.arms))
 	for k, a := range s.arms {
@@ -315,33 +323,51 @@ func (s *suite) throughput(b *testing.B, n int) {
 	}
 	rate := make([][]float64, len(s.arms))
 	ratio := make([][]float64, len(s.arms))
+	cpu := make([][]float64, len(s.arms))
+	clientCPU := make([][]float64, len(s.arms))
 	round := make([]float64, len(s.arms))
 	b.ResetTimer()
 	for range b.N {
 		for _, k := range s.rng.Perm(len(s.arms)) {
-			r, err := burst(pools[k], *serveWindow)
+			a := s.arms[k]
+			cpu0, err := cpuOf(a.pids()...)
 			if err != nil {
-				b.Fatalf("%s: %v", s.arms[k].name, err)
+				b.Fatal(err)
+			}
+			own0 := processCPU()
+			r, calls, err := burst(pools[k], *serveWindow)
+			if err != nil {
+				b.Fatalf("%s: %v", a.name, err)
+			}
+			own := processCPU() - own0
+			cpu1, err := cpuOf(a.pids()...)
+			if err != nil {
+				b.Fatal(err)
 			}
 			round[k] = r
 			rate[k] = append(rate[k], r)
+			cpu[k] = append(cpu[k], float64(cpu1-cpu0)/float64(time.Microsecond)/float64(calls))
+			clientCPU[k] = append(clientCPU[k], float64(own)/float64(time.Microsecond)/float64(calls))
 		}
 		for k := 1; k < len(s.arms); k++ {
 			ratio[k] = append(ratio[k], round[k]/round[0])
 		}
 	}
 	b.StopTimer()
-	reportRange(b, "floor-calls/s", rate[0])
-	for k := 1; k < len(s.arms); k++ {
-		reportRange(b, s.arms[k].name+"-calls/s", rate[k])
-		reportRange(b, s.arms[k].name+"-x", ratio[k])
+	for k, a := range s.arms {
+		reportRange(b, a.name+"-calls/s", rate[k])
+		if k > 0 {
+			reportRange(b, a.name+"-x", ratio[k])
+		}
+		reportRange(b, a.name+"-cpu-us/call", cpu[k])
+		reportRange(b, a.name+"-client-cpu-us/call", clientCPU[k])
 	}
 }
 
 // burst has every client call echo back to back until d has passed, and
 // returns the calls completed per second, from the start until the last
-// call ended.
-func burst(cs []*client, d time.Duration) (float64, error) {
+// call ended, and how many.
+func burst(cs []*client, d time.Duration) (float64, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+wait)
 	defer cancel()
 	var calls atomic.Int64
@@ -360,7 +386,8 @@ func burst(cs []*client, d time.Duration) (float64, error) {
 		})
 	}
 	wg.Wait()
-	return float64(calls.Load()) / time.Since(start).Seconds(), errors.Join(errs...)
+	n := calls.Load()
+	return float64(n) / time.Since(start).Seconds(), max(n, 1), errors.Join(errs...)
 }
 
 // reportRange reports the median of xs as name, and its least and
@@ -474,7 +501,8 @@ func (a *arm) awaitProcs(tb testing.TB, n int, within time.Duration) {
 // stdio server, OAuth tokens of a test issuer): "base" has no rules and
 // tracing off; "rules" adds allowScopes and toolScopes that the caller's
 // scopes pass; "traced" turns tracing on, exporting to an OTLP/HTTP
-// receiver on loopback. The floor, the fixture serving Streamable HTTP
+// receiver on loopback; "no-oauth" is base without OAuth (the loopback
+// rule alone), for what verifying a token costs. The floor, the fixture serving Streamable HTTP
 // itself, runs in the same rounds. latency and clients=16 are as in
 // BenchmarkServeHTTP. It fails when a caller without the tool's scope is
 // not refused by rules, or when no span reached the receiver.
@@ -487,12 +515,13 @@ func BenchmarkServePolicy(b *testing.B) {
 		"toolScopes": map[string]any{"ech*": []string{"bench:echo"}, "crash": []string{"bench:admin"}}}
 	s := startSuite(b, []armSpec{
 		{name: "floor"},
+		{name: "no-oauth", bin: bin, isolation: "per-client"},
 		{name: "base", bin: bin, isolation: "per-client", issuer: issuer, scopes: scopes},
 		{name: "rules", bin: bin, isolation: "per-client", issuer: issuer, scopes: scopes, keys: rules},
 		{name: "traced", bin: bin, isolation: "per-client", issuer: issuer, scopes: scopes,
 			env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL(), "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"}},
 	})
-	ruled, traced := s.arms[2], s.arms[3]
+	ruled, traced := s.arms[3], s.arms[4]
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -192,3 +192,38 @@ func memOf(pid int) (rss, pss int64, ok bool) {
 	}
 	return rss, pss, rss > 0
 }
+
+// clockTick is the unit of the CPU times of /proc/PID/stat (USER_HZ,
+// 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuOf sums the CPU time (user and system) that the processes roots and
+// their descendants have used.
+func cpuOf(roots ...int) (time.Duration, error) {
+	pids, err := descendants(roots...)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		// After the comm: state(3) ppid(4) ... utime(14) stime(15).
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 == nil && err2 == nil {
+			sum += time.Duration(ut+st) * clockTick
+		}
+	}
+	return sum, nil
+}
