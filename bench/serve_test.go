@@ -96,7 +96,7 @@ func startArm(tb testing.TB, spec armSpec) *arm {
 	if spec.bin == "" {
 		p := startProc(tb, "testserver: listening ", nil, fix, "-http")
 		a.url, a.procs = p.url, []*proc{p}
-		tb.Cleanup(a.closeClients) // before the process stops
+		tb.Cleanup(func() { _ = a.closeClients() }) // before the process stops
 		return a
 	}
 	server := map[string]any{"command": fix}
@@ -130,16 +130,25 @@ func startArm(tb testing.TB, spec armSpec) *arm {
 	if backend != nil {
 		a.procs = append(a.procs, backend)
 	}
-	tb.Cleanup(a.closeClients) // before the processes stop
+	tb.Cleanup(func() { _ = a.closeClients() }) // before the processes stop
 	return a
 }
 
 // stop closes the arm's clients and stops its processes.
 func (a *arm) stop(tb testing.TB) {
-	a.closeClients()
+	_ = a.closeClients()
 	for _, p := range a.procs {
 		p.stop(tb)
 	}
+}
+
+// fatalf fails tb with what the arm's processes last logged.
+func (a *arm) fatalf(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	for _, p := range a.procs {
+		p.logTail(tb)
+	}
+	tb.Fatalf("%s: %s", a.name, fmt.Sprintf(format, args...))
 }
 
 func (a *arm) pids() []int {
@@ -167,9 +176,10 @@ func (a *arm) dial(ctx context.Context, tb testing.TB, subject, scopes string) (
 	return c, nil
 }
 
-func (c *client) close() {
-	_ = c.sess.Close()
+func (c *client) close() error {
+	err := c.sess.Close()
 	c.tr.CloseIdleConnections()
+	return err
 }
 
 // call calls echo and checks its answer.
@@ -211,19 +221,22 @@ func (a *arm) clients(tb testing.TB, n int) []*client {
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
-			tb.Fatalf("%s: connecting %d clients: %v", a.name, n-have, err)
+			a.fatalf(tb, "connecting %d clients: %v", n-have, err)
 		}
 	}
 	return a.pool[:n]
 }
 
-func (a *arm) closeClients() {
+// closeClients closes the arm's clients, and returns their errors.
+func (a *arm) closeClients() error {
+	errs := make([]error, len(a.pool))
 	var wg sync.WaitGroup
-	for _, c := range a.pool {
-		wg.Go(c.close)
+	for i, c := range a.pool {
+		wg.Go(func() { errs[i] = c.close() })
 	}
 	wg.Wait()
 	a.pool = nil
+	return errors.Join(errs...)
 }
 
 // serveSpecs are the arms of the serve benchmarks: the floor; serve with
@@ -277,7 +290,7 @@ func (s *suite) latency(b *testing.B) {
 		one[k] = a.clients(b, 1)[0]
 		for range 20 { // warm both ends
 			if err := one[k].call(ctx); err != nil {
-				b.Fatalf("%s: %v", a.name, err)
+				a.fatalf(b, "%v", err)
 			}
 		}
 	}
@@ -289,7 +302,7 @@ func (s *suite) latency(b *testing.B) {
 		for _, k := range s.rng.Perm(len(s.arms)) {
 			t0 := time.Now()
 			if err := one[k].call(ctx); err != nil {
-				b.Fatalf("%s: %v", s.arms[k].name, err)
+				s.arms[k].fatalf(b, "%v", err)
 			}
 			round[k] = time.Since(t0)
 			took[k] = append(took[k], round[k])
@@ -337,7 +350,7 @@ func (s *suite) throughput(b *testing.B, n int) {
 			own0 := processCPU()
 			r, calls, err := burst(pools[k], *serveWindow)
 			if err != nil {
-				b.Fatalf("%s: %v", a.name, err)
+				a.fatalf(b, "%v", err)
 			}
 			own := processCPU() - own0
 			cpu1, err := cpuOf(a.pids()...)
@@ -444,9 +457,11 @@ func BenchmarkServeSessions(b *testing.B) {
 				want += n
 			}
 			if with.procs != want {
-				b.Fatalf("%s: %d processes with %d sessions, %d before them: want %d", a.name, with.procs, n, rest.procs, want)
+				a.fatalf(b, "%d processes with %d sessions, %d before them: want %d", with.procs, n, rest.procs, want)
 			}
-			a.closeClients()
+			if err := a.closeClients(); err != nil {
+				a.fatalf(b, "closing its clients: %v", err)
+			}
 			a.awaitProcs(b, rest.procs, fleetWait(n))
 			a.stop(b)
 			got[k] = append(got[k], sample{rest, with})
@@ -490,7 +505,7 @@ func (a *arm) awaitProcs(tb testing.TB, n int, within time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %d processes %v after its clients closed, want %d", a.name, u.procs, within, n)
+			a.fatalf(tb, "%d processes %v after its clients closed, want %d", u.procs, within, n)
 		}
 		time.Sleep(10 * time.Millisecond) // processes ending, seen from outside them
 	}
@@ -530,7 +545,7 @@ func BenchmarkServePolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	err = outsider.call(ctx)
-	outsider.close()
+	_ = outsider.close()
 	if err == nil || !strings.Contains(err.Error(), "bench:echo") {
 		b.Fatalf("rules: a caller without bench:echo called echo: %v; want a refusal naming the scope", err)
 	}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,13 +23,21 @@ type proc struct {
 	cmd  *exec.Cmd
 	url  string        // its MCP endpoint
 	done chan struct{} // closed when its stderr is read to the end
+
+	mu     sync.Mutex
+	alarms []string // the first lines of its stderr that said ERROR or panic
+	last   []string // its last lines
 }
+
+// keepLines bounds proc.tail.
+const keepLines = 40
 
 // startProc starts bin with args and env (added to this process's
 // environment less any OTEL_ variable), and waits for the line of its
 // stderr that names its URL: the text after marker, up to a space or a
-// quote. The rest of its stderr is read and dropped, so that its logging
-// never blocks it. It is stopped at the end of tb.
+// quote. The rest of its stderr is read as it comes, so that its logging
+// never blocks it, and its last lines are kept for [proc.logTail]. It is
+// stopped at the end of tb.
 func startProc(tb testing.TB, marker string, env []string, bin string, args ...string) *proc {
 	tb.Helper()
 	cmd := exec.Command(bin, args...)
@@ -46,18 +56,20 @@ func startProc(tb testing.TB, marker string, env []string, bin string, args ...s
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	found := make(chan string, 1)
-	var last bytes.Buffer // the lines before the URL, for the error
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		sent := false
 		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), marker); ok {
-				found <- strings.FieldsFunc(rest, func(r rune) bool { return r == ' ' || r == '"' })[0]
-				break
+			line := sc.Text()
+			if _, rest, ok := strings.Cut(line, marker); ok && !sent {
+				if f := strings.FieldsFunc(rest, func(r rune) bool { return r == ' ' || r == '"' }); len(f) > 0 {
+					found <- f[0]
+					sent = true
+				}
 			}
-			if last.Len() < 4096 {
-				fmt.Fprintln(&last, sc.Text())
-			}
+			p.keep(line)
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
@@ -66,11 +78,36 @@ func startProc(tb testing.TB, marker string, env []string, bin string, args ...s
 	case p.url = <-found:
 		return p
 	case <-p.done:
-		tb.Fatalf("%s ended before serving:\n%s", bin, last.String())
+		tb.Fatalf("%s ended before serving:\n%s", bin, strings.Join(p.lines(), "\n"))
 	case <-time.After(wait):
 		tb.Fatalf("%s did not serve within %v", bin, wait)
 	}
 	return nil
+}
+
+// keep adds a line of p's stderr to what it keeps: the first keepLines
+// lines that said ERROR or panic, and the last keepLines lines.
+func (p *proc) keep(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if (strings.Contains(line, "ERROR") || strings.Contains(line, "panic")) && len(p.alarms) < keepLines {
+		p.alarms = append(p.alarms, line)
+	}
+	if len(p.last) == keepLines {
+		p.last = p.last[1:]
+	}
+	p.last = append(p.last, line)
+}
+
+func (p *proc) lines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append(append(slices.Clone(p.alarms), "..."), p.last...)
+}
+
+// logTail logs what p's stderr last said, for a failure.
+func (p *proc) logTail(tb testing.TB) {
+	tb.Logf("%s %v (pid %d), the end of its stderr:\n%s", p.cmd.Path, p.cmd.Args[1:], p.pid(), strings.Join(p.lines(), "\n"))
 }
 
 // stop ends p with SIGTERM (killed after the harness's wait), once.
