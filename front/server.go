@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots and logging are deprecated upstream (SEP-2577) but still relayed.
+
 package front
 
 import "github.com/modelcontextprotocol/go-sdk/mcp"
