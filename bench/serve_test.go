@@ -122,8 +122,14 @@ func startArm(tb testing.TB, spec armSpec) *arm {
 	sessions := max(1024, 2**serveSessions)
 	args := []string{"serve", "-config", path, "-names", "raw", "-listen", "127.0.0.1:0",
 		"-max-sessions", fmt.Sprint(sessions), "-max-conns", fmt.Sprint(4 * sessions)}
-	if spec.issuer != nil {
+	switch {
+	case spec.issuer != nil:
 		args = append(args, "-oauth-issuer", spec.issuer.URL, "-oauth-resource", serveResource)
+	case spec.isolation != "":
+		// Without a credential a loopback bind makes a token of its own;
+		// these clients send none (an older binary, which has no
+		// "isolation", has no such token either).
+		args = append(args, "-unauthenticated")
 	}
 	p := startProc(tb, "serving MCP over Streamable HTTP at ", spec.env, spec.bin, args...)
 	a.url, a.procs = p.url, []*proc{p}
