@@ -206,7 +206,7 @@ func TestSuggest(t *testing.T) {
 		{"header", "did you mean headers?"},
 		{"xy", "known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit"},
 	} {
-		if got := suggest(tt.key, serverKeys); got != tt.want {
+		if got := suggest(tt.key, hostKeys); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
