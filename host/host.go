@@ -12,8 +12,8 @@
 // front (package front) what it needs: StatusOf, Supervisor and
 // Supervisors.
 //
-// Every conn.Config is assembled in one place: config.Server.Conn gives
-// a server's own settings (transport, policy, timeouts, tool filter,
+// Every conn.Config is assembled in one place: [ConnConfig] gives a
+// server's own settings (transport, policy, timeouts, tool filter,
 // concurrency limit), and the host adds what it shares (registry,
 // catalog, logger, client options, metrics, transitions).
 package host
@@ -194,7 +194,7 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 // startOne assembles st's conn.Config and starts its supervisor.
 func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, error) {
 	o := h.opts
-	c := st.cfg.Conn(st.stderr)
+	c := ConnConfig(st.cfg, st.stderr)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
 	for _, uri := range st.cfg.Roots {
 		c.Roots = append(c.Roots, &mcp.Root{URI: uri}) //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.

@@ -33,7 +33,7 @@ func (h *Host) StartInstance(ctx context.Context, server string, configure func(
 	if !ok {
 		return nil, fmt.Errorf("host: unknown server %q", server)
 	}
-	c := st.cfg.Conn(st.stderr)
+	c := ConnConfig(st.cfg, st.stderr)
 	c.Logger = h.log.With("instance", "per-client")
 	if h.opts.Metrics != nil {
 		c.OnCall = h.opts.Metrics.OnCall
