@@ -132,17 +132,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(err)
 	}
 	defer hc.stop()
-	tracer, stopTracing, err := startTracing(ctx)
+	tracer, stopTracing, err := startTracing(ctx, logger)
 	if err != nil {
 		return fail(fmt.Errorf("tracing: %w", err))
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := stopTracing(sctx); err != nil {
-			logger.Warn("spans not all exported at exit: " + err.Error())
-		}
-	}()
+	defer stopTracing()
 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	ho := hc.hostOptions(hf, logger, reg)
