@@ -1,11 +1,6 @@
 package authz
 
-import (
-	"slices"
-
-	"github.com/mcpfsm/mcpfsm/access"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-)
+import "slices"
 
 // Caller is who sent a request, as the policy sees it.
 type Caller struct {
@@ -19,18 +14,6 @@ type Caller struct {
 	// stdio front): it passes every rule. Rate limits still count it,
 	// under its own bucket.
 	Operator bool
-}
-
-// CallerOf returns the caller of a request authenticated as info (a
-// server request's RequestExtra.TokenInfo). The operator is the static
-// token's TokenInfo only ([access.Operator]): an OAuth token is never the
-// operator, whatever its subject. A nil info is a caller without a
-// credential: no subject, no scopes.
-func CallerOf(info *auth.TokenInfo) Caller {
-	if info == nil {
-		return Caller{}
-	}
-	return Caller{Subject: info.UserID, Scopes: info.Scopes, Operator: access.Operator(info)}
 }
 
 // hasAny reports whether c holds one of scopes.

@@ -4,8 +4,10 @@
 // ([Tally], for the console).
 //
 // A [Caller] is who sent a request: the subject and OAuth scopes of its
-// access token ([CallerOf] reads them from go-sdk's auth.TokenInfo), or
-// the operator, who holds the static token and passes every rule.
+// access token (package front reads them from go-sdk's auth.TokenInfo),
+// or the operator, who holds the static token and passes every rule. The
+// package knows neither the SDK nor HTTP: a front turns a refusal into
+// its protocol's error.
 //
 // # Rules
 //

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/mcpfsm/mcpfsm/internal/toolglob"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Kind is what a request reaches of a server.
@@ -200,13 +199,6 @@ func (e *DeniedError) Error() string {
 
 // Is reports whether target is ErrDenied.
 func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
-
-// RPCError is the JSON-RPC error a front answers a refused request with:
-// invalid params, as for a name the server does not have, with the
-// refusal's text.
-func (e *DeniedError) RPCError() *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Error()}
-}
 
 // scopeList names scopes for a message: `scope "a"` or `one of the scopes
 // "a", "b"`.

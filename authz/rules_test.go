@@ -8,8 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/authz"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // github is the rules of a server whose tools need gh:read, whose
@@ -109,9 +107,6 @@ func TestDeniedErrorNamesTheScopeOnly(t *testing.T) {
 			t.Errorf("refusal %q shows %q", err, leak)
 		}
 	}
-	if e := d.RPCError(); e.Code != jsonrpc.CodeInvalidParams || e.Message != want {
-		t.Errorf("RPCError = %d %q", e.Code, e.Message)
-	}
 	err = r.Check(authz.Caller{}, authz.Resource, "repo://secret?token=x")
 	if want := `the resources of server "github" need one of the scopes "gh:read", "gh:admin", which this caller's token lacks; ask for an access token with it`; err == nil || err.Error() != want {
 		t.Errorf("resource refusal:\n got %v\nwant %s", err, want)
@@ -154,18 +149,5 @@ func TestUnmatchedAndEqual(t *testing.T) {
 	other, _ := authz.NewRules("github", []string{"gh:read", "gh:admin"}, []authz.ToolScope{{Pattern: "delete_*", Scopes: []string{"gh:write"}}})
 	if r.Equal(other) {
 		t.Error("rules with another toolScopes are equal")
-	}
-}
-
-func TestCallerOf(t *testing.T) {
-	if got := authz.CallerOf(nil); !cmp.Equal(got, authz.Caller{}) {
-		t.Errorf("CallerOf(nil) = %+v", got)
-	}
-	forged := authz.CallerOf(&auth.TokenInfo{UserID: access.SubjectToken, Scopes: []string{"x"}})
-	if forged.Operator {
-		t.Error("a TokenInfo whose subject is \"token\" is the operator")
-	}
-	if got := authz.CallerOf(&auth.TokenInfo{UserID: "alice", Scopes: []string{"a", "b"}}); !cmp.Equal(got, authz.Caller{Subject: "alice", Scopes: []string{"a", "b"}}) {
-		t.Errorf("CallerOf = %+v", got)
 	}
 }

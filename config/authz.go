@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,40 +8,25 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/internal/toolglob"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
-// policyKey parses m if it is one of the per-caller policy's keys
-// (allowScopes, toolScopes, rateLimit), reporting whether it was.
-func (p *parser) policyKey(s *Server, m member, fpath string) bool {
-	switch m.key {
-	case "allowScopes":
-		s.AllowScopes = p.scopeList(m.val, fpath, true)
-	case "toolScopes":
-		s.ToolScopes = p.toolScopes(m.val, fpath)
-	case "rateLimit":
-		if v, ok := p.str(m.val, fpath); ok {
-			r, err := authz.ParseRate(v)
-			if err != nil {
-				p.addf("%s: %v", fpath, err)
-			}
-			s.RateLimit = r
+// rateLimit reads "rateLimit": each caller's calls to the server.
+func rateLimit(p *parser, e *entry, m member, path string) {
+	if v, ok := p.str(m.Value, path); ok {
+		r, err := authz.ParseRate(v)
+		if err != nil {
+			p.addf("%s: %v", path, err)
 		}
-	default:
-		return false
+		e.s.RateLimit = r
 	}
-	return true
 }
 
 // scopeList parses a non-empty array of OAuth scopes; allow says it is
 // allowScopes (whose empty list would lock every caller out).
-func (p *parser) scopeList(raw json.RawMessage, path string, allow bool) []string {
-	if k := kind(raw); k != "array" {
-		p.addf("%s must be an array of OAuth scopes, not %s", path, article(k))
-		return nil
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		p.addf("%s is not valid JSON: %v", path, err)
+func (p *parser) scopeList(v tree.Value, path string, allow bool) []string {
+	elems, ok := p.array(v, path, "OAuth scopes")
+	if !ok {
 		return nil
 	}
 	if len(elems) == 0 {
@@ -55,7 +39,7 @@ func (p *parser) scopeList(raw json.RawMessage, path string, allow bool) []strin
 	}
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
-		epath := fmt.Sprintf("%s[%d]", path, i)
+		epath := tree.Index(path, i)
 		s, ok := p.str(e, epath)
 		if !ok {
 			continue
@@ -73,28 +57,30 @@ func (p *parser) scopeList(raw json.RawMessage, path string, allow bool) []strin
 	return out
 }
 
-// toolScopes parses an object of tool name patterns to scope lists.
-func (p *parser) toolScopes(raw json.RawMessage, path string) []authz.ToolScope {
-	members, ok := p.object(raw, path)
+func allowScopes(p *parser, e *entry, m member, path string) {
+	e.s.AllowScopes = p.scopeList(m.Value, path, true)
+}
+
+// toolScopes reads an object of tool name patterns to scope lists.
+func toolScopes(p *parser, e *entry, m member, path string) {
+	members, ok := p.object(m.Value, path)
 	if !ok {
-		return nil
+		return
 	}
 	if len(members) == 0 {
 		p.warnf("%s is empty: it guards nothing; remove it, or map tool name patterns to scopes", path)
-		return nil
+		return
 	}
-	var out []authz.ToolScope
 	for _, m := range members {
-		kpath := fmt.Sprintf("%s[%q]", path, m.key)
-		if why := toolglob.Check(m.key); why != "" {
+		kpath := fmt.Sprintf("%s[%q]", path, m.Key)
+		if why := toolglob.Check(m.Key); why != "" {
 			p.addf("%s: the pattern %s", kpath, why)
 			continue
 		}
-		if scopes := p.scopeList(m.val, kpath, false); scopes != nil {
-			out = append(out, authz.ToolScope{Pattern: m.key, Scopes: scopes})
+		if scopes := p.scopeList(m.Value, kpath, false); scopes != nil {
+			e.s.ToolScopes = append(e.s.ToolScopes, authz.ToolScope{Pattern: m.Key, Scopes: scopes})
 		}
 	}
-	return out
 }
 
 // checkPolicy warns about toolScopes patterns that can guard nothing:

@@ -1,14 +1,11 @@
 package config
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/policy"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // Codex's defaults, which a Codex entry keeps unless it sets its own:
@@ -18,6 +15,15 @@ const (
 	CodexToolTimeout    = 60 * time.Second // tool_timeout_sec
 )
 
+// codexDialect reads the [mcp_servers.NAME] tables of Codex's
+// config.toml: Codex's keys, its timeouts in seconds and its defaults,
+// mcpfsm's extensions that Codex has no key for, and no variables.
+var codexDialect = dialect{
+	fields: codexFields, keys: codexKeys, ignored: codexIgnored, host: "Codex", spelling: codexSpelling,
+	vars: noVars, base: Server{ConnectTimeout: CodexStartupTimeout, CallTimeout: CodexToolTimeout},
+	settle: codexHeaders, disabledBy: "enabled = false",
+}
+
 // codexKeys are the options of one Codex server that Parse reads, in
 // documentation order, then mcpfsm's extensions that Codex has no key for.
 var codexKeys = []string{
@@ -26,10 +32,60 @@ var codexKeys = []string{
 	"reconnect", "closeTimeoutMs", "keepAliveMs", "maxConcurrentCalls",
 }
 
+// codexFields are the server keys of a Codex table.
+var codexFields = map[string]setter{
+	"command":              command,
+	"args":                 args,
+	"env":                  codexEnv,
+	"env_vars":             forwardEnv,
+	"cwd":                  cwd,
+	"url":                  endpoint,
+	"http_headers":         staticHeaders,
+	"env_http_headers":     envHeaders,
+	"bearer_token_env_var": bearerTokenVar,
+	"bearer_token":         bearerToken,
+	"startup_timeout_sec":  sec(connectTimeout),
+	"startup_timeout_ms":   startupTimeoutMs,
+	"tool_timeout_sec":     sec(callTimeout),
+	"enabled":              enabled,
+	"required":             failOnStartupError,
+	"enabled_tools":        includeTools,
+	"disabled_tools":       excludeTools,
+	// mcpfsm's extensions that Codex has no key for.
+	"reconnect":          reconnect,
+	"closeTimeoutMs":     ms(closeTimeout, 1),
+	"keepAliveMs":        ms(keepAlive, 0),
+	"maxConcurrentCalls": maxConcurrentCalls,
+}
+
+// codexEnv is Codex's "env": in file order with env_vars.
+func codexEnv(p *parser, e *entry, m member, path string) {
+	e.s.Env = append(e.s.Env, p.env(m.Value, path)...)
+}
+
+func staticHeaders(p *parser, e *entry, m member, path string) { e.static = p.headers(m.Value, path) }
+
+func bearerTokenVar(p *parser, e *entry, m member, path string) { e.bearer = &m }
+
+func bearerToken(p *parser, e *entry, m member, path string) {
+	p.addf("%s is not supported (Codex rejects it too): put the token in an environment variable and name that variable in bearer_token_env_var", path)
+}
+
+// startupTimeoutMs is Codex's older spelling of startup_timeout_sec.
+func startupTimeoutMs(p *parser, e *entry, m member, path string) {
+	if e.has["startup_timeout_sec"] {
+		p.warnf("%s has no effect: startup_timeout_sec is given; remove one", path)
+		return
+	}
+	ms(connectTimeout, 1)(p, e, m, path)
+}
+
+func enabled(p *parser, e *entry, m member, path string) { e.disabled = !p.boolean(m.Value, path) }
+
 // codexIgnored are Codex's server keys that mcpfsm does not use.
-var codexIgnored = []string{
-	"experimental_environment", "supports_parallel_tool_calls", "default_tools_approval_mode",
-	"scopes", "oauth_resource", "name", "tools",
+var codexIgnored = map[string]string{
+	"experimental_environment": "Codex", "supports_parallel_tool_calls": "Codex", "default_tools_approval_mode": "Codex",
+	"scopes": "Codex", "oauth_resource": "Codex", "name": "Codex", "tools": "Codex",
 }
 
 // codexSpelling maps mcpfsm's JSON keys to the Codex keys that say the
@@ -44,116 +100,36 @@ var codexSpelling = map[string]string{
 	"disabled":           "enabled",
 }
 
-// codexServer parses the [mcp_servers.NAME] table at path, as JSON.
-func (p *parser) codexServer(path, name string, raw json.RawMessage) (Server, bool) {
-	before := len(p.errs)
-	s := Server{Name: name, Reconnect: policy.Default(), ConnectTimeout: CodexStartupTimeout, CallTimeout: CodexToolTimeout}
-	if err := checkName(name); err != nil {
-		p.addf("%s: %v", path, err)
-	}
-	members, ok := p.object(raw, path)
-	if !ok {
-		return s, false
-	}
-	given, has := map[string]bool{}, map[string]bool{}
-	for _, m := range members {
-		has[m.key] = true
-	}
-	enabled := true
-	var static, fromEnv http.Header
-	var bearer member
-	for _, m := range members {
-		fpath := pathKey(path, m.key)
-		given[m.key] = true
-		switch m.key {
-		case "command":
-			s.Command = p.nonEmptyString(m.val, fpath, "a program name or path")
-		case "args":
-			s.Args = p.stringArray(m.val, fpath)
-		case "env":
-			s.Env = append(s.Env, p.env(m.val, fpath)...)
-		case "env_vars":
-			s.Env = append(s.Env, p.forwardEnv(m.val, fpath)...)
-		case "cwd":
-			s.Cwd = p.nonEmptyString(m.val, fpath, "a directory (omit it to use mcpfsm's working directory)")
-		case "url":
-			s.URL = p.url(m.val, fpath)
-		case "http_headers":
-			static = p.headers(m.val, fpath)
-		case "env_http_headers":
-			fromEnv = p.envHeaders(m.val, fpath)
-		case "bearer_token_env_var":
-			bearer = m
-		case "bearer_token":
-			p.addf("%s is not supported (Codex rejects it too): put the token in an environment variable and name that variable in bearer_token_env_var", fpath)
-		case "startup_timeout_sec":
-			s.ConnectTimeout = p.seconds(m.val, fpath)
-		case "startup_timeout_ms":
-			if has["startup_timeout_sec"] {
-				p.warnf("%s has no effect: startup_timeout_sec is given; remove one", fpath)
-				continue
-			}
-			s.ConnectTimeout = p.millis(m.val, fpath, 1)
-		case "tool_timeout_sec":
-			s.CallTimeout = p.seconds(m.val, fpath)
-		case "enabled":
-			enabled = p.boolean(m.val, fpath)
-		case "required":
-			s.FailOnStartupError = p.boolean(m.val, fpath)
-		case "enabled_tools":
-			s.IncludeTools = p.toolList(m.val, fpath)
-		case "disabled_tools":
-			s.ExcludeTools = p.toolList(m.val, fpath)
-		case "reconnect", "closeTimeoutMs", "keepAliveMs", "maxConcurrentCalls":
-			p.extension(&s, m, fpath, has)
-		default:
-			if k, ok := codexSpelling[m.key]; ok {
-				p.addf("%s is not a Codex server option: in a Codex file give %s", fpath, k)
-			} else if slices.Contains(codexIgnored, m.key) {
-				p.warnf("%s is ignored: mcpfsm does not use it (a key of Codex)", fpath)
-			} else {
-				p.addf("%s is not a server option (%s)", fpath, suggest(m.key, codexKeys))
-			}
-		}
-	}
-	p.checkType(path, &s, given)
-	if s.Type == TypeHTTP {
-		s.Headers = p.codexHeaders(static, fromEnv, bearer, pathKey(path, bearer.key))
-	}
-	if !enabled {
-		p.warnf("%s is disabled (enabled = false): not started", path)
-		return s, false
-	}
-	return s, len(p.errs) == before
-}
-
 // codexHeaders assembles an http server's headers as Codex does: the
 // static ones, those read from the environment over them, and the bearer
 // token over both.
-func (p *parser) codexHeaders(static, fromEnv http.Header, bearer member, path string) http.Header {
+func codexHeaders(p *parser, e *entry) {
+	if e.s.Type != TypeHTTP {
+		return
+	}
 	h := http.Header{}
-	for k, v := range static {
+	for k, v := range e.static {
 		h[k] = v
 	}
-	for k, v := range fromEnv {
+	for k, v := range e.fromEnv {
 		h[k] = v
 	}
-	if bearer.key != "" {
-		if token, ok := p.envValue(bearer.val, path, "the server's bearer token"); ok {
+	if e.bearer != nil {
+		path := pathKey(e.path, e.bearer.Key)
+		if token, ok := p.envValue(e.bearer.Value, path, "the server's bearer token"); ok {
 			h.Set("Authorization", "Bearer "+token)
 		}
 	}
-	if len(h) == 0 {
-		return nil
+	if len(h) > 0 {
+		e.s.Headers = h
 	}
-	return h
 }
 
-// envValue reads the environment variable named by the string raw. Unset
+// envValue reads the environment variable named by the string v. Unset
 // or empty, it is an error: the server would only refuse mcpfsm. The
 // value never appears in an error.
-func (p *parser) envValue(raw json.RawMessage, path, what string) (string, bool) {
-	name, ok := p.str(raw, path)
+func (p *parser) envValue(v tree.Value, path, what string) (string, bool) {
+	name, ok := p.str(v, path)
 	if !ok {
 		return "", false
 	}
@@ -161,37 +137,38 @@ func (p *parser) envValue(raw json.RawMessage, path, what string) (string, bool)
 		p.addf("%s: %q is not an environment variable name", path, name)
 		return "", false
 	}
-	v, set := p.opts.LookupEnv(name)
+	val, set := p.opts.LookupEnv(name)
 	switch {
 	case !set:
 		p.addf("%s: environment variable %s is not set: set it to %s", path, name, what)
 		return "", false
-	case v == "":
+	case val == "":
 		p.addf("%s: environment variable %s is empty: set it to %s", path, name, what)
 		return "", false
-	case strings.ContainsAny(v, "\r\n"):
+	case strings.ContainsAny(val, "\r\n"):
 		p.addf("%s: environment variable %s holds a line break, which no HTTP header may", path, name)
 		return "", false
 	}
-	return v, true
+	return val, true
 }
 
-// envHeaders parses Codex's env_http_headers: header names mapped to the
+// envHeaders reads Codex's env_http_headers: header names mapped to the
 // environment variables holding their values. A variable unset or empty
 // sends no header, as in Codex, with a warning.
-func (p *parser) envHeaders(raw json.RawMessage, path string) http.Header {
-	members, ok := p.object(raw, path)
+func envHeaders(p *parser, e *entry, m member, path string) {
+	members, ok := p.object(m.Value, path)
 	if !ok {
-		return nil
+		return
 	}
 	h := http.Header{}
+	e.fromEnv = h
 	for _, m := range members {
-		kpath := pathKey(path, m.key)
-		if !headerName(m.key) {
+		kpath := pathKey(path, m.Key)
+		if !headerName(m.Key) {
 			p.addf("%s is not a valid HTTP header name", kpath)
 			continue
 		}
-		name, ok := p.str(m.val, kpath)
+		name, ok := p.str(m.Value, kpath)
 		if !ok {
 			continue
 		}
@@ -199,50 +176,31 @@ func (p *parser) envHeaders(raw json.RawMessage, path string) http.Header {
 			p.addf("%s: %q is not an environment variable name", kpath, name)
 			continue
 		}
-		switch v, _ := p.opts.LookupEnv(name); {
-		case v == "":
+		switch val, _ := p.opts.LookupEnv(name); {
+		case val == "":
 			p.warnf("%s: environment variable %s is not set: the header is not sent", kpath, name)
-		case strings.ContainsAny(v, "\r\n"):
+		case strings.ContainsAny(val, "\r\n"):
 			p.addf("%s: environment variable %s holds a line break, which no HTTP header may", kpath, name)
 		default:
-			h.Set(m.key, v)
+			h.Set(m.Key, val)
 		}
 	}
-	return h
 }
 
-// forwardEnv parses Codex's env_vars: the names of mcpfsm's environment
+// forwardEnv reads Codex's env_vars: the names of mcpfsm's environment
 // variables to pass to the server. An unset one is skipped, with a
 // warning.
-func (p *parser) forwardEnv(raw json.RawMessage, path string) []string {
-	names := p.stringArray(raw, path)
-	var out []string
-	for i, name := range names {
-		epath := fmt.Sprintf("%s[%d]", path, i)
+func forwardEnv(p *parser, e *entry, m member, path string) {
+	for i, name := range p.stringArray(m.Value, path) {
+		epath := tree.Index(path, i)
 		if !envName(name) {
 			p.addf("%s: %q is not an environment variable name", epath, name)
 			continue
 		}
-		if v, ok := p.opts.LookupEnv(name); ok {
-			out = append(out, name+"="+v)
+		if val, ok := p.opts.LookupEnv(name); ok {
+			e.s.Env = append(e.s.Env, name+"="+val)
 		} else {
 			p.warnf("%s: environment variable %s is not set: not passed to the server", epath, name)
 		}
 	}
-	return out
-}
-
-// seconds parses a positive number of seconds, as Codex's timeouts are.
-func (p *parser) seconds(raw json.RawMessage, path string) time.Duration {
-	const limit = maxMs / 1000
-	if k := kind(raw); k != "number" {
-		p.addf("%s must be a number of seconds, not %s", path, article(k))
-		return 0
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f <= 0 || f > limit {
-		p.addf("%s must be a positive number of seconds, at most %d", path, limit)
-		return 0
-	}
-	return time.Duration(f * float64(time.Second)).Round(time.Millisecond)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/mcpfsm/mcpfsm/sandbox"
 )
@@ -213,7 +214,7 @@ type hint struct {
 }
 
 func parse(data []byte, o *Options, h hint) (*Config, error) {
-	p := &parser{gemini: h.gemini, unsandboxed: map[string]bool{}, serverBlocks: map[string]*sandboxBlock{}}
+	p := &parser{unsandboxed: map[string]bool{}, serverBlocks: map[string]*sandboxBlock{}}
 	if o != nil {
 		p.opts = *o
 	}
@@ -221,59 +222,48 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 		p.opts.LookupEnv = os.LookupEnv
 	}
 	if h.toml {
+		p.d = &codexDialect
 		return p.parseTOML(data)
 	}
 	plain, err := stripJSONC(data)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := single(plain)
+	doc, err := single(plain)
 	if err != nil {
 		return nil, err
 	}
-	top, ok := p.object(raw, "config")
+	top, ok := p.object(doc, "config")
 	if !ok {
 		return nil, p.err()
 	}
-	p.gemini = p.gemini || isGemini(top)
+	p.d = &hostDialect
+	if h.gemini || isGemini(top) {
+		p.d = &geminiDialect
+	}
 	cfg := &Config{}
-	var servers json.RawMessage
+	var servers tree.Value
 	var serversKey string
-	var settings []string // a Gemini file's other settings
 	for _, m := range top {
-		switch m.key {
+		switch m.Key {
 		case string(MCPServers), string(Servers):
 			if serversKey != "" {
-				p.addf("config has both %q and %q: list every server under one of them", serversKey, m.key)
+				p.addf("config has both %q and %q: list every server under one of them", serversKey, m.Key)
 				continue
 			}
-			servers, serversKey = m.val, m.key
-		case "sandbox":
-			if p.gemini { // Gemini CLI's own setting (a boolean or a command)
-				settings = append(settings, p.geminiSetting(m)...)
-				continue
-			}
-			p.topSandbox = p.sandboxBlock(m.val, "sandbox")
+			servers, serversKey = m.Value, m.Key
 		case "inputs":
 			p.warnf(`inputs is ignored: mcpfsm does not prompt for input variables, so a ${input:...} reference is an error; use ${env:NAME} instead`)
 		default:
-			if p.gemini {
-				settings = append(settings, p.geminiSetting(m)...)
-				continue
-			}
-			if host, ok := topIgnored[m.key]; ok {
-				p.warnf("%s is ignored: it is a %s setting, not a server", pathKey("", m.key), host)
-				continue
-			}
-			p.addf("%s is not a config key (%s)", pathKey("", m.key), suggest(m.key, topKeys))
+			p.d.setting(p, m)
 		}
 	}
-	switch len(settings) {
+	switch len(p.settings) {
 	case 0:
 	case 1:
-		p.warnf("%s is ignored: it is a Gemini CLI setting, not a server", settings[0])
+		p.warnf("%s is ignored: it is a Gemini CLI setting, not a server", p.settings[0])
 	default:
-		p.warnf("%s are ignored: they are Gemini CLI settings, not servers", strings.Join(settings, ", "))
+		p.warnf("%s are ignored: they are Gemini CLI settings, not servers", strings.Join(p.settings, ", "))
 	}
 	if serversKey == "" {
 		if len(p.errs) == 0 {
@@ -282,7 +272,7 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 		return nil, p.err()
 	}
 	cfg.Format = Format(serversKey)
-	if kind(servers) == "null" {
+	if servers.Kind == tree.Null {
 		p.addf("%s must be an object naming at least one server, not null", serversKey)
 		return nil, p.err()
 	}
@@ -291,7 +281,7 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 		p.addf("%s is empty: name at least one server", serversKey)
 	}
 	for _, m := range members {
-		if s, ok := p.server(serversKey, m.key, m.val); ok && p.geminiAllows(serversKey, m.key) {
+		if s, ok := p.server(serversKey, m.Key, m.Value); ok && p.geminiAllows(serversKey, m.Key) {
 			cfg.Servers = append(cfg.Servers, s)
 		}
 	}
@@ -321,35 +311,41 @@ var topIgnored = map[string]string{
 	"preferences":    "Claude Desktop",
 }
 
-// single returns the one JSON value of data, rejecting malformed JSON and
-// trailing data.
-func single(data []byte) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("config is empty: it must be a JSON object")
-		}
-		return nil, syntaxError(data, err)
+// hostSetting reads a top-level key of a JSON host's file: the "sandbox"
+// block, or another host's setting.
+func hostSetting(p *parser, m member) {
+	if m.Key == "sandbox" {
+		p.topSandbox = p.sandboxBlock(m.Value, "sandbox")
+		return
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		off := dec.InputOffset()
-		line, col := position(data, int(off))
-		return nil, fmt.Errorf("config has data after its top-level object (line %d, column %d)", line, col)
+	if host, ok := topIgnored[m.Key]; ok {
+		p.warnf("%s is ignored: it is a %s setting, not a server", pathKey("", m.Key), host)
+		return
 	}
-	return raw, nil
+	p.addf("%s is not a config key (%s)", pathKey("", m.Key), suggest(m.Key, topKeys))
 }
 
-func syntaxError(data []byte, err error) error {
+// single returns the one JSON value of data, rejecting malformed JSON and
+// trailing data.
+func single(data []byte) (tree.Value, error) {
+	v, err := tree.ParseJSON(data)
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	var trailing *tree.TrailingError
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, tree.ErrEmpty):
+		return v, errors.New("config is empty: it must be a JSON object")
+	case errors.As(err, &trailing):
+		line, col := position(data, trailing.Offset)
+		return v, fmt.Errorf("config has data after its top-level object (line %d, column %d)", line, col)
+	case errors.As(err, &se):
 		line, col := position(data, int(se.Offset)-1) // Offset is just past the bad byte
-		return fmt.Errorf("config is not valid JSON: line %d, column %d: %v", line, col, se)
+		return v, fmt.Errorf("config is not valid JSON: line %d, column %d: %v", line, col, se)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return v, errors.New("config is not valid JSON: unexpected end of input")
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("config is not valid JSON: unexpected end of input")
-	}
-	return fmt.Errorf("config is not valid JSON: %v", err)
+	return v, fmt.Errorf("config is not valid JSON: %v", err)
 }
 
 // position returns the 1-based line and column of byte offset off.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/servername"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
@@ -50,7 +50,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "trailing garbage", in: "{\"servers\": {\"a\": {\"command\": \"x\"}}}\nxyz", errs: []string{
 			"config has data after its top-level object (line 2, column 1)"}},
 		{name: "second object", in: `{"servers": {"a": {"command": "x"}}} {}`, errs: []string{
-			"config has data after its top-level object (line 1, column 39)"}},
+			"config has data after its top-level object (line 1, column 38)"}},
 		{name: "no servers", in: `{}`, errs: []string{`config must have a "mcpServers" (Claude Desktop, Claude Code, Cursor, Gemini CLI, Windsurf) or "servers" (VS Code) object naming at least one server`}},
 		{name: "empty servers", in: `{"servers": {}}`, errs: []string{"servers is empty: name at least one server"}},
 		{name: "null servers", in: `{"servers": null}`, errs: []string{"servers must be an object naming at least one server, not null"}},
@@ -88,8 +88,8 @@ func TestParseConfig(t *testing.T) {
 				`servers.web.url must be an http:// or https:// URL such as https://host/mcp, not "ftp://h"`,
 				`servers.web.env only applies to "command" servers`,
 				`servers.web.cwd only applies to "command" servers`,
-				"servers.bad__name: " + ("a server name must be " + conn.NameRule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
-				`servers."my server": ` + ("a server name must be " + conn.NameRule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
+				"servers.bad__name: " + ("a server name must be " + servername.Rule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
+				`servers."my server": ` + ("a server name must be " + servername.Rule + " (it becomes part of the tool names mcp__<server>__<tool>)"),
 				"servers.types.command must be a string, not a number",
 				"servers.types.failOnStartupError must be true or false, not a string",
 				"servers.types.connectTimeoutMs must be a positive integer number of milliseconds, at most 2147483647",

@@ -1,6 +1,7 @@
 // Package config reads the MCP server lists that agent hosts already
-// have, so that a Go program can supervise the same servers with package
-// conn.
+// have, so that a Go program can supervise the same servers (package host
+// runs them; host.ConnConfig is a server's conn.Config). It is a parser of
+// file formats and knows no connection.
 //
 // Three layouts are read, unchanged:
 //
@@ -106,6 +107,4 @@
 // directory. Options.SandboxAll sandboxes every stdio server that does not
 // say "sandboxEnabled": false. [Server.Check] reports a sandbox this
 // machine cannot give.
-//
-// [Server.Conn] turns an entry into a conn.Config.
 package config

@@ -8,7 +8,8 @@ import (
 )
 
 // A Claude Desktop style file, with a comment and a variable, becomes one
-// conn.Config per server; add a Registry and pass each to conn.Start.
+// Server per entry; package host runs them (host.ConnConfig is each one's
+// conn.Config).
 func Example() {
 	file := []byte(`{
 	  // the servers a host already runs
@@ -22,11 +23,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, s := range cfg.Servers {
-		c := s.Conn(nil) // set c.Registry, then conn.Start(ctx, c)
 		if s.Type == config.TypeStdio {
-			fmt.Println(c.Name, s.Type, s.Command, s.Args)
+			fmt.Println(s.Name, s.Type, s.Command, s.Args)
 		} else {
-			fmt.Println(c.Name, s.Type, s.URL)
+			fmt.Println(s.Name, s.Type, s.URL)
 		}
 	}
 	for _, w := range cfg.Warnings {

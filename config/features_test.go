@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,35 +205,10 @@ func TestSuggest(t *testing.T) {
 		{"header", "did you mean headers?"},
 		{"xy", "known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit"},
 	} {
-		if got := suggest(tt.key, serverKeys); got != tt.want {
+		if got := suggest(tt.key, hostKeys); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
-}
-
-func TestHeadersAreSent(t *testing.T) {
-	got := make(chan http.Header, 1)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
-	defer ts.Close()
-	s := Server{Name: "a", Type: TypeHTTP, URL: ts.URL, Headers: http.Header{"Authorization": {"Bearer x"}}}
-	req, _ := http.NewRequest("GET", ts.URL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := s.httpClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	h := <-got
-	if h.Get("Authorization") != "Bearer x" || h.Get("Accept") != "text/event-stream" {
-		t.Errorf("server saw headers %v", h)
-	}
-	if req.Header.Get("Authorization") != "" {
-		t.Errorf("the caller's request was modified: %v", req.Header)
-	}
-	if (Server{Type: TypeHTTP}).httpClient() != nil {
-		t.Errorf("a server without headers should use the SDK's default client")
-	}
-	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 }
 
 // TestBadURLShowsNoSecret: a rejected URL is shown without its user

@@ -1,10 +1,8 @@
 package config
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/mcpfsm/mcpfsm/internal/toolglob"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // ToolAllowed reports whether the server's tool raw (its own name, not
@@ -37,14 +35,9 @@ func checkToolPattern(p string) string { return toolglob.Check(p) }
 
 // toolList parses an array of tool name patterns, the value at path.
 // Names are taken literally: no variables are substituted in them.
-func (p *parser) toolList(raw json.RawMessage, path string) []string {
-	if k := kind(raw); k != "array" {
-		p.addf("%s must be an array of tool names, not %s", path, article(k))
-		return nil
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		p.addf("%s is not valid JSON: %v", path, err)
+func (p *parser) toolList(v tree.Value, path string) []string {
+	elems, ok := p.array(v, path, "tool names")
+	if !ok {
 		return nil
 	}
 	if len(elems) == 0 {
@@ -53,7 +46,7 @@ func (p *parser) toolList(raw json.RawMessage, path string) []string {
 	}
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
-		epath := fmt.Sprintf("%s[%d]", path, i)
+		epath := tree.Index(path, i)
 		s, ok := p.str(e, epath)
 		if !ok {
 			continue
@@ -72,15 +65,6 @@ func (p *parser) toolList(raw json.RawMessage, path string) []string {
 const maxConcurrentCallsLimit = 1 << 16
 
 // positiveInt parses a whole number from 1 to maxConcurrentCallsLimit.
-func (p *parser) positiveInt(raw json.RawMessage, path, what string) int {
-	if k := kind(raw); k != "number" {
-		p.addf("%s must be a positive integer (%s), not %s", path, what, article(k))
-		return 0
-	}
-	var n float64
-	if err := json.Unmarshal(raw, &n); err != nil || n < 1 || n > maxConcurrentCallsLimit || n != float64(int(n)) {
-		p.addf("%s must be a positive integer (%s), at most %d; omit it for no limit", path, what, maxConcurrentCallsLimit)
-		return 0
-	}
-	return int(n)
+func (p *parser) positiveInt(v tree.Value, path, what string) int {
+	return p.whole(v, path, "a positive integer ("+what+")", maxConcurrentCallsLimit, "omit it for no limit")
 }

@@ -2,9 +2,9 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"slices"
+
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // Gemini CLI's settings.json holds its servers under "mcpServers", as
@@ -36,20 +36,17 @@ var geminiServerKeys = []string{"httpUrl", "trust", "tcp", "authProviderType", "
 // CLI settings.json.
 func isGemini(top []member) bool {
 	for _, m := range top {
-		if slices.Contains(geminiTopKeys, m.key) {
+		if slices.Contains(geminiTopKeys, m.Key) {
 			return true
 		}
-		if m.key != string(MCPServers) {
+		if m.Key != string(MCPServers) {
 			continue
 		}
-		q := &parser{} // the real parse reports malformed entries
-		servers, _ := q.object(m.val, m.key)
-		for _, s := range servers {
-			if kind(s.val) != "object" {
-				continue
+		for _, s := range m.Value.Members {
+			if s.Repeated {
+				continue // the first entry is the one read
 			}
-			keys, _ := q.object(s.val, s.key)
-			if slices.ContainsFunc(keys, func(k member) bool { return slices.Contains(geminiServerKeys, k.key) }) {
+			if slices.ContainsFunc(s.Value.Members, func(k member) bool { return slices.Contains(geminiServerKeys, k.Key) }) {
 				return true
 			}
 		}
@@ -59,51 +56,46 @@ func isGemini(top []member) bool {
 
 // geminiSetting reads the top-level setting m of a Gemini file: the
 // server lists of "mcp" ("allowed", "excluded") and of the older
-// "allowMCPServers" and "excludeMCPServers". It returns the paths of the
-// settings it ignores.
-func (p *parser) geminiSetting(m member) []string {
-	switch m.key {
+// "allowMCPServers" and "excludeMCPServers". The paths of the settings it
+// ignores are kept for one warning.
+func geminiSetting(p *parser, m member) {
+	switch m.Key {
 	case "allowMCPServers":
-		p.allowed = p.nameList(m.val, m.key)
-		return nil
+		p.allowed = p.nameList(m.Value, m.Key)
+		return
 	case "excludeMCPServers":
-		p.excluded = append(p.excluded, p.nameList(m.val, m.key)...)
-		return nil
+		p.excluded = append(p.excluded, p.nameList(m.Value, m.Key)...)
+		return
 	case "mcp":
-		if kind(m.val) != "object" {
-			return []string{m.key}
+		if m.Value.Kind != tree.Object {
+			p.settings = append(p.settings, m.Key)
+			return
 		}
 	default:
-		return []string{pathKey("", m.key)}
+		p.settings = append(p.settings, pathKey("", m.Key))
+		return
 	}
-	members, _ := p.object(m.val, m.key)
-	var ignored []string
+	members, _ := p.object(m.Value, m.Key)
 	for _, sub := range members {
-		path := pathKey(m.key, sub.key)
-		switch sub.key {
+		path := pathKey(m.Key, sub.Key)
+		switch sub.Key {
 		case "allowed":
-			p.allowed = p.nameList(sub.val, path)
+			p.allowed = p.nameList(sub.Value, path)
 		case "excluded":
-			p.excluded = append(p.excluded, p.nameList(sub.val, path)...)
+			p.excluded = append(p.excluded, p.nameList(sub.Value, path)...)
 		default:
-			ignored = append(ignored, path)
+			p.settings = append(p.settings, path)
 		}
 	}
-	return ignored
 }
 
 // nameList parses an array of server names. It is never nil: an empty
 // "allowed" list allows no server.
-func (p *parser) nameList(raw json.RawMessage, path string) []string {
-	if k := kind(raw); k != "array" {
-		p.addf("%s must be an array of server names, not %s", path, article(k))
-		return []string{}
-	}
-	var elems []json.RawMessage
-	_ = json.Unmarshal(raw, &elems) // raw is a valid JSON array
+func (p *parser) nameList(v tree.Value, path string) []string {
+	elems, _ := p.array(v, path, "server names")
 	out := []string{}
 	for i, e := range elems {
-		if s, ok := p.str(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+		if s, ok := p.str(e, tree.Index(path, i)); ok {
 			out = append(out, s)
 		}
 	}

@@ -1,9 +1,9 @@
 package config
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/url"
+
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // The values of Server.Isolation.
@@ -15,39 +15,31 @@ const (
 	IsolationShared = "shared"
 )
 
-// isolationKey parses the keys that say how serve's clients share the
-// server: "isolation", "maxInstances" and "roots". It reports whether
-// m was one of them.
-func (p *parser) isolationKey(s *Server, m member, fpath string) bool {
-	switch m.key {
-	case "isolation":
-		v, ok := p.str(m.val, fpath)
-		switch {
-		case !ok:
-		case v == IsolationPerClient || v == IsolationShared:
-			s.Isolation = v
-		default:
-			p.addf("%s must be %q (each client its own instance of the server, the default) or %q (one instance for all clients), not %q",
-				fpath, IsolationPerClient, IsolationShared, v)
-		}
-	case "maxInstances":
-		s.MaxInstances = p.positiveInt(m.val, fpath, "the most instances of the server at once, one per client")
-	case "roots":
-		s.Roots = p.rootList(m.val, fpath)
+// isolation reads "isolation": how serve's clients share the server.
+func isolation(p *parser, e *entry, m member, path string) {
+	v, ok := p.str(m.Value, path)
+	switch {
+	case !ok:
+	case v == IsolationPerClient || v == IsolationShared:
+		e.s.Isolation = v
 	default:
-		return false
+		p.addf("%s must be %q (each client its own instance of the server, the default) or %q (one instance for all clients), not %q",
+			path, IsolationPerClient, IsolationShared, v)
 	}
-	return true
 }
 
-// rootList parses "roots": the root URIs a shared server is offered.
-func (p *parser) rootList(raw json.RawMessage, path string) []string {
-	uris := p.stringArray(raw, path)
+func maxInstances(p *parser, e *entry, m member, path string) {
+	e.s.MaxInstances = p.positiveInt(m.Value, path, "the most instances of the server at once, one per client")
+}
+
+// roots reads "roots": the root URIs a shared server is offered.
+func roots(p *parser, e *entry, m member, path string) {
+	uris := p.stringArray(m.Value, path)
 	for i, s := range uris {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme == "" {
-			p.addf("%s must be an absolute URI such as file:///srv/data, not %q", fmt.Sprintf("%s[%d]", path, i), s)
+			p.addf("%s must be an absolute URI such as file:///srv/data, not %q", tree.Index(path, i), s)
 		}
 	}
-	return uris
+	e.s.Roots = uris
 }

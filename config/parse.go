@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,28 +9,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
+	"github.com/mcpfsm/mcpfsm/internal/servername"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-// member is one key and raw value of a JSON object, in file order.
-type member struct {
-	key string
-	val json.RawMessage
-}
+// member is one key and value of an object of the file, JSON or TOML.
+type member = tree.Member
 
-// parser collects the errors and warnings of one file.
+// parser collects the errors and warnings of one file, read in one
+// dialect.
 type parser struct {
 	opts     Options
+	d        *dialect
 	errs     []error
 	warnings []string
-	// gemini reads the file as Gemini CLI's settings.json; allowed and
-	// excluded are its server lists (allowed nil: not given).
-	gemini            bool
+	// allowed and excluded are Gemini CLI's server lists (allowed nil:
+	// not given); settings its other settings, ignored.
 	allowed, excluded []string
-	// literal substitutes no variables, as Codex does not.
-	literal bool
+	settings          []string
 	// The sandboxes (sandbox.go): the top-level block, the servers that
 	// said "sandboxEnabled": false, and the blocks of those that said
 	// nothing (for Options.SandboxAll).
@@ -49,38 +45,20 @@ func (p *parser) warnf(format string, a ...any) {
 
 func (p *parser) err() error { return errors.Join(p.errs...) }
 
-// object splits raw, which must be a JSON object, into its members in
-// order. Duplicate keys are reported and dropped.
-func (p *parser) object(raw json.RawMessage, path string) ([]member, bool) {
-	if k := kind(raw); k != "object" {
-		p.addf("%s must be a JSON object, not %s", path, article(k))
+// object returns the members of v, which must be an object, in order. A
+// repeated key is reported and dropped.
+func (p *parser) object(v tree.Value, path string) ([]member, bool) {
+	if v.Kind != tree.Object {
+		p.addf("%s must be a JSON object, not %s", path, v.Kind.Article())
 		return nil, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // '{'
-		p.addf("%s is not valid JSON: %v", path, err)
-		return nil, false
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			p.addf("%s is not valid JSON: %v", path, err)
-			return nil, false
-		}
-		key := tok.(string) // raw is valid JSON: object keys are strings
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			p.addf("%s is not valid JSON: %v", path, err)
-			return nil, false
-		}
-		if seen[key] {
-			p.addf("%s is given more than once", pathKey(path, key))
+	out := make([]member, 0, len(v.Members))
+	for _, m := range v.Members {
+		if m.Repeated {
+			p.addf("%s is given more than once", pathKey(path, m.Key))
 			continue
 		}
-		seen[key] = true
-		out = append(out, member{key, val})
+		out = append(out, m)
 	}
 	return out, true
 }
@@ -96,42 +74,37 @@ func (p *parser) flatten(err error) {
 	p.errs = append(p.errs, err)
 }
 
-func (p *parser) str(raw json.RawMessage, path string) (string, bool) {
-	if k := kind(raw); k != "string" {
-		p.addf("%s must be a string, not %s", path, article(k))
+func (p *parser) str(v tree.Value, path string) (string, bool) {
+	if v.Kind != tree.String {
+		p.addf("%s must be a string, not %s", path, v.Kind.Article())
 		return "", false
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		p.addf("%s is not a valid string: %v", path, err)
-		return "", false
-	}
-	if strings.ContainsRune(s, 0) {
+	if strings.ContainsRune(v.Text, 0) {
 		p.addf("%s must not contain a NUL character", path)
 		return "", false
 	}
-	return s, true
+	return v.Text, true
 }
 
-// text is str with variables substituted.
-func (p *parser) text(raw json.RawMessage, path string) (string, bool) {
-	s, ok := p.str(raw, path)
+// text is str with the dialect's variables substituted.
+func (p *parser) text(v tree.Value, path string) (string, bool) {
+	s, ok := p.str(v, path)
 	if !ok {
 		return "", false
 	}
 	return p.expand(s, path)
 }
 
-func (p *parser) nonEmptyString(raw json.RawMessage, path, what string) string {
-	s, ok := p.text(raw, path)
+func (p *parser) nonEmptyString(v tree.Value, path, what string) string {
+	s, ok := p.text(v, path)
 	if ok && s == "" {
 		p.addf("%s must not be empty: give %s", path, what)
 	}
 	return s
 }
 
-func (p *parser) url(raw json.RawMessage, path string) string {
-	s, ok := p.text(raw, path)
+func (p *parser) url(v tree.Value, path string) string {
+	s, ok := p.text(v, path)
 	if !ok {
 		return ""
 	}
@@ -145,122 +118,167 @@ func (p *parser) url(raw json.RawMessage, path string) string {
 	return s
 }
 
-func (p *parser) stringArray(raw json.RawMessage, path string) []string {
-	if k := kind(raw); k != "array" {
-		p.addf("%s must be an array of strings, not %s", path, article(k))
-		return nil
+// array returns the elements of v, which must be an array of what.
+func (p *parser) array(v tree.Value, path, what string) ([]tree.Value, bool) {
+	if v.Kind != tree.Array {
+		p.addf("%s must be an array of %s, not %s", path, what, v.Kind.Article())
+		return nil, false
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		p.addf("%s is not valid JSON: %v", path, err)
+	return v.Elems, true
+}
+
+func (p *parser) stringArray(v tree.Value, path string) []string {
+	elems, ok := p.array(v, path, "strings")
+	if !ok {
 		return nil
 	}
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
-		s, _ := p.text(e, fmt.Sprintf("%s[%d]", path, i))
+		s, _ := p.text(e, tree.Index(path, i))
 		out = append(out, s)
 	}
 	return out
 }
 
-func (p *parser) env(raw json.RawMessage, path string) []string {
-	members, ok := p.object(raw, path)
+func (p *parser) env(v tree.Value, path string) []string {
+	members, ok := p.object(v, path)
 	if !ok {
 		return nil
 	}
 	var out []string
 	for _, m := range members {
-		kpath := pathKey(path, m.key)
-		if m.key == "" || strings.ContainsAny(m.key, "=\x00") {
+		kpath := pathKey(path, m.Key)
+		if m.Key == "" || strings.ContainsAny(m.Key, "=\x00") {
 			p.addf("%s is not a valid environment variable name: it must be non-empty, without '=' or NUL", kpath)
 		}
-		switch kind(m.val) {
-		case "null":
+		switch m.Value.Kind {
+		case tree.Null:
 			continue // omitted
-		case "number": // VS Code allows numbers
-			out = append(out, m.key+"="+string(bytes.TrimSpace(m.val)))
+		case tree.Number: // VS Code allows numbers
+			out = append(out, m.Key+"="+m.Value.Text)
 			continue
 		}
-		v, _ := p.text(m.val, kpath)
-		out = append(out, m.key+"="+v)
+		s, _ := p.text(m.Value, kpath)
+		out = append(out, m.Key+"="+s)
 	}
 	return out
+}
+
+func (p *parser) boolean(v tree.Value, path string) bool {
+	if v.Kind != tree.Boolean {
+		p.addf("%s must be true or false, not %s", path, v.Kind.Article())
+		return false
+	}
+	return v.Text == "true"
+}
+
+// number returns the value of v, which must be a number ("of what" for
+// the message); ok is false, reported, when it is another kind.
+func (p *parser) number(v tree.Value, path, what string) (float64, bool) {
+	if v.Kind != tree.Number {
+		p.addf("%s must be %s, not %s", path, what, v.Kind.Article())
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v.Text, 64)
+	if err != nil {
+		f = -1 // out of range: below any bound
+	}
+	return f, true
 }
 
 // maxMs is the largest accepted duration option, as for policy delays.
 const maxMs = policy.DelayLimitMs
 
 // millis parses a whole number of milliseconds, at least lo.
-func (p *parser) millis(raw json.RawMessage, path string, lo float64) time.Duration {
-	if k := kind(raw); k != "number" {
-		p.addf("%s must be a number of milliseconds, not %s", path, article(k))
+func (p *parser) millis(v tree.Value, path string, lo float64) time.Duration {
+	f, ok := p.number(v, path, "a number of milliseconds")
+	if !ok {
 		return 0
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
 	what := "a positive integer"
 	if lo == 0 {
 		what = "a non-negative integer"
 	}
-	if err != nil || f != math.Trunc(f) || f < lo || f > maxMs {
+	if f != math.Trunc(f) || f < lo || f > maxMs {
 		p.addf("%s must be %s number of milliseconds, at most %d", path, what, maxMs)
 		return 0
 	}
 	return time.Duration(f) * time.Millisecond
 }
 
-// kind names the JSON type of a valid raw value.
-func kind(raw json.RawMessage) string {
-	b := bytes.TrimLeft(raw, " \t\r\n")
-	if len(b) == 0 {
-		return "nothing"
+// seconds parses a positive number of seconds, as Codex's timeouts are.
+func (p *parser) seconds(v tree.Value, path string) time.Duration {
+	const limit = maxMs / 1000
+	f, ok := p.number(v, path, "a number of seconds")
+	if !ok {
+		return 0
 	}
-	switch b[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
+	if f <= 0 || f > limit {
+		p.addf("%s must be a positive number of seconds, at most %d", path, limit)
+		return 0
 	}
-	return "number"
+	return time.Duration(f * float64(time.Second)).Round(time.Millisecond)
 }
 
-func article(kind string) string {
-	switch kind {
-	case "null", "nothing":
-		return kind
-	case "array", "object":
-		return "an " + kind
+// whole parses a whole number from 1 to hi; fix completes the message.
+func (p *parser) whole(v tree.Value, path, what string, hi int, fix string) int {
+	n, ok := p.number(v, path, what)
+	if !ok {
+		return 0
 	}
-	return "a " + kind
+	if n < 1 || n > float64(hi) || n != math.Trunc(n) {
+		p.addf("%s must be %s, at most %d; %s", path, what, hi, fix)
+		return 0
+	}
+	return int(n)
 }
 
 // pathKey appends key to a dotted path, Go-quoting keys that are not
 // plain identifiers so that the path stays readable.
-func pathKey(path, key string) string {
-	plain := key != ""
-	for _, c := range key {
-		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			plain = false
-			break
-		}
-	}
-	if !plain {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
+func pathKey(path, key string) string { return tree.Path(path, key) }
 
 func checkName(name string) error {
-	if !conn.ValidName(name) {
-		return errors.New("a server name must be " + conn.NameRule + " (it becomes part of the tool names mcp__<server>__<tool>)")
+	if !servername.Valid(name) {
+		return errors.New("a server name must be " + servername.Rule + " (it becomes part of the tool names mcp__<server>__<tool>)")
 	}
 	return nil
+}
+
+// suggest names the known key that key was probably meant to be, or lists
+// them all.
+func suggest(key string, known []string) string {
+	best, bestD := "", 3 // at most two edits away
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return "did you mean " + k + "?"
+		}
+		if d := distance(strings.ToLower(key), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" && len(key) > bestD {
+		return "did you mean " + best + "?"
+	}
+	return "known keys: " + strings.Join(known, ", ")
+}
+
+// distance is the Levenshtein distance of a and b, in bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

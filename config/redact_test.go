@@ -1,71 +1,11 @@
 package config
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// The configured headers of an sse or http server go to its URL's origin
-// only: the endpoint answers 307 to another origin (the same host on
-// another port, where net/http itself keeps Authorization), which gets
-// the redirected requests without them.
-func TestHeadersStayWithTheURLsOrigin(t *testing.T) {
-	for _, typ := range []string{TypeSSE, TypeHTTP} {
-		t.Run(typ, func(t *testing.T) {
-			var mu sync.Mutex
-			var atEndpoint, atOther []http.Header
-			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				atOther = append(atOther, r.Header.Clone())
-				mu.Unlock()
-				http.Error(w, "not here", http.StatusInternalServerError)
-			}))
-			defer other.Close()
-			endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				atEndpoint = append(atEndpoint, r.Header.Clone())
-				mu.Unlock()
-				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
-			}))
-			defer endpoint.Close()
-			defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-			headers := http.Header{"Authorization": {"Bearer static-token"}, "X-Api-Key": {"k1"}}
-			s := Server{Name: "a", Type: typ, URL: endpoint.URL + "/mcp", Headers: headers}
-			tr, err := s.Transport(nil).Open(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
-			if cs, err := client.Connect(context.Background(), tr, nil); err == nil {
-				cs.Close()
-				t.Fatal("Connect succeeded against a server that only redirects to an error")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(atEndpoint) == 0 || len(atOther) == 0 {
-				t.Fatalf("%d requests at the endpoint, %d redirected: want both", len(atEndpoint), len(atOther))
-			}
-			for k := range headers {
-				if got := atEndpoint[0].Get(k); got != headers.Get(k) {
-					t.Errorf("endpoint: %s %q, want %q", k, got, headers.Get(k))
-				}
-				for i, h := range atOther {
-					if v := h.Get(k); v != "" {
-						t.Errorf("redirected request %d carries %s: %q", i, k, v)
-					}
-				}
-			}
-		})
-	}
-}
 
 // A malformed envFile line is reported by file, line and key, never with
 // its value.

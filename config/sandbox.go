@@ -1,13 +1,13 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
@@ -42,12 +42,12 @@ type serverSandbox struct {
 
 // sandboxKey reads a server's "sandboxEnabled" or "sandbox".
 func (p *parser) sandboxKey(sb *serverSandbox, m member, fpath string) {
-	if m.key == "sandboxEnabled" {
-		on := p.boolean(m.val, fpath)
+	if m.Key == "sandboxEnabled" {
+		on := p.boolean(m.Value, fpath)
 		sb.enabled = &on
 		return
 	}
-	sb.block, sb.path = p.sandboxBlock(m.val, fpath), fpath
+	sb.block, sb.path = p.sandboxBlock(m.Value, fpath), fpath
 }
 
 // settleSandbox gives s its effective sandbox: the top block overridden by
@@ -119,81 +119,71 @@ func (p *parser) effectiveSandbox(own *sandboxBlock) *sandbox.Spec {
 }
 
 // sandboxBlock parses a "sandbox" object.
-func (p *parser) sandboxBlock(raw json.RawMessage, path string) *sandboxBlock {
+func (p *parser) sandboxBlock(v tree.Value, path string) *sandboxBlock {
 	b := &sandboxBlock{lists: map[string]*[]string{}, limits: map[string]*int{}, flags: map[string]*bool{}}
-	members, ok := p.object(raw, path)
+	members, ok := p.object(v, path)
 	if !ok {
 		return b
 	}
 	for _, m := range members {
-		fpath := pathKey(path, m.key)
-		if kind(m.val) == "null" {
+		fpath := pathKey(path, m.Key)
+		if m.Value.Kind == tree.Null {
 			continue
 		}
-		switch m.key {
+		switch m.Key {
 		case "filesystem":
-			p.sandboxSection(b, m.val, fpath, filesystemKeys, nil)
+			p.sandboxSection(b, m.Value, fpath, filesystemKeys, nil)
 		case "network":
-			p.sandboxSection(b, m.val, fpath, networkKeys, networkIgnored)
+			p.sandboxSection(b, m.Value, fpath, networkKeys, networkIgnored)
 		case "limits":
-			p.sandboxSection(b, m.val, fpath, limitsKeys, nil)
+			p.sandboxSection(b, m.Value, fpath, limitsKeys, nil)
 		default:
-			if slices.Contains(sandboxIgnored, m.key) {
+			if slices.Contains(sandboxIgnored, m.Key) {
 				p.warnf("%s is ignored: mcpfsm reports what the sandbox refused and does not weaken it (a key of sandbox-runtime)", fpath)
 				continue
 			}
-			p.addf("%s is not a sandbox key (%s)", fpath, suggest(m.key, sandboxKeys))
+			p.addf("%s is not a sandbox key (%s)", fpath, suggest(m.Key, sandboxKeys))
 		}
 	}
 	return b
 }
 
 // sandboxSection parses "filesystem", "network" or "limits" into b.
-func (p *parser) sandboxSection(b *sandboxBlock, raw json.RawMessage, path string, keys, ignored []string) {
-	members, ok := p.object(raw, path)
+func (p *parser) sandboxSection(b *sandboxBlock, v tree.Value, path string, keys, ignored []string) {
+	members, ok := p.object(v, path)
 	if !ok {
 		return
 	}
 	for _, m := range members {
-		fpath := pathKey(path, m.key)
+		fpath := pathKey(path, m.Key)
 		switch {
-		case kind(m.val) == "null":
-		case m.key == "allowUnixSockets":
+		case m.Value.Kind == tree.Null:
+		case m.Key == "allowUnixSockets":
 			p.warnf(`%s is ignored: on Linux a sandbox cannot allow some Unix sockets by path (as in sandbox-runtime): set "allowAllUnixSockets": true to allow them all`, fpath)
-		case slices.Contains(ignored, m.key):
+		case slices.Contains(ignored, m.Key):
 			p.warnf("%s is ignored: a sandbox of mcpfsm reaches the network only through its proxy, by allowedDomains (a key of sandbox-runtime)", fpath)
-		case m.key == "allowAllUnixSockets":
-			on := p.boolean(m.val, fpath)
-			b.flags[m.key] = &on
-		case !slices.Contains(keys, m.key):
-			p.addf("%s is not a key of %s (%s)", fpath, path, suggest(m.key, keys))
-		case slices.Contains(limitsKeys, m.key):
-			n := p.limit(m.val, fpath, limitsMaxValues[m.key])
-			b.limits[m.key] = &n
-		case slices.Contains(networkKeys, m.key):
-			l := p.domains(m.val, fpath)
-			b.lists[m.key] = &l
+		case m.Key == "allowAllUnixSockets":
+			on := p.boolean(m.Value, fpath)
+			b.flags[m.Key] = &on
+		case !slices.Contains(keys, m.Key):
+			p.addf("%s is not a key of %s (%s)", fpath, path, suggest(m.Key, keys))
+		case slices.Contains(limitsKeys, m.Key):
+			n := p.whole(m.Value, fpath, "a positive integer", limitsMaxValues[m.Key], "omit it for no limit")
+			b.limits[m.Key] = &n
+		case slices.Contains(networkKeys, m.Key):
+			l := p.domains(m.Value, fpath)
+			b.lists[m.Key] = &l
 		default:
-			l := p.sandboxPaths(m.val, fpath)
-			b.lists[m.key] = &l
+			l := p.sandboxPaths(m.Value, fpath)
+			b.lists[m.Key] = &l
 		}
 	}
 }
 
-// limit parses a positive whole number, at most hi.
-func (p *parser) limit(raw json.RawMessage, path string, hi int) int {
-	var n float64
-	if kind(raw) != "number" || json.Unmarshal(raw, &n) != nil || n < 1 || n > float64(hi) || n != float64(int(n)) {
-		p.addf("%s must be a positive integer, at most %d; omit it for no limit", path, hi)
-		return 0
-	}
-	return int(n)
-}
-
 // domains parses an array of domain patterns.
-func (p *parser) domains(raw json.RawMessage, path string) []string {
+func (p *parser) domains(v tree.Value, path string) []string {
 	out := []string{}
-	for i, d := range p.stringArray(raw, path) {
+	for i, d := range p.stringArray(v, path) {
 		if err := sandbox.CheckDomain(d); err != nil {
 			p.addf("%s[%d]: %v", path, i, err)
 			continue
@@ -206,10 +196,10 @@ func (p *parser) domains(raw json.RawMessage, path string) []string {
 // sandboxPaths parses an array of paths: variables substituted (as in
 // args), then a leading ~ made the home directory, then a relative path
 // made absolute against the config file's directory.
-func (p *parser) sandboxPaths(raw json.RawMessage, path string) []string {
+func (p *parser) sandboxPaths(v tree.Value, path string) []string {
 	out := []string{}
-	for i, s := range p.stringArray(raw, path) {
-		epath := fmt.Sprintf("%s[%d]", path, i)
+	for i, s := range p.stringArray(v, path) {
+		epath := tree.Index(path, i)
 		if s == "" {
 			p.addf("%s must not be empty: give a path", epath)
 			continue

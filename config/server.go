@@ -1,42 +1,86 @@
 package config
 
 import (
-	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
-// serverKeys are the options of one server, in documentation order: the
-// hosts' keys, then mcpfsm's extensions.
-var serverKeys = []string{
+// The dialects of the JSON hosts' files.
+var (
+	// hostDialect reads VS Code's mcp.json, Claude Desktop's and Claude
+	// Code's files, Cursor's and Windsurf's: one set of keys.
+	hostDialect = dialect{
+		fields: hostFields, keys: hostKeys, ignored: hostIgnored, vars: braceVars,
+		disabledBy: `"disabled": true`, setting: hostSetting,
+	}
+	// geminiDialect reads Gemini CLI's settings.json: the same keys, but
+	// "url" is SSE, "timeout" the call timeout in milliseconds, $VAR a
+	// variable, and the file's other keys are Gemini's settings.
+	geminiDialect = dialect{
+		fields: with(hostFields, map[string]setter{"timeout": geminiTimeout, "callTimeoutMs": geminiCallTimeout}),
+		keys:   hostKeys, ignored: hostIgnored, vars: bareVars, sseURL: true,
+		disabledBy: `"disabled": true`, setting: geminiSetting,
+	}
+)
+
+// hostKeys are the options of one server, in documentation order: the
+// hosts' keys, then mcpfsm's extensions. hostFields reads them and a few
+// more: the hosts' spellings of options these have.
+var hostKeys = []string{
 	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
 	"includeTools", "excludeTools", "maxConcurrentCalls", "isolation", "maxInstances", "roots",
 	"allowScopes", "toolScopes", "rateLimit",
 }
 
-// otherKeys are server keys read but not listed in suggestions: the
-// hosts' spellings of options serverKeys already has.
-var otherKeys = []string{"disabled", "disabledTools", "timeout", "trust", "tcp", "sandboxEnabled", "sandbox"}
+// hostFields are the server keys of the JSON hosts, with mcpfsm's
+// extensions.
+var hostFields = with(extensions, map[string]setter{
+	"type":    setType,
+	"command": command,
+	"args":    args,
+	"env":     hostEnv,
+	"envFile": envFile,
+	"cwd":     cwd,
+	// The endpoint, by each host's key (see settleURL).
+	"url": endpoint, "httpUrl": endpoint, "serverUrl": endpoint,
+	"headers":        headers,
+	"disabled":       disabled,
+	"disabledTools":  excludeTools, // Windsurf's
+	"timeout":        clineTimeout,
+	"trust":          func(*parser, *entry, member, string) {}, // Gemini's: skip confirmations. mcpfsm asks for none.
+	"tcp":            tcp,
+	"sandboxEnabled": sandboxKey,
+	"sandbox":        sandboxKey,
+})
 
-// stdioOnly are the options only a stdio server may have; httpOnly those
-// only an http or sse server may have. Codex's keys are among them.
-var (
-	stdioOnly = []string{"args", "env", "envFile", "cwd", "env_vars"}
-	httpOnly  = []string{"headers", "http_headers", "env_http_headers", "bearer_token_env_var"}
-)
+// extensions are mcpfsm's own keys, which the JSON dialects read; Codex
+// reads some and spells others its own way (codexSpelling).
+var extensions = map[string]setter{
+	"reconnect":          reconnect,
+	"failOnStartupError": failOnStartupError,
+	"connectTimeoutMs":   ms(connectTimeout, 1),
+	"callTimeoutMs":      ms(callTimeout, 1),
+	"closeTimeoutMs":     ms(closeTimeout, 1),
+	"keepAliveMs":        ms(keepAlive, 0),
+	"includeTools":       includeTools,
+	"excludeTools":       excludeTools,
+	"maxConcurrentCalls": maxConcurrentCalls,
+	"isolation":          isolation,
+	"maxInstances":       maxInstances,
+	"roots":              roots,
+	"allowScopes":        allowScopes,
+	"toolScopes":         toolScopes,
+	"rateLimit":          rateLimit,
+}
 
-// urlKeys are the hosts' keys for an endpoint, with the type each implies
-// ("" for the file's default: http, or sse in a Gemini CLI file).
-var urlKeys = map[string]string{"url": "", "httpUrl": TypeHTTP, "serverUrl": TypeHTTP}
-
-// ignoredKeys are server keys of other hosts that mcpfsm does not use,
-// with the host that uses them: a warning, not an error. "disabled" is
-// read: a disabled server is left out.
-var ignoredKeys = map[string]string{
+// hostIgnored are server keys of other hosts that mcpfsm does not use,
+// with the host that uses them. "disabled" is read: a disabled server is
+// left out.
+var hostIgnored = map[string]string{
 	"alwaysAllow":    "Cline",
 	"autoApprove":    "Cline",
 	"networkTimeout": "Cline",
@@ -53,179 +97,154 @@ var ignoredKeys = map[string]string{
 	"extensionName":        "Gemini CLI",
 }
 
+// geminiTimeout is Gemini CLI's "timeout": the call timeout, in
+// milliseconds.
+func geminiTimeout(p *parser, e *entry, m member, path string) {
+	if e.has["callTimeoutMs"] {
+		p.addf(`%s: give one of "timeout" and "callTimeoutMs", not both`, e.path)
+	}
+	e.s.CallTimeout = p.millis(m.Value, path, 1)
+}
+
+// geminiCallTimeout is "callTimeoutMs" in a file where "timeout" says
+// the same: given both, the error is reported with "timeout".
+func geminiCallTimeout(p *parser, e *entry, m member, path string) {
+	if !e.has["timeout"] {
+		ms(callTimeout, 1)(p, e, m, path)
+	}
+}
+
 // typeAliases maps the "type" values hosts use to mcpfsm's.
 var typeAliases = map[string]string{
 	TypeStdio: TypeStdio, TypeHTTP: TypeHTTP, TypeSSE: TypeSSE,
 	"streamable-http": TypeHTTP, "streamableHttp": TypeHTTP,
 }
 
-// server parses the entry of server name under the servers object key.
-func (p *parser) server(key, name string, raw json.RawMessage) (Server, bool) {
-	path := pathKey(key, name)
-	before := len(p.errs)
-	s := Server{Name: name, Reconnect: policy.Default()}
-	if err := checkName(name); err != nil {
-		p.addf("%s: %v", path, err)
-	}
-	members, ok := p.object(raw, path)
-	if !ok {
-		return s, false
-	}
-	given, has := map[string]bool{}, map[string]bool{}
-	for _, m := range members {
-		has[m.key] = kind(m.val) != "null"
-	}
-	var env []string
-	var sb serverSandbox
-	disabled := false
-	urlKey := ""
-	for _, m := range members {
-		fpath := pathKey(path, m.key)
-		if kind(m.val) == "null" {
-			if !knownKey(m.key) {
-				p.unknownKey(path, m.key)
-			}
-			continue // null means omitted
-		}
-		given[m.key] = true
-		switch m.key {
-		case "type":
-			if t, ok := p.str(m.val, fpath); ok {
-				if s.Type, ok = typeAliases[t]; !ok {
-					p.addf("%s must be %q, %q or %q, not %q", fpath, TypeStdio, TypeHTTP, TypeSSE, t)
-				}
-			}
-		case "command":
-			s.Command = p.nonEmptyString(m.val, fpath, "a program name or path")
-		case "url", "httpUrl", "serverUrl":
-			if urlKey != "" {
-				p.addf("%s: give one of %q and %q, not both", path, urlKey, m.key)
-				continue
-			}
-			urlKey = m.key
-			s.URL = p.url(m.val, fpath)
-		case "args":
-			s.Args = p.stringArray(m.val, fpath)
-		case "env":
-			env = p.env(m.val, fpath)
-		case "envFile":
-			s.EnvFile = p.nonEmptyString(m.val, fpath, "the path of a KEY=VALUE file")
-			if s.EnvFile != "" {
-				s.EnvFile = p.envFileEntries(s.EnvFile, fpath, &s.Env)
-			}
-		case "cwd":
-			s.Cwd = p.nonEmptyString(m.val, fpath, "a directory (omit it to use mcpfsm's working directory)")
-		case "headers":
-			s.Headers = p.headers(m.val, fpath)
-		case "disabled":
-			disabled = p.boolean(m.val, fpath)
-		case "disabledTools": // Windsurf's
-			s.ExcludeTools = append(s.ExcludeTools, p.toolList(m.val, fpath)...)
-		case "timeout":
-			if !p.gemini {
-				p.warnf("%s is ignored: mcpfsm does not use it (a key of Cline, in seconds; mcpfsm's are connectTimeoutMs and callTimeoutMs)", fpath)
-				continue
-			}
-			if has["callTimeoutMs"] {
-				p.addf(`%s: give one of "timeout" and "callTimeoutMs", not both`, path)
-			}
-			s.CallTimeout = p.millis(m.val, fpath, 1)
-		case "trust":
-			// Gemini's: skip confirmations. mcpfsm asks for none.
-		case "sandboxEnabled", "sandbox":
-			p.sandboxKey(&sb, m, fpath)
-		case "tcp":
-			p.addf("%s: Gemini CLI's websocket transport is not supported: mcpfsm speaks stdio (command), Streamable HTTP (httpUrl) and SSE (url)", fpath)
-		default:
-			if p.extension(&s, m, fpath, has) {
-				continue
-			}
-			if host, ok := ignoredKeys[m.key]; ok {
-				p.warnf("%s is ignored: mcpfsm does not use it (a key of %s)", fpath, host)
-				continue
-			}
-			p.unknownKey(path, m.key)
+func setType(p *parser, e *entry, m member, path string) {
+	if t, ok := p.str(m.Value, path); ok {
+		if e.s.Type, ok = typeAliases[t]; !ok {
+			p.addf("%s must be %q, %q or %q, not %q", path, TypeStdio, TypeHTTP, TypeSSE, t)
 		}
 	}
-	s.Env = append(s.Env, env...)
-	p.settleURL(path, &s, urlKey, given)
-	p.checkType(path, &s, given)
-	p.checkPolicy(path, &s)
-	p.settleSandbox(path, &s, &sb)
-	if disabled {
-		p.warnf("%s is disabled (\"disabled\": true): not started", path)
-		return s, false
-	}
-	return s, len(p.errs) == before
 }
 
-// knownKey reports whether key is a server key Parse reads or ignores.
-func knownKey(key string) bool {
-	_, ignored := ignoredKeys[key]
-	return ignored || slices.Contains(serverKeys, key) || slices.Contains(otherKeys, key)
+func command(p *parser, e *entry, m member, path string) {
+	e.s.Command = p.nonEmptyString(m.Value, path, "a program name or path")
 }
 
-// extension parses m if it is one of mcpfsm's own keys, which every
-// layout shares. It reports whether it was. has holds the entry's keys.
-func (p *parser) extension(s *Server, m member, fpath string, has map[string]bool) bool {
-	switch m.key {
-	case "reconnect":
-		p.reconnectWarnings(m.val, fpath)
-		pol, err := policy.Parse(m.val, fpath)
-		if err != nil {
-			p.flatten(err)
-		} else {
-			s.Reconnect = pol
-		}
-	case "failOnStartupError":
-		s.FailOnStartupError = p.boolean(m.val, fpath)
-	case "connectTimeoutMs":
-		s.ConnectTimeout = p.millis(m.val, fpath, 1)
-	case "callTimeoutMs":
-		if has["timeout"] && p.gemini {
-			return true // reported with "timeout"
-		}
-		s.CallTimeout = p.millis(m.val, fpath, 1)
-	case "closeTimeoutMs":
-		s.CloseTimeout = p.millis(m.val, fpath, 1)
-	case "keepAliveMs":
-		s.KeepAlive = p.millis(m.val, fpath, 0)
-	case "includeTools":
-		s.IncludeTools = p.toolList(m.val, fpath)
-	case "excludeTools":
-		s.ExcludeTools = append(s.ExcludeTools, p.toolList(m.val, fpath)...)
-	case "maxConcurrentCalls":
-		s.MaxConcurrentCalls = p.positiveInt(m.val, fpath, "the most calls in flight at once")
-	default:
-		if p.isolationKey(s, m, fpath) {
-			return true
-		}
-		return p.policyKey(s, m, fpath)
-	}
-	return true
+func args(p *parser, e *entry, m member, path string) { e.s.Args = p.stringArray(m.Value, path) }
+
+// hostEnv is the JSON hosts' "env", which follows envFile's entries.
+func hostEnv(p *parser, e *entry, m member, path string) { e.env = p.env(m.Value, path) }
+
+func headers(p *parser, e *entry, m member, path string) { e.s.Headers = p.headers(m.Value, path) }
+
+func disabled(p *parser, e *entry, m member, path string) { e.disabled = p.boolean(m.Value, path) }
+
+// clineTimeout is Cline's "timeout", in seconds, which mcpfsm ignores.
+func clineTimeout(p *parser, e *entry, m member, path string) {
+	p.warnf("%s is ignored: mcpfsm does not use it (a key of Cline, in seconds; mcpfsm's are connectTimeoutMs and callTimeoutMs)", path)
 }
+
+func tcp(p *parser, e *entry, m member, path string) {
+	p.addf("%s: Gemini CLI's websocket transport is not supported: mcpfsm speaks stdio (command), Streamable HTTP (httpUrl) and SSE (url)", path)
+}
+
+func failOnStartupError(p *parser, e *entry, m member, path string) {
+	e.s.FailOnStartupError = p.boolean(m.Value, path)
+}
+
+func includeTools(p *parser, e *entry, m member, path string) {
+	e.s.IncludeTools = p.toolList(m.Value, path)
+}
+
+func maxConcurrentCalls(p *parser, e *entry, m member, path string) {
+	e.s.MaxConcurrentCalls = p.positiveInt(m.Value, path, "the most calls in flight at once")
+}
+
+func cwd(p *parser, e *entry, m member, path string) {
+	e.s.Cwd = p.nonEmptyString(m.Value, path, "a directory (omit it to use mcpfsm's working directory)")
+}
+
+func envFile(p *parser, e *entry, m member, path string) {
+	e.s.EnvFile = p.nonEmptyString(m.Value, path, "the path of a KEY=VALUE file")
+	if e.s.EnvFile != "" {
+		e.s.EnvFile = p.envFileEntries(e.s.EnvFile, path, &e.s.Env)
+	}
+}
+
+// endpoint reads "url", "httpUrl" or "serverUrl": one of them.
+func endpoint(p *parser, e *entry, m member, path string) {
+	if e.urlKey != "" {
+		p.addf("%s: give one of %q and %q, not both", e.path, e.urlKey, m.Key)
+		return
+	}
+	e.urlKey = m.Key
+	e.s.URL = p.url(m.Value, path)
+}
+
+func excludeTools(p *parser, e *entry, m member, path string) {
+	e.s.ExcludeTools = append(e.s.ExcludeTools, p.toolList(m.Value, path)...)
+}
+
+func sandboxKey(p *parser, e *entry, m member, path string) { p.sandboxKey(&e.sandbox, m, path) }
+
+// reconnect is the reconnect policy (package policy reads it).
+func reconnect(p *parser, e *entry, m member, path string) {
+	p.reconnectWarnings(m.Value, path)
+	pol, err := policy.Parse(m.Value.JSON(), path)
+	if err != nil {
+		p.flatten(err)
+		return
+	}
+	e.s.Reconnect = pol
+}
+
+// reconnectWarnings warns about delays and attempts given with
+// "enabled": false: they never apply.
+func (p *parser) reconnectWarnings(v tree.Value, path string) {
+	if enabled, _ := v.Lookup("enabled"); enabled.Kind != tree.Boolean || enabled.Text != "false" {
+		return
+	}
+	for _, m := range v.Members {
+		if m.Key != "enabled" && !m.Repeated && m.Value.Kind != tree.Null {
+			p.warnf("%s has no effect: reconnect is disabled (\"enabled\": false); remove it, or enable reconnect", pathKey(path, m.Key))
+		}
+	}
+}
+
+// urlKeys are the hosts' keys for an endpoint, with the type each implies
+// ("" for the file's default: http, or sse in a Gemini CLI file).
+var urlKeys = map[string]string{"url": "", "httpUrl": TypeHTTP, "serverUrl": TypeHTTP}
 
 // settleURL sets the type an endpoint key implies: "httpUrl" and
 // "serverUrl" are Streamable HTTP, and so is "url", but in a Gemini CLI
 // file, where it is SSE. A "type" given wins for "url" and must agree for
 // the others. checkType then treats every endpoint key as "url".
-func (p *parser) settleURL(path string, s *Server, urlKey string, given map[string]bool) {
-	if urlKey == "" {
+func (p *parser) settleURL(e *entry) {
+	if e.urlKey == "" {
 		return
 	}
-	given["url"] = true
-	implied := urlKeys[urlKey]
-	if implied == "" && p.gemini {
+	e.given["url"] = true
+	implied := urlKeys[e.urlKey]
+	if implied == "" && p.d.sseURL {
 		implied = TypeSSE
 	}
 	switch {
-	case implied == "" || given["type"] && s.Type == "":
-	case !given["type"]:
-		s.Type = implied
-	case s.Type != implied && urlKey != "url":
-		p.addf(`%s: %q is a Streamable HTTP endpoint: drop "type", or give the endpoint as "url"`, path, urlKey)
+	case implied == "" || e.given["type"] && e.s.Type == "":
+	case !e.given["type"]:
+		e.s.Type = implied
+	case e.s.Type != implied && e.urlKey != "url":
+		p.addf(`%s: %q is a Streamable HTTP endpoint: drop "type", or give the endpoint as "url"`, e.path, e.urlKey)
 	}
 }
+
+// stdioOnly are the options only a stdio server may have; httpOnly those
+// only an http or sse server may have. Codex's keys are among them.
+var (
+	stdioOnly = []string{"args", "env", "envFile", "cwd", "env_vars"}
+	httpOnly  = []string{"headers", "http_headers", "env_http_headers", "bearer_token_env_var"}
+)
 
 // checkType settles s.Type from "type", "command" and "url", and rejects
 // the options that do not apply to it.
@@ -267,37 +286,25 @@ func (p *parser) checkType(path string, s *Server, given map[string]bool) {
 	}
 }
 
-func (p *parser) unknownKey(path, key string) {
-	p.addf("%s is not a server option (%s)", pathKey(path, key), suggest(key, serverKeys))
-}
-
-func (p *parser) boolean(raw json.RawMessage, path string) bool {
-	if kind(raw) != "boolean" {
-		p.addf("%s must be true or false, not %s", path, article(kind(raw)))
-		return false
-	}
-	return string(raw) == "true"
-}
-
 // headers parses an object of HTTP header values.
-func (p *parser) headers(raw json.RawMessage, path string) http.Header {
-	members, ok := p.object(raw, path)
+func (p *parser) headers(v tree.Value, path string) http.Header {
+	members, ok := p.object(v, path)
 	if !ok {
 		return nil
 	}
 	h := http.Header{}
 	for _, m := range members {
-		kpath := pathKey(path, m.key)
-		if !headerName(m.key) {
+		kpath := pathKey(path, m.Key)
+		if !headerName(m.Key) {
 			p.addf("%s is not a valid HTTP header name", kpath)
 			continue
 		}
-		v, ok := p.text(m.val, kpath)
-		if ok && strings.ContainsAny(v, "\r\n") {
+		s, ok := p.text(m.Value, kpath)
+		if ok && strings.ContainsAny(s, "\r\n") {
 			p.addf("%s must not contain a line break", kpath)
 			continue
 		}
-		h.Add(m.key, v)
+		h.Add(m.Key, s)
 	}
 	return h
 }
@@ -314,62 +321,4 @@ func headerName(s string) bool {
 		}
 	}
 	return true
-}
-
-// reconnectWarnings warns about delays and attempts given with
-// "enabled": false: they never apply.
-func (p *parser) reconnectWarnings(raw json.RawMessage, path string) {
-	if kind(raw) != "object" {
-		return // policy.Parse reports it
-	}
-	q := &parser{} // policy.Parse reports malformed members
-	members, _ := q.object(raw, path)
-	disabled := slices.ContainsFunc(members, func(m member) bool { return m.key == "enabled" && string(m.val) == "false" })
-	if !disabled {
-		return
-	}
-	for _, m := range members {
-		if m.key != "enabled" && kind(m.val) != "null" {
-			p.warnf("%s has no effect: reconnect is disabled (\"enabled\": false); remove it, or enable reconnect", pathKey(path, m.key))
-		}
-	}
-}
-
-// suggest names the known key that key was probably meant to be, or lists
-// them all.
-func suggest(key string, known []string) string {
-	best, bestD := "", 3 // at most two edits away
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return "did you mean " + k + "?"
-		}
-		if d := distance(strings.ToLower(key), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" && len(key) > bestD {
-		return "did you mean " + best + "?"
-	}
-	return "known keys: " + strings.Join(known, ", ")
-}
-
-// distance is the Levenshtein distance of a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

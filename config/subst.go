@@ -25,7 +25,7 @@ import (
 // a Gemini CLI file, which reads $VAR too, $VAR is VAR as ${VAR} is.
 // Codex substitutes nothing, and neither does expand in its files.
 func (p *parser) expand(s, path string) (string, bool) {
-	if p.literal || !strings.Contains(s, "$") {
+	if p.d.vars == noVars || !strings.Contains(s, "$") {
 		return s, true
 	}
 	var b strings.Builder
@@ -37,7 +37,7 @@ func (p *parser) expand(s, path string) (string, bool) {
 			break
 		}
 		b.WriteString(s[:i])
-		if name := bareName(s[i+1:]); p.gemini && name != "" {
+		if name := bareName(s[i+1:]); p.d.vars == bareVars && name != "" {
 			v, vok := p.variable(name, path)
 			ok = ok && vok
 			b.WriteString(v)

@@ -7,16 +7,17 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // parseTOML parses Codex's config.toml: its [mcp_servers.NAME] tables.
 // Its other tables and keys are Codex's settings (model, profiles, ...):
 // ignored without a warning, since a Codex file holds many.
 func (p *parser) parseTOML(data []byte) (*Config, error) {
-	p.literal = true
 	var top map[string]any
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {
@@ -37,26 +38,19 @@ func (p *parser) parseTOML(data []byte) (*Config, error) {
 	}
 	table, ok := servers.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s must be a table of [mcp_servers.NAME] tables, not %s", key, article(tomlKind(servers)))
+		return nil, fmt.Errorf("%s must be a table of [mcp_servers.NAME] tables, not %s", key, tomlKind(servers))
 	}
 	if len(table) == 0 {
 		return nil, fmt.Errorf("%s is empty: add a [mcp_servers.NAME] table", key)
 	}
-	names := slices.Clone(order[key])
-	for n := range table {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names[len(order[key]):])
 	cfg := &Config{Format: MCPServersTOML}
-	for _, name := range names {
+	for _, name := range tomlNames(order, key, table) {
 		path := pathKey(key, name)
-		raw, ok := p.tomlRaw(order, key+"\x00"+name, table[name], path)
+		v, ok := p.tomlValue(order, key+"\x00"+name, table[name], path)
 		if !ok {
 			continue // reported
 		}
-		if s, ok := p.codexServer(path, name, raw); ok {
+		if s, ok := p.server(key, name, v); ok {
 			cfg.Servers = append(cfg.Servers, s)
 		}
 	}
@@ -86,77 +80,81 @@ func tomlOrder(md toml.MetaData) map[string][]string {
 	return order
 }
 
-// tomlRaw turns the TOML value v, at table key in order, into JSON, so
-// that Codex's entries are read by the helpers that read JSON ones. A
+// tomlNames are the members of the table at key in order: those the
+// decoder's keys list in file order, then any other, sorted.
+func tomlNames(order map[string][]string, key string, table map[string]any) []string {
+	names := slices.Clone(order[key])
+	for n := range table {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names[len(order[key]):])
+	return names
+}
+
+// tomlValue is the TOML value v, at table key in order, as a value of the
+// tree the JSON files are read into, its tables' members in file order. A
 // value JSON cannot hold (a date, an infinite number) is reported, and
 // left out of its table with the array holding it.
-func (p *parser) tomlRaw(order map[string][]string, key string, v any, path string) (json.RawMessage, bool) {
+func (p *parser) tomlValue(order map[string][]string, key string, v any, path string) (tree.Value, bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		names := slices.Clone(order[key])
-		for n := range v { // keys md did not list, if any
-			if !slices.Contains(names, n) {
-				names = append(names, n)
+		out := tree.Value{Kind: tree.Object}
+		for _, n := range tomlNames(order, key, v) {
+			if e, ok := p.tomlValue(order, key+"\x00"+n, v[n], pathKey(path, n)); ok {
+				out.Members = append(out.Members, tree.Member{Key: n, Value: e})
 			}
 		}
-		slices.Sort(names[len(order[key]):])
-		var parts []string
-		for _, n := range names {
-			raw, ok := p.tomlRaw(order, key+"\x00"+n, v[n], pathKey(path, n))
-			if !ok {
-				continue
-			}
-			nb, _ := json.Marshal(n)
-			parts = append(parts, string(nb)+":"+string(raw))
-		}
-		return json.RawMessage("{" + strings.Join(parts, ",") + "}"), true
+		return out, true
 	case []map[string]any:
 		elems := make([]any, len(v))
 		for i, e := range v {
 			elems[i] = e
 		}
-		return p.tomlRaw(order, key, elems, path)
+		return p.tomlValue(order, key, elems, path)
 	case []any:
-		parts := make([]string, len(v))
+		out := tree.Value{Kind: tree.Array, Elems: make([]tree.Value, len(v))}
 		all := true
 		for i, e := range v {
-			raw, ok := p.tomlRaw(nil, "", e, fmt.Sprintf("%s[%d]", path, i))
-			parts[i], all = string(raw), all && ok
+			var ok bool
+			out.Elems[i], ok = p.tomlValue(nil, "", e, tree.Index(path, i))
+			all = all && ok
 		}
-		return json.RawMessage("[" + strings.Join(parts, ",") + "]"), all
+		return out, all
+	case string:
+		return tree.Value{Kind: tree.String, Text: v}, true
+	case bool:
+		return tree.Value{Kind: tree.Boolean, Text: strconv.FormatBool(v)}, true
+	case int64:
+		return tree.Value{Kind: tree.Number, Text: strconv.FormatInt(v, 10)}, true
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			p.addf("%s must be a finite number, not %v", path, v)
-			return nil, false
+			return tree.Value{}, false
 		}
-	case string, bool, int64:
-	default:
-		p.addf("%s must not be %s: quote it if it is a string", path, article(tomlKind(v)))
-		return nil, false
+		text, _ := json.Marshal(v) // a finite number, as a JSON file writes it
+		return tree.Value{Kind: tree.Number, Text: string(text)}, true
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		p.addf("%s: %v", path, err)
-		return nil, false
-	}
-	return b, true
+	p.addf("%s must not be %s: quote it if it is a string", path, tomlKind(v))
+	return tree.Value{}, false
 }
 
-// tomlKind names the TOML type of a decoded value.
+// tomlKind names the TOML type of a decoded value, for a message.
 func tomlKind(v any) string {
 	switch v.(type) {
 	case map[string]any:
-		return "table"
+		return "a table"
 	case []any, []map[string]any:
-		return "array"
+		return "an array"
 	case string:
-		return "string"
+		return "a string"
 	case bool:
-		return "boolean"
+		return "a boolean"
 	case int64, float64:
-		return "number"
+		return "a number"
 	}
-	return "date"
+	return "a date"
 }
 
 // quoted matches the double-quoted runs of a TOML parser's message.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/internal/servername"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -258,22 +258,11 @@ type keepAliveDefaulter interface{ defaultKeepAlive() time.Duration }
 // NameRule states what a Config.Name must be: the name becomes part of
 // every public tool name, mcp__<server>__<tool>, and must split from it
 // unambiguously.
-const NameRule = "1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', without \"__\" and not ending in '_'"
+const NameRule = servername.Rule
 
 // ValidName reports whether name is a valid Config.Name (see [NameRule]),
 // for hosts that check their configuration before starting supervisors.
-func ValidName(name string) bool {
-	if name == "" || len(name) > 64 || name[len(name)-1] == '_' || strings.Contains(name, "__") {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
+func ValidName(name string) bool { return servername.Valid(name) }
 
 func checkName(name string) error {
 	if !ValidName(name) {

@@ -115,7 +115,7 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		if subject == "" || o.Operator != nil && o.Operator(r) {
 			perSubject = -1
 		}
-		caller := authz.CallerOf(auth.TokenInfoFromContext(r.Context()))
+		caller := tokenCaller(auth.TokenInfoFromContext(r.Context()))
 		if modernRequest(r) {
 			c, err := f.subjectClient(subject, caller, o.MaxSessions, perSubject)
 			if err != nil {

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/tracectx"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,9 +48,20 @@ func (c *client) callerOf(extra *mcp.RequestExtra) authz.Caller {
 		return c.caller
 	}
 	if extra != nil && extra.TokenInfo != nil {
-		return authz.CallerOf(extra.TokenInfo)
+		return tokenCaller(extra.TokenInfo)
 	}
 	return c.caller
+}
+
+// tokenCaller is the caller of a request authenticated as info. The
+// operator is the static token's TokenInfo only ([access.Operator]): an
+// OAuth token is never the operator, whatever its subject. A nil info is a
+// caller without a credential: no subject, no scopes.
+func tokenCaller(info *auth.TokenInfo) authz.Caller {
+	if info == nil {
+		return authz.Caller{}
+	}
+	return authz.Caller{Subject: info.UserID, Scopes: info.Scopes, Operator: access.Operator(info)}
 }
 
 // admit decides a request of c's to server's kind named name (the
@@ -72,9 +86,11 @@ func (c *client) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra, server st
 		outcome = audit.OutcomeDenied
 	}
 	c.auditOutcome(ss, extra, auditKinds[kind], server, served, outcome)
+	// A missing scope is invalid params, as a name the server does not
+	// have is, with the refusal's text.
 	var denied *authz.DeniedError
 	if errors.As(err, &denied) {
-		return denied.RPCError()
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: denied.Error()}
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,8 +14,11 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,8 +116,9 @@ func TestScopesDecideWhatEachCallerSees(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			_, err := bob.sess.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
-			if err == nil || !strings.Contains(err.Error(), `"a:ask"`) {
-				t.Errorf("bob's call of ask: %v; want a refusal naming a:ask", err)
+			var wire *jsonrpc.Error
+			if !errors.As(err, &wire) || wire.Code != jsonrpc.CodeInvalidParams || !strings.Contains(wire.Message, `"a:ask"`) {
+				t.Errorf("bob's call of ask: %v; want an invalid-params refusal naming a:ask", err)
 			}
 			_, err = carol.sess.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
 			if err == nil || !strings.Contains(err.Error(), `"a:use"`) || strings.Contains(err.Error(), "alice") {
@@ -265,5 +270,20 @@ func (f *fakeTracer) Call(ctx context.Context, server, method, name string) (con
 func (f *fakeTracer) Propagate(ctx context.Context, set func(key, value string)) {
 	if ctx.Value(spanKey{}) != nil {
 		set("traceparent", "from-the-call-span")
+	}
+}
+
+// The static token's holder is the operator; an OAuth token is never the
+// operator, whatever its subject; no credential is nobody.
+func TestTokenCaller(t *testing.T) {
+	if got := tokenCaller(nil); !cmp.Equal(got, authz.Caller{}) {
+		t.Errorf("tokenCaller(nil) = %+v", got)
+	}
+	forged := tokenCaller(&auth.TokenInfo{UserID: access.SubjectToken, Scopes: []string{"x"}})
+	if forged.Operator {
+		t.Error("a TokenInfo whose subject is \"token\" is the operator")
+	}
+	if got := tokenCaller(&auth.TokenInfo{UserID: "alice", Scopes: []string{"a", "b"}}); !cmp.Equal(got, authz.Caller{Subject: "alice", Scopes: []string{"a", "b"}}) {
+		t.Errorf("tokenCaller = %+v", got)
 	}
 }

@@ -13,12 +13,11 @@ import (
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/console"
 )
 
-// ErrNoPath is returned by [Host.Reload] when Options.Path is empty; it
-// matches console.ErrReloadUnsupported.
-var ErrNoPath = fmt.Errorf("host: %w: no config file (Options.Path is empty)", console.ErrReloadUnsupported)
+// ErrNoPath is returned by [Host.Reload] when Options.Path is empty: the
+// host has no file to re-read.
+var ErrNoPath = errors.New("host: cannot reload: no config file (Options.Path is empty)")
 
 // Changes is what [Host.Apply] did, by server name.
 type Changes struct {

@@ -8,14 +8,17 @@
 // the servers by name (new ones start, removed ones stop, changed ones
 // restart, unchanged ones keep their process and tools); [Host.Reconnect]
 // and [Host.Status] serve an operator; [Host.Close] stops everything, and
-// no server process outlives it. A Host is a console.Host, and gives a
-// front (package front) what it needs: StatusOf, Supervisor and
-// Supervisors.
+// no server process outlives it. A Host is the Backends of a front
+// (package front): it gives the front each server's status, supervisors,
+// isolation, per-client instances and per-caller policy.
 //
-// Every conn.Config is assembled in one place: config.Server.Conn gives
-// a server's own settings (transport, policy, timeouts, tool filter,
-// concurrency limit), and the host adds what it shares (registry,
-// catalog, logger, client options, metrics, transitions).
+// Every conn.Config is assembled in one place: [ConnConfig] gives a
+// server's own settings (transport, policy, timeouts, tool filter,
+// concurrency limit), the host adds what it shares (registry, catalog,
+// logger, transitions), Options.Configure what its front sets (client
+// options), and Options.Start starts it (instrumented, if the caller
+// measures its servers). The host depends on no front, console or
+// metrics.
 package host
 
 import (
@@ -33,7 +36,6 @@ import (
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/health"
-	"github.com/mcpfsm/mcpfsm/metrics"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,7 +46,7 @@ const DefaultStartTimeout = 10 * time.Second
 // Options configure a [Host]. Every field is optional.
 type Options struct {
 	// Path is the config file [Host.Reload] re-reads; "" makes Reload
-	// return console.ErrReloadUnsupported's equivalent error.
+	// return [ErrNoPath].
 	Path string
 	// Load is how Reload reads it (config.Load's options); nil is the
 	// default.
@@ -65,8 +67,15 @@ type Options struct {
 	// OnTransition, if set, receives every supervisor's transitions
 	// (conn.Config.OnTransition).
 	OnTransition func(conn.Transition)
-	// Metrics, if set, measures every supervisor.
-	Metrics *metrics.Metrics
+	// Start starts each server's shared instance from its conn.Config,
+	// once the host and Configure have set it; nil means conn.Start. A
+	// host that measures its servers passes a starter that instruments
+	// them (package metrics' Metrics.Start).
+	Start func(ctx context.Context, c conn.Config) (*conn.Supervisor, error)
+	// StartInstance starts each per-client instance ([Host.StartInstance])
+	// from its conn.Config, once its owner's configure has set it; nil
+	// means conn.Start.
+	StartInstance func(ctx context.Context, c conn.Config) (*conn.Supervisor, error)
 	// StartTimeout bounds Start's wait for the first attempts; zero means
 	// DefaultStartTimeout, negative no wait.
 	StartTimeout time.Duration
@@ -140,6 +149,12 @@ func New(o Options) *Host {
 	if o.Clock == nil {
 		o.Clock = clock.New()
 	}
+	if o.Start == nil {
+		o.Start = conn.Start
+	}
+	if o.StartInstance == nil {
+		o.StartInstance = conn.Start
+	}
 	return &Host{opts: o, reg: o.Registry, log: o.Logger}
 }
 
@@ -194,7 +209,7 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 // startOne assembles st's conn.Config and starts its supervisor.
 func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, error) {
 	o := h.opts
-	c := st.cfg.Conn(st.stderr)
+	c := ConnConfig(st.cfg, st.stderr)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
 	for _, uri := range st.cfg.Roots {
 		c.Roots = append(c.Roots, &mcp.Root{URI: uri}) //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
@@ -202,10 +217,7 @@ func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, erro
 	if o.Configure != nil {
 		o.Configure(st.cfg.Name, &c)
 	}
-	if o.Metrics != nil {
-		return o.Metrics.Start(ctx, c)
-	}
-	return conn.Start(ctx, c)
+	return o.Start(ctx, c)
 }
 
 // waitReady waits, at most timeout, for the first attempt of every started
@@ -361,6 +373,16 @@ func (h *Host) Supervisor(server string) (*conn.Supervisor, bool) {
 		return nil, false
 	}
 	return st.sup, true
+}
+
+// Config returns the configuration server runs with now, if the host
+// runs it. It holds the server's secrets: show it to nobody.
+func (h *Host) Config(server string) (config.Server, bool) {
+	st, ok := h.lookup(server)
+	if !ok {
+		return config.Server{}, false
+	}
+	return st.cfg, true
 }
 
 // Supervisors returns every running supervisor.

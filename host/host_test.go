@@ -9,12 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
@@ -189,30 +188,50 @@ func TestReloadBrokenConfigKeepsRunning(t *testing.T) {
 	}
 }
 
-// TestConsoleShowsTheSandbox: the console's view of a sandboxed server
-// says what its sandbox allows; an unsandboxed one says nothing.
-func TestConsoleShowsTheSandbox(t *testing.T) {
+// Options.Start starts every shared instance, with the config the host
+// and Configure assembled; Options.StartInstance every per-client one,
+// with its owner's configure applied.
+func TestStartHooksStartEverySupervisor(t *testing.T) {
 	bin := fixture.Build(t)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`{"servers": {
-		"boxed": {"command": %q, "sandboxEnabled": true, "sandbox": {"filesystem": {"denyRead": ["/root/.ssh"]}}},
-		"free": {"command": %q}}}`, bin, bin)), nil)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`{"servers": {"a": {"command": %q}, "b": {"command": %q}}}`, bin, bin)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(Options{})
-	if err := h.Start(context.Background(), cfg); err != nil {
+	var mu sync.Mutex
+	var shared, instances []string
+	reg := conn.NewRegistry()
+	h := New(Options{Registry: reg,
+		Configure: func(server string, c *conn.Config) { c.MaxConcurrentCalls = 7 },
+		Start: func(ctx context.Context, c conn.Config) (*conn.Supervisor, error) {
+			mu.Lock()
+			shared = append(shared, fmt.Sprintf("%s limit %d own registry %v", c.Name, c.MaxConcurrentCalls, c.Registry == reg))
+			mu.Unlock()
+			return conn.Start(ctx, c)
+		},
+		StartInstance: func(ctx context.Context, c conn.Config) (*conn.Supervisor, error) {
+			mu.Lock()
+			instances = append(instances, fmt.Sprintf("%s limit %d own registry %v", c.Name, c.MaxConcurrentCalls, c.Registry == reg))
+			mu.Unlock()
+			return conn.Start(ctx, c)
+		}})
+	if err := h.Start(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close(context.Background())
-	if f := h.Failures(); len(f) != 0 {
-		t.Fatalf("failures: %+v", f)
+	sup, err := h.StartInstance(t.Context(), "b", func(c *conn.Config) { c.Registry = conn.NewRegistry() })
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := map[string][]string{}
-	for _, s := range h.Servers() {
-		got[s.Status().Server] = s.(console.Sandboxed).Sandbox()
+	if err := sup.Close(context.Background()); err != nil {
+		t.Error(err)
 	}
-	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh", "write: nowhere", "network: none; no Unix sockets"}, "free": nil}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("sandboxes (-want +got):\n%s", diff)
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(shared)
+	if want := []string{"a limit 7 own registry true", "b limit 7 own registry true"}; !slices.Equal(shared, want) {
+		t.Errorf("Start saw %q, want %q", shared, want)
+	}
+	if want := []string{"b limit 0 own registry false"}; !slices.Equal(instances, want) {
+		t.Errorf("StartInstance saw %q, want %q", instances, want)
 	}
 }

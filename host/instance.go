@@ -23,9 +23,9 @@ func (h *Host) Isolation(server string) (shared bool, maxInstances int) {
 // StartInstance starts a per-client instance of server: a supervisor of
 // its own, with the server's configuration as the shared instance has
 // it, changed by configure, which sets what is the client's (its
-// registry, catalog, client options and roots). Its transitions are
-// logged but not reported to Options.OnTransition, which follows the
-// shared instance. It is closed by its owner, and by the host when the
+// registry, catalog, client options and roots), and started by
+// Options.StartInstance. Its transitions are logged but not reported to
+// Options.OnTransition, which follows the shared instance. It is closed by its owner, and by the host when the
 // server is restarted or removed by a reload, and by Close: no instance
 // outlives the host. [Host.Status] counts the instances running.
 func (h *Host) StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error) {
@@ -33,18 +33,15 @@ func (h *Host) StartInstance(ctx context.Context, server string, configure func(
 	if !ok {
 		return nil, fmt.Errorf("host: unknown server %q", server)
 	}
-	c := st.cfg.Conn(st.stderr)
+	c := ConnConfig(st.cfg, st.stderr)
 	c.Logger = h.log.With("instance", "per-client")
-	if h.opts.Metrics != nil {
-		c.OnCall = h.opts.Metrics.OnCall
-	}
 	configure(&c)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.retired {
 		return nil, fmt.Errorf("host: server %q %w: it was stopped", server, conn.ErrClosed)
 	}
-	sup, err := conn.Start(ctx, c)
+	sup, err := h.opts.StartInstance(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,12 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/mcpfsm/mcpfsm/internal/tree"
 )
 
 // Parse decodes a JSON reconnect object and resolves it with [Resolve].
@@ -32,97 +32,63 @@ func Parse(data []byte, path string) (Policy, error) {
 	return Resolve(cfg, path)
 }
 
-// decode reads data into a Config. It walks the object token by token
-// rather than using json.Unmarshal with DisallowUnknownFields, because that
-// stops at the first problem, matches keys case-insensitively, keeps the
-// last of duplicate keys silently and words type errors in Go terms.
-// Walking the tokens lets every problem be reported, in document order.
+// decode reads data into a Config, member by member, so that every
+// problem is reported in document order (json.Unmarshal with
+// DisallowUnknownFields stops at the first, matches keys
+// case-insensitively, keeps the last of duplicate keys silently and words
+// type errors in Go terms).
 func decode(data []byte, path string) (*Config, error) {
 	whole := func(rule string, cause error) error {
 		return &FieldError{Path: path, Rule: rule, Err: cause}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	v, err := tree.ParseJSON(data)
+	var trailing *tree.TrailingError
 	switch {
-	case errors.Is(err, io.EOF):
+	case errors.Is(err, tree.ErrEmpty):
 		return nil, whole("must be a JSON object, but the input is empty", nil)
-	case err != nil:
-		return nil, whole(syntaxRule(err), err)
-	}
-	var cfg *Config
-	switch tok {
-	case nil:
-		// null: defaults, as documented on Parse.
-	case json.Delim('{'):
-		cfg = &Config{}
-		if err := decodeObject(dec, cfg, path); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, whole("must be a JSON object, not "+tokenKind(tok), nil)
-	}
-	// Decoder.Decode would accept "{} garbage" by stopping after the
-	// object; insisting on EOF catches truncated copy-paste and
-	// concatenated documents.
-	end := dec.InputOffset()
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		rest := bytes.TrimLeft(data[end:], " \t\r\n") // JSON's whitespace
-		at := int64(len(data) - len(rest))
+	case errors.As(err, &trailing):
+		// Decoder.Decode would accept "{} garbage" by stopping after the
+		// object; insisting on the end catches truncated copy-paste and
+		// concatenated documents.
 		return nil, whole("must be a single JSON object, but data follows it at offset "+
-			strconv.FormatInt(at, 10), nil)
+			strconv.Itoa(trailing.Offset), nil)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, whole("is not valid JSON: unexpected end of input", err)
+	case err != nil:
+		return nil, whole("is not valid JSON: "+err.Error(), err)
+	case v.Kind == tree.Null:
+		return nil, nil // defaults, as documented on Parse
+	case v.Kind != tree.Object:
+		return nil, whole("must be a JSON object, not "+v.Kind.Article(), nil)
 	}
-	return cfg, nil
-}
-
-// decodeObject consumes the members and closing brace of an object whose
-// opening brace has been read.
-func decodeObject(dec *json.Decoder, cfg *Config, path string) error {
 	var errs []error
 	reject := func(field, rule string) {
 		errs = append(errs, &FieldError{Path: path, Field: field, Rule: rule})
 	}
-	seen := make(map[string]bool)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return &FieldError{Path: path, Rule: syntaxRule(err), Err: err}
-		}
-		key, ok := tok.(string)
-		if !ok { // unreachable: the decoder only yields string keys here
-			return &FieldError{Path: path, Rule: "is not valid JSON: object key is not a string"}
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return &FieldError{Path: path, Rule: syntaxRule(err), Err: err}
-		}
-		if seen[key] {
-			reject(displayKey(key), "is set more than once")
+	cfg := &Config{}
+	for _, m := range v.Members {
+		if m.Repeated {
+			reject(tree.Key(m.Key), "is set more than once")
 			continue
 		}
-		seen[key] = true
-		decodeMember(cfg, key, raw, reject)
+		decodeMember(cfg, m.Key, m.Value, reject)
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return &FieldError{Path: path, Rule: syntaxRule(err), Err: err}
-	}
-	return joinErrs(errs)
+	return cfg, joinErrs(errs)
 }
 
 // decodeMember stores one option, or rejects it.
-func decodeMember(cfg *Config, key string, raw json.RawMessage, reject func(field, rule string)) {
-	isNull := string(raw) == "null"
+func decodeMember(cfg *Config, key string, v tree.Value, reject func(field, rule string)) {
 	var dst **float64
 	var want string
 	switch key {
 	case keyEnabled:
-		switch string(raw) {
-		case "true", "false":
-			b := string(raw) == "true"
+		switch v.Kind {
+		case tree.Boolean:
+			b := v.Text == "true"
 			cfg.Enabled = &b
-		case "null":
+		case tree.Null:
 		default:
-			reject(key, "must be true or false, not "+rawKind(raw))
+			reject(key, "must be true or false, not "+v.Kind.Article())
 		}
 		return
 	case keyInitialDelay:
@@ -136,36 +102,22 @@ func decodeMember(cfg *Config, key string, raw json.RawMessage, reject func(fiel
 	case keyProbe:
 		dst, want = &cfg.ProbeIntervalMs, "a number of milliseconds"
 	default:
-		reject(displayKey(key), "is not a reconnect option ("+unknownHint(key)+")")
+		reject(tree.Key(key), "is not a reconnect option ("+unknownHint(key)+")")
 		return
 	}
-	if isNull {
+	switch v.Kind {
+	case tree.Null:
+		return
+	case tree.Number:
+	default:
+		reject(key, "must be "+want+", not "+v.Kind.Article())
 		return
 	}
-	if rawKind(raw) != "a number" {
-		reject(key, "must be "+want+", not "+rawKind(raw))
-		return
-	}
-	// The raw text is a valid JSON number. Out-of-range values come back
-	// as ±Inf or 0 with ErrRange; keeping them lets Resolve report the
-	// bound that was broken rather than a parse failure.
-	f, _ := strconv.ParseFloat(string(raw), 64)
+	// The text is a valid JSON number. Out-of-range values come back as
+	// ±Inf or 0 with ErrRange; keeping them lets Resolve report the bound
+	// that was broken rather than a parse failure.
+	f, _ := strconv.ParseFloat(v.Text, 64)
 	*dst = &f
-}
-
-// displayKey quotes keys that would otherwise make the dotted path
-// ambiguous or invisible (an empty key, a key with dots or spaces), so an
-// unknown key in a message is always recognisable.
-func displayKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return strconv.Quote(k)
-		}
-	}
-	return k
 }
 
 // unknownHint suggests the intended key when only its case is wrong (JSON
@@ -177,49 +129,4 @@ func unknownHint(key string) string {
 		}
 	}
 	return "known options: " + strings.Join(knownKeys, ", ")
-}
-
-// rawKind names the JSON type of a valid raw value, from its first byte.
-func rawKind(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "empty"
-	}
-	switch raw[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
-// tokenKind names the JSON type of a top-level token that is not an object.
-func tokenKind(tok json.Token) string {
-	switch tok.(type) {
-	case string:
-		return "a string"
-	case json.Number, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	default: // the only other top-level token is '['
-		return "an array"
-	}
-}
-
-// syntaxRule words a decoding failure. The decoder's own text says what was
-// unexpected; its offsets are not quoted because in token mode they count
-// from the start of the current value, not of the document.
-func syntaxRule(err error) string {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return "is not valid JSON: unexpected end of input"
-	}
-	return "is not valid JSON: " + err.Error()
 }

@@ -116,7 +116,7 @@ func TestParseRejects(t *testing.T) {
 		{"trailing brace", `{}}`, []string{path + " must be a single JSON object, but data follows it at offset 2"}},
 		{"null then data", `null 1`, []string{path + " must be a single JSON object, but data follows it at offset 5"}},
 		{"truncated", `{"maxAttempts":`, []string{path + " is not valid JSON: unexpected end of input"}},
-		{"syntax error", `{"maxAttempts" 3}`, []string{path + " is not valid JSON: expected colon after object key"}},
+		{"syntax error", `{"maxAttempts" 3}`, []string{path + " is not valid JSON: invalid character '3' after object key"}},
 		{"bad literal", `{"enabled":yes}`, []string{path + " is not valid JSON: invalid character 'y' looking for beginning of value"}},
 	}
 	for _, tt := range tests {

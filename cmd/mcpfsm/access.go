@@ -106,6 +106,24 @@ type surfaces struct {
 	tls     *tls.Config  // nil: plain HTTP
 }
 
+// listen opens serve's -listen listener under the MCP rule (none for
+// ""), and the console's (-http) under its own, before any server starts:
+// a bad address fails at once. On an error nothing is left open.
+func (s *surfaces) listen(addr string, cf consoleFlags) (mcp, console net.Listener, err error) {
+	if addr != "" {
+		if mcp, err = s.mcp.Listen(addr); err != nil {
+			return nil, nil, fmt.Errorf("-listen %s: %w", addr, err)
+		}
+	}
+	if console, err = cf.listen(s.console); err != nil {
+		if mcp != nil {
+			mcp.Close()
+		}
+		return nil, nil, fmt.Errorf("-http: %w", err)
+	}
+	return mcp, console, nil
+}
+
 // flagValue is the value of the flag name of fs, "" if it has none.
 func flagValue(fs *flag.FlagSet, name string) string {
 	if f := fs.Lookup(name); f != nil {

@@ -343,8 +343,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, false)
-	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
-	tracePath := fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -355,70 +353,32 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
+		return exitFail
+	}
 	sf, err := af.build("", logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
-		return exitFail
+		return fail(err)
 	}
-	ln, err := cf.listen(sf.console)
+	_, ln, err := sf.listen("", cf)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
-		return exitFail
+		return fail(err)
 	}
-
 	reg := conn.NewRegistry()
-	printed := make(chan struct{})
-	printerCtx, stopPrinter := context.WithCancel(context.Background())
-	changed := reg.Changed() // before any server starts: the first list is not missed
-	go func() {
-		defer close(printed)
-		last := "\x00never printed"
-		for {
-			select {
-			case <-printerCtx.Done():
-				return
-			case <-changed:
-			}
-			// Take the next channel before reading, so no change is missed.
-			changed = reg.Changed()
-			tools := reg.Tools()
-			var names strings.Builder
-			for _, t := range tools {
-				names.WriteString(t.Name + "\x00" + t.Server + "\n")
-			}
-			if names.String() == last {
-				continue
-			}
-			last = names.String()
-			fmt.Fprintf(stdout, "tools (%d):\n", len(tools))
-			printTools(stdout, tools)
-		}
-	}()
-	defer func() {
-		stopPrinter()
-		<-printed
-	}()
-
-	hc, err := newHostConsole(ln, logger)
+	defer printToolLists(reg, stdout)()
+	hc, err := newHostConsole(cf, ln, logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: -http: %v\n", err)
-		return exitFail
+		return fail(err)
 	}
 	defer hc.stop()
-	if err := hc.trace(*tracePath); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
-		return exitFail
-	}
 	// Each transition is logged once, by its supervisor (server, state,
 	// from, event, generation, err): no second record here.
-	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Metrics: hc.metrics, Secrets: secrets,
-		OnTransition: hc.record, StartTimeout: -1})
-	hc.attach(hs, sf, reg)
-	if *watch {
-		if err := hc.watch(); err != nil {
-			fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
-			return exitFail
-		}
+	ho := hc.hostOptions(hf, logger, reg)
+	ho.StartTimeout = -1
+	hs := host.New(ho)
+	if err := hc.attach(hs, sf, reg); err != nil {
+		return fail(err)
 	}
 	_ = hs.Start(ctx, cfg)
 	code = exitOK
@@ -440,4 +400,40 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code = exitFail
 	}
 	return code
+}
+
+// printToolLists prints reg's tools to w each time the list changes, the
+// first list too, until stop is called.
+func printToolLists(reg *conn.ToolRegistry, w io.Writer) (stop func()) {
+	printed := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	changed := reg.Changed() // before any server starts: the first list is not missed
+	go func() {
+		defer close(printed)
+		last := "\x00never printed"
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+			// Take the next channel before reading, so no change is missed.
+			changed = reg.Changed()
+			tools := reg.Tools()
+			var names strings.Builder
+			for _, t := range tools {
+				names.WriteString(t.Name + "\x00" + t.Server + "\n")
+			}
+			if names.String() == last {
+				continue
+			}
+			last = names.String()
+			fmt.Fprintf(w, "tools (%d):\n", len(tools))
+			printTools(w, tools)
+		}
+	}()
+	return func() {
+		cancel()
+		<-printed
+	}
 }

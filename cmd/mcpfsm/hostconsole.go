@@ -46,14 +46,20 @@ process and tools (no tools/list_changed). A file that does not load is
 reported and the running servers are kept. SIGHUP does not stop mcpfsm.
 `
 
-// consoleFlags are the console's flags of run and serve.
+// consoleFlags are the console's flags of run and serve, and those of
+// what the host console does beside it: reloads on a change of the file,
+// and the trace of every transition.
 type consoleFlags struct {
-	addr *string
+	addr  *string
+	watch *bool
+	trace *string
 }
 
 func addConsoleFlags(fs *flag.FlagSet) consoleFlags {
 	return consoleFlags{
-		addr: fs.String("http", "", "serve the operator console at `ADDR`, such as 127.0.0.1:7777 (port 0: any free port)"),
+		addr:  fs.String("http", "", "serve the operator console at `ADDR`, such as 127.0.0.1:7777 (port 0: any free port)"),
+		watch: fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does"),
+		trace: fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)"),
 	}
 }
 
@@ -74,6 +80,7 @@ type hostConsole struct {
 	ln      net.Listener
 	logger  *slog.Logger
 	hangups chan os.Signal
+	flags   consoleFlags
 
 	watcher        *host.Watcher    // with -watch
 	tracer         *host.Tracer     // with -trace
@@ -93,43 +100,85 @@ func (h *hostConsole) refused(server string, v authz.Verdict) {
 }
 
 // newHostConsole registers for SIGHUP (from now on it no longer stops
-// mcpfsm) and, with a listener, makes the supervisors' metrics, served at
-// /metrics (Prometheus text format) once [hostConsole.attach] has made
-// the console. Start the servers with h.metrics and h.record.
-func newHostConsole(ln net.Listener, logger *slog.Logger) (*hostConsole, error) {
-	h := &hostConsole{ln: ln, logger: logger, hangups: make(chan os.Signal, 1), tally: authz.NewTally(clock.New())}
+// mcpfsm), opens the -trace file and, with a listener, makes the
+// supervisors' metrics, served at /metrics (Prometheus text format) once
+// [hostConsole.attach] has made the console. Start the servers with
+// [hostConsole.hostOptions]. Undo it with [hostConsole.stop].
+func newHostConsole(flags consoleFlags, ln net.Listener, logger *slog.Logger) (*hostConsole, error) {
+	h := &hostConsole{ln: ln, logger: logger, hangups: make(chan os.Signal, 1), flags: flags, tally: authz.NewTally(clock.New())}
 	hangupsReload.Store(true)
 	signal.Notify(h.hangups, syscall.SIGHUP)
-	if ln == nil {
-		return h, nil
+	if ln != nil {
+		mp, handler, err := metrics.Prometheus()
+		if err != nil {
+			signal.Stop(h.hangups)
+			return nil, fmt.Errorf("-http: %w", err)
+		}
+		if h.metrics, err = metrics.New(mp); err != nil {
+			signal.Stop(h.hangups)
+			_ = mp.Shutdown(context.Background())
+			return nil, fmt.Errorf("-http: %w", err)
+		}
+		h.provider, h.metricsHandler = mp, handler
 	}
-	mp, handler, err := metrics.Prometheus()
-	if err != nil {
-		signal.Stop(h.hangups)
+	if err := h.trace(*flags.trace); err != nil {
+		h.stop()
 		return nil, err
 	}
-	if h.metrics, err = metrics.New(mp); err != nil {
-		signal.Stop(h.hangups)
-		_ = mp.Shutdown(context.Background())
-		return nil, err
-	}
-	h.provider, h.metricsHandler = mp, handler
 	return h, nil
 }
 
-// attach makes the console of hs (with a listener), before its servers
-// start, so that it sees every transition.
-func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry) {
+// hostOptions are the host.Options every host of run and serve has: the
+// file it reloads and how it is read, the logger, the secrets, and the
+// console's transitions and metrics.
+func (h *hostConsole) hostOptions(hf *hostFlags, logger *slog.Logger, reg conn.Registry) host.Options {
+	return host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Secrets: secrets,
+		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance}
+}
+
+// start starts a server's shared instance, measured with -http.
+func (h *hostConsole) start(ctx context.Context, c conn.Config) (*conn.Supervisor, error) {
+	if h.metrics != nil {
+		return h.metrics.Start(ctx, c)
+	}
+	return conn.Start(ctx, c)
+}
+
+// startInstance starts a client's own instance of a server: its calls are
+// measured with -http, and the instances are counted by the host's status
+// (see attach), not each as a supervisor of the server.
+func (h *hostConsole) startInstance(ctx context.Context, c conn.Config) (*conn.Supervisor, error) {
+	if h.metrics != nil {
+		c.OnCall = h.metrics.OnCall
+	}
+	return conn.Start(ctx, c)
+}
+
+// attach makes the console of hs (with a listener) and, with -watch, its
+// watcher, before its servers start, so that it sees every transition.
+func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry) error {
 	h.hs = hs
-	if h.ln == nil {
-		return
+	if h.ln != nil {
+		o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
+			Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String, Callers: h.tally.Counts}
+		if h.tracer != nil {
+			o.TracePath = h.tracer.Path()
+		}
+		h.cons = console.New(consoleHost{hs}, o)
+		h.metrics.CountInstances(func() map[string]int {
+			out := map[string]int{}
+			for _, st := range hs.Status() {
+				for _, n := range st.Instances {
+					out[st.Config.Name] += n
+				}
+			}
+			return out
+		})
 	}
-	o := console.Options{Rule: sf.console, TLS: sf.tls, Health: health.New(hs.Health),
-		Logger: h.logger, ToolsChanged: reg.Changed, Metrics: h.metricsHandler, Redact: secrets.String, Callers: h.tally.Counts}
-	if h.tracer != nil {
-		o.TracePath = h.tracer.Path()
+	if *h.flags.watch {
+		return h.watch()
 	}
-	h.cons = console.New(hs, o)
+	return nil
 }
 
 // record passes t to the console and the trace.
@@ -167,6 +216,21 @@ func (h *hostConsole) watch() error {
 	}
 	h.watcher = w
 	return nil
+}
+
+// serve runs [hostConsole.run] until the returned stop is called (or ctx
+// ends); stop waits for it.
+func (h *hostConsole) serve(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // run serves the console, reloads on SIGHUP (and, with watch, on a change
@@ -224,4 +288,69 @@ func (h *hostConsole) stop() {
 			h.logger.Warn("metrics: " + err.Error())
 		}
 	}
+}
+
+// consoleHost is a host as the console sees it (console.Host).
+type consoleHost struct{ hs *host.Host }
+
+var _ console.Host = consoleHost{}
+
+// Servers is every server with a supervisor.
+func (c consoleHost) Servers() []console.Server {
+	var out []console.Server
+	for _, sup := range c.hs.Supervisors() {
+		out = append(out, consoleServer{hs: c.hs, name: sup.Status().Server, sup: sup})
+	}
+	return out
+}
+
+// Reload re-reads the host's file; a host without one cannot.
+func (c consoleHost) Reload(ctx context.Context) error {
+	err := c.hs.Reload(ctx)
+	if errors.Is(err, host.ErrNoPath) {
+		return fmt.Errorf("%w: %w", console.ErrReloadUnsupported, err)
+	}
+	return err
+}
+
+// consoleServer is one running server as the console sees it, by name:
+// a reload that replaces its supervisor shows at once.
+type consoleServer struct {
+	hs   *host.Host
+	name string
+	sup  *conn.Supervisor // when the console asked
+}
+
+var _ console.Sandboxed = consoleServer{}
+
+func (s consoleServer) current() *conn.Supervisor {
+	if sup, ok := s.hs.Supervisor(s.name); ok {
+		return sup
+	}
+	return s.sup
+}
+
+func (s consoleServer) Status() conn.Status { return s.current().Status() }
+
+func (s consoleServer) Reconnect(ctx context.Context) error { return s.current().Reconnect(ctx) }
+
+var _ console.Instanced = consoleServer{}
+
+// Instances is the server's per-client instances by state
+// (console.Instanced).
+func (s consoleServer) Instances() map[conn.State]int {
+	for _, st := range s.hs.Status() {
+		if st.Config.Name == s.name {
+			return st.Instances
+		}
+	}
+	return nil
+}
+
+// Sandbox is what the server's sandbox allows (console.Sandboxed).
+func (s consoleServer) Sandbox() []string {
+	if cfg, ok := s.hs.Config(s.name); ok && cfg.Sandbox != nil {
+		return cfg.Sandbox.Describe()
+	}
+	return nil
 }

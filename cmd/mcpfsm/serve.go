@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -85,130 +87,72 @@ Examples:
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", serveUsage, stderr)
 	hf := addHostFlags(fs, "serve", "info")
-	listen := fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving")
-	names := front.NamesPrefixed
-	fs.Var(&names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
+	sv := addServeFlags(fs)
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
-	watch := fs.Bool("watch", false, "reload the config when its file changes, as SIGHUP does")
-	tracePath := fs.String("trace", "", "append every transition to `FILE` as JSON lines (fsmdot -trace draws them)")
-	sessionTimeout := fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)")
-	maxSessions := fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503")
-	perSubject := fs.Int("max-sessions-per-subject", 0, "serve at most `N` -listen sessions of one OAuth caller at once (0: a quarter of -max-sessions)")
-	instanceIdle := fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again")
-	auditPath := fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`")
-	auditArgs := fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "serve", "unexpected argument %q", fs.Arg(0))
 	}
-	if *timeout <= 0 {
-		return usageErr(stderr, "serve", "-timeout must be positive")
-	}
-	if *auditArgs && *auditPath == "" {
-		return usageErr(stderr, "serve", "-audit-args needs -audit FILE")
+	if msg := sv.check(); msg != "" {
+		return usageErr(stderr, "serve", "%s", msg)
 	}
 	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
 	}
-	sf, err := af.build(*listen, logger)
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
 		return exitFail
 	}
-	var ln net.Listener
-	if *listen != "" {
-		if ln, err = sf.mcp.Listen(*listen); err != nil {
-			fmt.Fprintf(stderr, "mcpfsm serve: -listen %s: %v\n", *listen, err)
-			return exitFail
-		}
-	}
-
-	cln, err := cf.listen(sf.console)
+	// The access rules and both listeners come first: a bad address or
+	// flag fails before any server starts.
+	sf, err := af.build(*sv.listen, logger)
 	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
-		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
-		return exitFail
+		return fail(err)
 	}
-	var trail *audit.Log
-	if *auditPath != "" {
-		if trail, err = audit.Open(*auditPath, audit.Options{Args: *auditArgs, Redact: secrets.String}); err != nil {
-			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
-			return exitFail
-		}
-		defer func() {
-			if err := trail.Close(); err != nil {
-				logger.Error("audit trail not fully written: "+err.Error(), "file", *auditPath)
-			}
-			if n := trail.Dropped(); n > 0 {
-				logger.Warn(fmt.Sprintf("%d audit records dropped: the file was written too slowly", n), "file", *auditPath)
-			}
-		}()
-	}
-
-	reg, cat := conn.NewRegistry(), conn.NewCatalog()
-	hc, err := newHostConsole(cln, logger)
+	ln, cln, err := sf.listen(*sv.listen, cf)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm serve: -http: %v\n", err)
-		return exitFail
+		return fail(err)
+	}
+	trail, closeTrail, err := sv.openAudit(logger)
+	if err != nil {
+		for _, l := range []net.Listener{ln, cln} {
+			if l != nil {
+				l.Close()
+			}
+		}
+		return fail(err)
+	}
+	defer closeTrail()
+	hc, err := newHostConsole(cf, cln, logger)
+	if err != nil {
+		return fail(err)
 	}
 	defer hc.stop()
-	if err := hc.trace(*tracePath); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
-		return exitFail
-	}
-	tracer, stopTracing, err := startTracing(ctx)
+	tracer, stopTracing, err := startTracing(ctx, logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm serve: tracing: %v\n", err)
-		return exitFail
+		return fail(fmt.Errorf("tracing: %w", err))
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := stopTracing(sctx); err != nil {
-			logger.Warn("spans not all exported at exit: " + err.Error())
-		}
-	}()
-	var f *front.Front // the host's servers need its client options; it needs the host's servers
-	hs := host.New(host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Catalog: cat, Metrics: hc.metrics, Secrets: secrets,
-		StartTimeout: *timeout, OnTransition: hc.record,
-		Configure: func(server string, c *conn.Config) { f.Configure(server, c) },
-		OnApply:   func(host.Changes) { f.Update() }})
-	f = front.New(front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Backends: hs, Names: names,
-		InstanceIdle: orNever(*instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
+	defer stopTracing()
+
+	reg, cat := conn.NewRegistry(), conn.NewCatalog()
+	ho := hc.hostOptions(hf, logger, reg)
+	ho.Catalog, ho.StartTimeout = cat, *sv.timeout
+	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
+		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
 		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
-	hc.attach(hs, sf, reg)
-	hc.metrics.CountInstances(func() map[string]int {
-		out := map[string]int{}
-		for _, st := range hs.Status() {
-			for _, n := range st.Instances {
-				out[st.Config.Name] += n
-			}
-		}
-		return out
-	})
-	if *watch {
-		if err := hc.watch(); err != nil {
-			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
-			return exitFail
-		}
+	if err := hc.attach(hs, sf, reg); err != nil {
+		return fail(err)
 	}
 	_ = hs.Start(ctx, cfg)
 	stopConsole := func() {}
 	var stopping time.Time // when a signal started the shutdown
 	code = exitOK
-	for _, st := range hs.Status() {
-		if st.Fatal {
-			code = exitFail
-		}
-	}
-	if code != exitOK {
+	if slices.ContainsFunc(hs.Status(), func(st host.ServerStatus) bool { return st.Fatal }) {
+		code = exitFail
 		reportFailures(stderr, "serve", hs)
 	} else {
 		for _, st := range hs.Failures() {
@@ -216,36 +160,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		// The console and SIGHUP reloads run while the front serves, and
 		// stop before the servers are closed.
-		hctx, stopHC := context.WithCancel(ctx)
-		hcDone := make(chan struct{})
-		go func() {
-			defer close(hcDone)
-			hc.run(hctx)
-		}()
-		stopConsole = func() {
-			stopHC()
-			<-hcDone
-		}
+		stopConsole = hc.serve(ctx)
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(hs.Health), stopping: &stopping,
-				rule: sf.mcp, tls: sf.tls, opts: front.HTTPOptions{SessionTimeout: orNever(*sessionTimeout), MaxSessions: *maxSessions,
-					MaxSessionsPerSubject: *perSubject, HostChecked: true,
-					Subject:  func(r *http.Request) string { return access.Subject(r.Context()) },
-					Operator: func(r *http.Request) bool { return access.Operator(auth.TokenInfoFromContext(r.Context())) }}})
+				rule: sf.mcp, tls: sf.tls, opts: sv.httpOptions()})
 		} else {
-			// A client that goes away closes the pipe serve writes to. By
-			// default that write kills a Go program with SIGPIPE, which
-			// would orphan every server; caught, it fails with EPIPE and
-			// serve shuts down in order. (Caught, not ignored: an ignored
-			// signal would stay ignored in the servers started later.)
-			sigpipe := make(chan os.Signal, 1)
-			signal.Notify(sigpipe, syscall.SIGPIPE)
-			defer signal.Stop(sigpipe)
-			logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", len(reg.Tools()), len(cfg.Servers)))
-			err = f.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{stdout}})
-			if err == nil || ctx.Err() == nil {
-				logger.Info("the client disconnected; stopping every server")
-			}
+			defer catchSIGPIPE()() // until every server is stopped
+			err = serveStdio(ctx, f, stdout, logger, len(reg.Tools()), len(cfg.Servers))
 		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
 			fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
@@ -264,6 +185,111 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logger.Info("stopped", "took", time.Since(stopping).Round(time.Millisecond))
 	}
 	return code
+}
+
+// The host is what the front serves.
+var _ front.Backends = (*host.Host)(nil)
+
+// newGateway makes serve's host and front, each made for the other: the
+// host starts every server with the front's client options
+// (front.Front.Configure) and tells it of every reload, and the front
+// serves the host's servers (its Backends).
+func newGateway(ho host.Options, fo front.Options) (*host.Host, *front.Front) {
+	var f *front.Front // set before the host starts a server or applies a config
+	ho.Configure = func(server string, c *conn.Config) { f.Configure(server, c) }
+	ho.OnApply = func(host.Changes) { f.Update() }
+	hs := host.New(ho)
+	fo.Backends = hs
+	f = front.New(fo)
+	return hs, f
+}
+
+// serveFlags are serve's own flags.
+type serveFlags struct {
+	listen                       *string
+	timeout                      *time.Duration
+	names                        front.Names
+	sessionTimeout, instanceIdle *time.Duration
+	maxSessions, perSubject      *int
+	auditPath                    *string
+	auditArgs                    *bool
+}
+
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	sv := &serveFlags{
+		listen:         fs.String("listen", "", "serve Streamable HTTP at `ADDR` (such as 127.0.0.1:8808) instead of stdio"),
+		timeout:        fs.Duration("timeout", 10*time.Second, "how long to wait for the servers' first attempts before serving"),
+		names:          front.NamesPrefixed,
+		sessionTimeout: fs.Duration("session-timeout", front.DefaultSessionTimeout, "end a -listen session idle for `D` (0: never)"),
+		maxSessions:    fs.Int("max-sessions", front.DefaultMaxSessions, "serve at most `N` -listen sessions at once; beyond, 503"),
+		perSubject:     fs.Int("max-sessions-per-subject", 0, "serve at most `N` -listen sessions of one OAuth caller at once (0: a quarter of -max-sessions)"),
+		instanceIdle:   fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again"),
+		auditPath:      fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`"),
+		auditArgs:      fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)"),
+	}
+	fs.Var(&sv.names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
+	return sv
+}
+
+// check says what is wrong with the flags' values, "" when nothing is.
+func (sv *serveFlags) check() string {
+	switch {
+	case *sv.timeout <= 0:
+		return "-timeout must be positive"
+	case *sv.auditArgs && *sv.auditPath == "":
+		return "-audit-args needs -audit FILE"
+	}
+	return ""
+}
+
+// httpOptions are the -listen front's options.
+func (sv *serveFlags) httpOptions() front.HTTPOptions {
+	return front.HTTPOptions{SessionTimeout: orNever(*sv.sessionTimeout), MaxSessions: *sv.maxSessions,
+		MaxSessionsPerSubject: *sv.perSubject, HostChecked: true,
+		Subject:  func(r *http.Request) string { return access.Subject(r.Context()) },
+		Operator: func(r *http.Request) bool { return access.Operator(auth.TokenInfoFromContext(r.Context())) }}
+}
+
+// openAudit opens the -audit trail, nil without -audit; closeTrail
+// flushes it and reports what it could not write.
+func (sv *serveFlags) openAudit(logger *slog.Logger) (trail *audit.Log, closeTrail func(), err error) {
+	if *sv.auditPath == "" {
+		return nil, func() {}, nil
+	}
+	trail, err = audit.Open(*sv.auditPath, audit.Options{Args: *sv.auditArgs, Redact: secrets.String})
+	if err != nil {
+		return nil, nil, err
+	}
+	return trail, func() {
+		if err := trail.Close(); err != nil {
+			logger.Error("audit trail not fully written: "+err.Error(), "file", *sv.auditPath)
+		}
+		if n := trail.Dropped(); n > 0 {
+			logger.Warn(fmt.Sprintf("%d audit records dropped: the file was written too slowly", n), "file", *sv.auditPath)
+		}
+	}, nil
+}
+
+// catchSIGPIPE catches SIGPIPE until stop is called. A client that goes
+// away closes the pipe serve writes to. By default that write kills a Go
+// program with SIGPIPE, which would orphan every server; caught, it fails
+// with EPIPE and serve shuts down in order. (Caught, not ignored: an
+// ignored signal would stay ignored in the servers started later.)
+func catchSIGPIPE() (stop func()) {
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	return func() { signal.Stop(sigpipe) }
+}
+
+// serveStdio serves f to the one client on stdin and stdout until it
+// disconnects or ctx ends.
+func serveStdio(ctx context.Context, f *front.Front, stdout io.Writer, logger *slog.Logger, tools, servers int) error {
+	logger.Info(fmt.Sprintf("serving %d tool(s) of %d server(s) over stdio", tools, servers))
+	err := f.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{stdout}})
+	if err == nil || ctx.Err() == nil {
+		logger.Info("the client disconnected; stopping every server")
+	}
+	return err
 }
 
 // httpServing is what serveHTTP serves besides the front: the probes.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/tracing"
@@ -31,11 +33,18 @@ func (f frontTracer) Propagate(ctx context.Context, set func(key, value string))
 
 // startTracing starts the tracer the OpenTelemetry environment asks for:
 // nil (tracing off, costing nothing) unless OTEL_TRACES_EXPORTER or an
-// OTLP endpoint says otherwise.
-func startTracing(ctx context.Context) (front.Tracer, func(context.Context) error, error) {
+// OTLP endpoint says otherwise. stop exports the spans left, for at most
+// 5s, and logs what it could not.
+func startTracing(ctx context.Context, logger *slog.Logger) (_ front.Tracer, stop func(), _ error) {
 	t, err := tracing.FromEnv(ctx, tracing.EnvOptions{Version: version()})
 	if err != nil || t == nil {
-		return nil, func(context.Context) error { return nil }, err
+		return nil, func() {}, err
 	}
-	return frontTracer{t}, t.Shutdown, nil
+	return frontTracer{t}, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := t.Shutdown(sctx); err != nil {
+			logger.Warn("spans not all exported at exit: " + err.Error())
+		}
+	}, nil
 }

@@ -1,25 +1,27 @@
-package config
+package host
 
 import (
 	"context"
 	"io"
 	"net/http"
 
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/httpheader"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Conn returns the [conn.Config] of s: Name, Transport, Reconnect,
-// FailOnStartupError, the timeouts, MaxConcurrentCalls and, with
-// includeTools or excludeTools, the Filter ([Server.ToolAllowed]). The
-// caller adds Registry and, if it wants them, Logger, OnTransition and
-// Clock. A stdio server's stderr goes to stderr (nil discards it).
-func (s Server) Conn(stderr io.Writer) conn.Config {
+// ConnConfig returns the [conn.Config] of s, a server's own settings:
+// Name, Transport ([Transport]), Reconnect, FailOnStartupError, the
+// timeouts, MaxConcurrentCalls and, with includeTools or excludeTools,
+// the Filter ([config.Server.ToolAllowed]). A host adds what it shares
+// (Registry and, if it wants them, Logger, OnTransition and Clock). A
+// stdio server's stderr goes to stderr (nil discards it).
+func ConnConfig(s config.Server, stderr io.Writer) conn.Config {
 	p := s.Reconnect
 	c := conn.Config{
 		Name:               s.Name,
-		Transport:          s.Transport(stderr),
+		Transport:          Transport(s, stderr),
 		Reconnect:          &p,
 		FailOnStartupError: s.FailOnStartupError,
 		ConnectTimeout:     s.ConnectTimeout,
@@ -40,12 +42,12 @@ func (s Server) Conn(stderr io.Writer) conn.Config {
 // http, a wrapped http.Client for sse), and to no request a redirect sends
 // elsewhere. A stdio server's stderr goes to stderr (nil discards it), and
 // its Sandbox is the transport's.
-func (s Server) Transport(stderr io.Writer) conn.Transport {
+func Transport(s config.Server, stderr io.Writer) conn.Transport {
 	switch s.Type {
-	case TypeHTTP:
+	case config.TypeHTTP:
 		return &conn.HTTP{Endpoint: s.URL, Header: s.Headers.Clone()}
-	case TypeSSE:
-		client, endpoint := s.httpClient(), s.URL
+	case config.TypeSSE:
+		client, endpoint := sseClient(s), s.URL
 		return conn.TransportFunc(func(context.Context) (mcp.Transport, error) {
 			return &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: client}, nil
 		})
@@ -58,9 +60,9 @@ func (s Server) Transport(stderr io.Writer) conn.Transport {
 	return t
 }
 
-// httpClient is the SSE transport's client: nil (the SDK's default)
+// sseClient is the SSE transport's client: nil (the SDK's default)
 // without headers.
-func (s Server) httpClient() *http.Client {
+func sseClient(s config.Server) *http.Client {
 	if len(s.Headers) == 0 {
 		return nil
 	}
