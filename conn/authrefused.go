@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // AuthError is the error of an attempt whose server refused authorization:
@@ -33,8 +35,8 @@ func (g *generation) authRefused() int {
 	g.mu.Lock()
 	t := g.transport
 	g.mu.Unlock()
-	if ht, ok := t.(*httpTransport); ok {
-		return ht.watch.refused()
+	if ht, ok := t.(*transport.HTTP); ok {
+		return ht.Refused()
 	}
 	return 0
 }

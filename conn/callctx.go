@@ -39,6 +39,9 @@ type callCtx struct {
 	afters []*afterFunc // registered by AfterFunc (children of this context)
 }
 
+// closedChan is the Done channel of a call that has ended.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 type cancelReason uint8
 
 const (

@@ -2,16 +2,13 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -226,19 +223,10 @@ func (g *generation) request(ctx context.Context, tool string, since time.Time, 
 		return fmt.Errorf("mcp server %q: %s did not answer within CallTimeout (%v): %w: %w",
 			g.sup.cfg.Name, what, g.sup.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}
-	if err != nil && (g.down() || connectionGone(err)) {
+	if err != nil && (g.down() || transport.ConnectionGone(err)) {
 		return g.unavailable(tool, g.requestFailed(err))
 	}
 	return err
-}
-
-// connectionGone reports errors that mean the server went away under the
-// call rather than answered it.
-func connectionGone(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
-		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func (g *generation) unavailable(tool string, cause error) error {

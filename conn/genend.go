@@ -4,23 +4,26 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // reportsEnd reports whether g's transport tells of the session's end
-// (sessionEnded): a stdio process, or the wire around any transport but
+// (SessionEnded): a stdio process, or the wire around any transport but
 // Streamable HTTP.
 func (g *generation) reportsEnd() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, ok := g.transport.(ownedProcess)
+	_, ok := g.transport.(transport.Owned)
 	return ok || g.wire != nil
 }
 
-// sessionEnded implements endSink: the process of g's transport exited,
+// SessionEnded implements transport.Sink: the process of g's transport exited,
 // or its connection closed. Reports of a transport g no longer uses (the
 // first process of an attempt that learnt the classic handshake) are no
 // news. While the attempt runs, the end is kept for the attempt's outcome.
-func (g *generation) sessionEnded(src any, exited bool) {
+func (g *generation) SessionEnded(src any, exited bool) {
 	g.mu.Lock()
 	if src != any(g.transport) && (g.wire == nil || src != any(g.wire)) {
 		g.mu.Unlock()
@@ -68,9 +71,9 @@ func (g *generation) ended(exited, own bool) {
 	}()
 }
 
-// processGone implements endSink: the release, when g is shutting down;
+// ProcessGone implements transport.Sink: the release, when g is shutting down;
 // earlier, no news (shutdownWork finds the process gone).
-func (g *generation) processGone(src any) {
+func (g *generation) ProcessGone(src any) {
 	g.mu.Lock()
 	mine := src == any(g.transport)
 	g.mu.Unlock()
@@ -84,11 +87,6 @@ func (g *generation) processGone(src any) {
 func (g *generation) markBad(at time.Time, err error) {
 	g.fire(genWentBad, genPayload{at: at, err: err})
 }
-
-// causer is implemented by the package's own SDK transports: cause says
-// what the server did that a generation's error alone does not (an HTTP
-// error answer; a stdio server's exit and last words).
-type causer interface{ cause() error }
 
 // causedError is a generation's error with what the server did.
 type causedError struct {
@@ -107,11 +105,7 @@ func (g *generation) withCause(err error) error {
 	g.mu.Lock()
 	t := g.transport
 	g.mu.Unlock()
-	c, ok := t.(causer)
-	if !ok {
-		return err
-	}
-	cause := c.cause()
+	cause := transportCause(t)
 	switch {
 	case cause == nil:
 		return err
@@ -121,7 +115,25 @@ func (g *generation) withCause(err error) error {
 	return &causedError{err: err, cause: cause}
 }
 
-// processLogger implements endSink.
-func (g *generation) processLogger() *slog.Logger {
+// ProcessLogger implements transport.Sink.
+func (g *generation) ProcessLogger() *slog.Logger {
 	return g.sup.cfg.Logger.With("server", g.sup.cfg.Name, "generation", g.id)
+}
+
+// transportCause is what the server did that a generation's error alone
+// does not say, as the package's own transports recorded it: a stdio
+// server's exit and last words, an HTTP server's last error answer; nil
+// when there is none.
+func transportCause(t mcp.Transport) error {
+	switch t := t.(type) {
+	case *transport.Stdio:
+		if e, stderr, ok := t.Exit(); ok {
+			return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Limit: e.Limit, Stderr: stderr}
+		}
+	case *transport.HTTP:
+		if a := t.LastAnswer(); a != nil {
+			return &HTTPError{StatusCode: a.StatusCode, Status: a.Status, Body: a.Body, RetryAfter: a.RetryAfter}
+		}
+	}
+	return nil
 }

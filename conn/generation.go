@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,7 +34,7 @@ type generation struct {
 	life      genLife // the generation machine (generationTable)
 	ka        keepAlive
 	transport mcp.Transport
-	wire      *wireTransport // what reached the server (wire.go); nil for Streamable HTTP
+	wire      *transport.Wire // what reached the server; nil for Streamable HTTP
 	sess      *mcp.ClientSession
 	protocol  string // the negotiated protocol version; set before the session is attached
 
@@ -82,7 +83,7 @@ func (g *generation) run() {
 		g.watch() // Streamable HTTP: nothing tells of the end but Wait
 		return
 	}
-	// The transport reports its end (sessionEnded); one that came while
+	// The transport reports its end (SessionEnded); one that came while
 	// the attempt ran was kept for now.
 	g.mu.Lock()
 	early, exited := g.life.early, g.life.earlyExited

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // genCause is why a generation was closed, which decides what its
@@ -225,11 +226,11 @@ func (g *generation) shutdownWork(own bool) {
 	if bugs.SkipCloseBarrier {
 		gone = closedChan
 	}
-	switch _, reports := term.(ownedProcess); {
+	switch _, reports := term.(transport.Owned); {
 	case isDone(gone):
 		g.fire(genRelease, genPayload{own: own}) // found gone already
 	case reports:
-		// Its processGone comes on the goroutine that reaped it, which
+		// Its ProcessGone comes on the goroutine that reaped it, which
 		// saves a goroutine's wake-up on the way from the process's end
 		// to the loop. One that came before closing was ignored, and the
 		// process's channel was closed before it: isDone saw that.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,9 +59,9 @@ func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any, since time.
 		start = s.clk.Now()
 	}
 	deadline := start.Add(s.cfg.HoldCalls)
-	mark := new(wireMark)
-	res, err := t.gen.callObserved(withWireMark(ctx, mark), since, t.Name, t.Raw.Name, args)
-	if err == nil || !errors.Is(err, ErrUnavailable) || !s.retryable(t.Raw, mark.written.Load()) {
+	mark := new(transport.Mark)
+	res, err := t.gen.callObserved(transport.WithMark(ctx, mark), since, t.Name, t.Raw.Name, args)
+	if err == nil || !errors.Is(err, ErrUnavailable) || !s.retryable(t.Raw, mark.Written()) {
 		return res, err
 	}
 	next, werr := s.awaitGeneration(ctx, t.gen, deadline)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/internal/httpheader"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,23 +64,7 @@ func (h *HTTP) Open(context.Context) (mcp.Transport, error) {
 	if err := h.validate(); err != nil {
 		return nil, err
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	watch := &authWatch{}
-	hc := *client
-	next := client.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	rec := &responseRecorder{base: next, now: time.Now}
-	hc.Transport = &watchTransport{next: httpheader.New(h.Endpoint, h.Header, propagateHeaders{rec}), watch: watch}
-	return &httpTransport{
-		StreamableClientTransport: &mcp.StreamableClientTransport{Endpoint: h.Endpoint, HTTPClient: &hc, OAuthHandler: h.OAuthHandler},
-		watch:                     watch,
-		rec:                       rec,
-	}, nil
+	return transport.NewHTTP(h.Endpoint, h.Client, h.Header, h.OAuthHandler), nil
 }
 
 // defaultKeepAlive is the keep-alive of a Supervisor of h whose

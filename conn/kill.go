@@ -3,6 +3,8 @@ package conn
 import (
 	"sync"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // killWait bounds how long a Close whose context ended waits for the
@@ -62,8 +64,8 @@ func killNow(t Terminator) <-chan struct{} {
 
 // terminateWithin terminates t so that it ends within d if it can.
 func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
-	if bt, ok := t.(ownedProcess); ok {
-		return bt.terminateWithin(d)
+	if bt, ok := t.(transport.Owned); ok {
+		return bt.TerminateWithin(d)
 	}
 	return t.Terminate()
 }

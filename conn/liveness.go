@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // liveness records when a generation's connection was last known good.
@@ -51,7 +53,7 @@ func (g *generation) requestFailed(err error) error {
 	if cause := g.badCause(); cause != nil {
 		return cause
 	}
-	if !connectionGone(err) {
+	if !transport.ConnectionGone(err) {
 		return err
 	}
 	g.mu.Lock()

@@ -1,15 +1,9 @@
 package conn
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,48 +22,24 @@ func (g *generation) probeLive(ctx context.Context) error {
 	case !newProtocol(g.protocol):
 		err = g.sess.Ping(ctx, nil)
 	case g.wireConn() != nil:
-		err = g.wireConn().probe(ctx, methodDiscover, g.discoverParams())
+		err = g.wireConn().Probe(ctx, transport.MethodDiscover, g.discoverParams())
 	default:
-		st := streamable(g.transport)
+		st := transport.StreamableOf(g.transport)
 		if st == nil {
 			return g.sess.Ping(ctx, nil) // no way to send a probe of our own
 		}
-		err = g.discoverHTTP(ctx, st)
+		err = transport.DiscoverHTTP(ctx, st, g.protocol, g.discoverParams())
 	}
-	if answered(err) {
+	if transport.Answered(err) {
 		return nil // answered, if only to refuse
 	}
 	return err
 }
 
-// answered reports whether err is the server's JSON-RPC error answer: the
-// server read the request and replied. The SDK also reports its own
-// transport failures as JSON-RPC errors, with codes of its own; those are
-// no answer.
-func answered(err error) bool {
-	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) || connectionGone(err) {
-		return false
-	}
-	switch rpc.Code {
-	case codeUnknown, codeClientClosing, codeServerClosing, codeRejected:
-		return false
-	}
-	return true
-}
-
-// The codes the SDK's JSON-RPC layer uses for its own failures.
-const (
-	codeUnknown       = -32001
-	codeClientClosing = -32003
-	codeServerClosing = -32004
-	codeRejected      = -32005
-)
-
 // probeName names the keep-alive probe in errors.
 func (g *generation) probeName() string {
 	if newProtocol(g.protocol) {
-		return methodDiscover
+		return transport.MethodDiscover
 	}
 	return "ping"
 }
@@ -84,35 +54,4 @@ func (g *generation) discoverParams() map[string]any {
 		mcp.MetaKeyClientInfo:         &impl,
 		mcp.MetaKeyClientCapabilities: map[string]any{},
 	}}
-}
-
-// discoverHTTP posts a server/discover request to the endpoint with the
-// generation's HTTP client (so with its headers).
-func (g *generation) discoverHTTP(ctx context.Context, st *mcp.StreamableClientTransport) error {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "mcpfsm-probe", "method": methodDiscover, "params": g.discoverParams()})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoint, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", g.protocol)
-	req.Header.Set("Mcp-Method", methodDiscover)
-	c := st.HTTPClient
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	_ = resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return fmt.Errorf("%s answered HTTP %d", methodDiscover, resp.StatusCode)
-	}
-	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // ErrStillRunning: [Supervisor.Reconnect] was called in halted while the
@@ -16,6 +18,10 @@ var ErrStillRunning = errors.New("the old server process is still running")
 // one is honoured as this long, so a hostile or broken server cannot park
 // a supervisor for days.
 const MaxRetryAfter = time.Hour
+
+// The cap is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one the transport applies.
+const _ = uint(MaxRetryAfter-transport.MaxRetryAfter) + uint(transport.MaxRetryAfter-MaxRetryAfter)
 
 // Reconnect starts an attempt at once and returns its outcome: nil when
 // the connection is established, or the attempt's [*FailedError].

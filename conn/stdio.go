@@ -2,13 +2,12 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,91 +76,17 @@ func (s *Stdio) Open(context.Context) (mcp.Transport, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	cfg := *s
-	cfg.Args = append([]string(nil), s.Args...)
-	cfg.Env = append([]string(nil), s.Env...)
+	grace := s.TerminateDuration
+	if grace <= 0 {
+		grace = DefaultTerminateDuration
+	}
+	spec := proc.Spec{Path: s.Path, Args: append([]string(nil), s.Args...), Env: append([]string(nil), s.Env...),
+		InheritEnv: s.InheritEnv, Dir: s.Dir, Stderr: s.Stderr, Grace: grace}
 	if s.Sandbox != nil {
 		sb := *s.Sandbox
-		cfg.Sandbox = &sb
+		spec.Sandbox = &sb
 	}
-	if cfg.TerminateDuration <= 0 {
-		cfg.TerminateDuration = DefaultTerminateDuration
-	}
-	return &stdioTransport{cfg: cfg}, nil
-}
-
-type stdioTransport struct {
-	cfg Stdio
-
-	mu         sync.Mutex
-	sink       endSink // told of the process's end (reportTo); may be nil
-	proc       *proc.Process
-	terminated bool // Terminate ran before a process existed: never start one
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Connect starts the process. The SDK calls it once, from Client.Connect.
-func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.terminated || t.proc != nil {
-		return nil, errors.New("conn: stdio transport already used or terminated")
-	}
-	p, err := proc.Start(ctx, t.spec())
-	if err != nil {
-		return nil, err
-	}
-	t.proc = p
-	inner, err := (&mcp.IOTransport{Reader: p.Stdout(), Writer: p.Stdin()}).Connect(ctx)
-	if err != nil {
-		_ = p.Stdout().Close()
-		p.Terminate(0)
-		return nil, err
-	}
-	return &stdioConn{Connection: inner, t: t, sink: t.sink, p: p}, nil
-}
-
-// spec is the process t starts, reporting its end to t's sink.
-func (t *stdioTransport) spec() proc.Spec {
-	spec := proc.Spec{Path: t.cfg.Path, Args: t.cfg.Args, Env: t.cfg.Env, InheritEnv: t.cfg.InheritEnv,
-		Dir: t.cfg.Dir, Stderr: t.cfg.Stderr, Grace: t.cfg.TerminateDuration, Sandbox: t.cfg.Sandbox}
-	if sink := t.sink; sink != nil {
-		spec.OnExit = func() { sink.sessionEnded(t, true) }
-		spec.OnGone = func() { sink.processGone(t) }
-		if spec.Sandbox != nil {
-			spec.Logger = sink.processLogger()
-		}
-	}
-	return spec
-}
-
-// reportTo implements ownedProcess: the process it starts reports its
-// exit and its connection's close to sink.
-func (t *stdioTransport) reportTo(sink endSink) {
-	t.mu.Lock()
-	t.sink = sink
-	t.mu.Unlock()
-}
-
-// The stdio transport is the one whose process conn runs: without this,
-// its exits would be learnt late and its shutdown never fitted into
-// CloseTimeout.
-var _ ownedProcess = (*stdioTransport)(nil)
-
-// Terminate implements [Terminator].
-func (t *stdioTransport) Terminate() <-chan struct{} { return t.terminateWithin(0) }
-
-// terminateWithin is Terminate with the grace periods shortened, when
-// within is positive, so that the group is killed well within it.
-func (t *stdioTransport) terminateWithin(within time.Duration) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.terminated = true
-	if t.proc == nil {
-		return closedChan
-	}
-	return t.proc.Terminate(within)
+	return transport.NewStdio(spec), nil
 }
 
 // GracePeriod is the grace period a Supervisor gives a stdio server with

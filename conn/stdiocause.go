@@ -1,12 +1,10 @@
 package conn
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
-	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
-	"github.com/mcpfsm/mcpfsm/internal/redact"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // StderrTailLines bounds how many of a stdio server's last standard error
@@ -65,43 +63,6 @@ func (e *ServerExit) Error() string {
 	return b.String()
 }
 
-// The tail a process keeps must hold what a ServerExit may quote.
-var _ [proc.TailBytes - MaxCauseBytes]struct{}
-
-// tailLines returns the last StderrTailLines non-empty lines of b, at
-// most MaxCauseBytes in all (the newest kept).
-func tailLines(b []byte) []string {
-	var out []string
-	size := 0
-	raw := bytes.Split(b, []byte("\n"))
-	for i := len(raw) - 1; i >= 0 && len(out) < StderrTailLines; i-- {
-		line := redact.Line(quote(raw[i], true))
-		if line == "" {
-			continue
-		}
-		if size+len(line) > MaxCauseBytes {
-			break
-		}
-		size += len(line)
-		out = append(out, line)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
-}
-
-// cause implements causer: how the process ended, once it has.
-func (t *stdioTransport) cause() error {
-	t.mu.Lock()
-	p := t.proc
-	t.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	e, ok := p.Exit()
-	if !ok {
-		return nil // still running: the barrier expired
-	}
-	return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Limit: e.Limit, Stderr: tailLines(p.StderrTail())}
-}
+// The bound is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one the transport applies.
+const _ = uint(StderrTailLines-transport.TailLines) + uint(transport.TailLines-StderrTailLines)
