@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
 
 // AuthError is the error of an attempt whose server refused authorization:
@@ -28,18 +26,6 @@ func (e *AuthError) Error() string {
 
 // Unwrap returns the attempt's error.
 func (e *AuthError) Unwrap() error { return e.Err }
-
-// authRefused returns the HTTP status with which g's server refused
-// authorization, or 0 when the attempt failed for another reason.
-func (g *generation) authRefused() int {
-	g.mu.Lock()
-	t := g.transport
-	g.mu.Unlock()
-	if ht, ok := t.(*transport.HTTP); ok {
-		return ht.Refused()
-	}
-	return 0
-}
 
 func sayAuthRefused(phrase string, _ Transition, _ time.Duration) (string, []any) {
 	return phrase + "; not retrying: fix the credentials (HTTP.Header or HTTP.OAuthHandler), then " + recoverHint, nil

@@ -148,24 +148,3 @@ func (g *generation) attach(set func()) bool {
 	set()
 	return true
 }
-
-// shutdownAndWait is the close barrier: shut down and wait for the release,
-// at most CloseTimeout on the supervisor's clock. It reports whether the
-// generation was released in time.
-func (g *generation) shutdownAndWait() bool { return waitOrExpire(g.shutdown(), g.expired) }
-
-// waitOrExpire waits for done or expired and reports whether done was
-// reached; when both are ready, done wins.
-func waitOrExpire(done, expired <-chan struct{}) bool {
-	select {
-	case <-done:
-		return true
-	case <-expired:
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	}
-}

@@ -121,24 +121,3 @@ func (s *Supervisor) stuckReleased() {
 	s.cfg.Logger.Info("the server process that halted reconnecting has exited; Reconnect can start the server again",
 		"server", s.cfg.Name, "state", string(Halted), "generation", s.stuck.id)
 }
-
-// armProbe is the entry action of exhausted: with a ProbeInterval, the
-// loop fires probe once the payload's delay (the interval, or a longer
-// Retry-After) has passed.
-func (s *Supervisor) armProbe(p Payload) {
-	if s.cfg.policy.ProbeInterval <= 0 || p.Delay <= 0 {
-		return
-	}
-	s.retry = &retryTimer{event: EventProbe, payload: p}
-	s.retry.timer = s.afterDelay(s.retry)
-}
-
-// retryAfterFloor raises a delay to what an HTTP server asked for with
-// Retry-After on the failure err reports, at most [MaxRetryAfter].
-func retryAfterFloor(d time.Duration, err error) time.Duration {
-	var he *HTTPError
-	if d <= 0 || !errors.As(err, &he) || he.RetryAfter <= d {
-		return d
-	}
-	return min(he.RetryAfter, MaxRetryAfter)
-}

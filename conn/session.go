@@ -198,24 +198,6 @@ func (g *generation) prepare(ctx context.Context) error {
 	return nil
 }
 
-// established runs on the loop once g's tools are swapped in: g becomes
-// the generation WithSession uses, its catalog is published, and the
-// subscriptions made or ended while it connected reach it.
-func (s *Supervisor) established(g *generation) {
-	s.ext.live.Store(g)
-	s.catchUpSubscriptions(g)
-	if s.cfg.Catalog != nil {
-		s.cfg.Catalog.publish(s.cfg.Name, g.ext.listed)
-	}
-	g.ext.mu.Lock()
-	g.ext.live = true
-	resync := g.ext.more
-	g.ext.mu.Unlock()
-	if resync {
-		g.catalogChanged()
-	}
-}
-
 // catchUpSubscriptions sends g what Subscribe and Unsubscribe changed
 // after its attempt sent the subscriptions: they found no generation up
 // (ErrUnavailable) and left the change to this one. It runs after g is

@@ -215,15 +215,6 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	}
 }
 
-// fire runs one event through the machine with its payload. Only the loop
-// fires events.
-func (s *Supervisor) fire(ev Event, p Payload) {
-	if err := s.machine.FireWith(context.Background(), ev, p); err != nil {
-		s.cfg.Logger.Error("connection machine rejected an event; this is a bug in mcpfsm",
-			"server", s.cfg.Name, "state", string(s.machine.State()), "event", string(ev), "err", err)
-	}
-}
-
 // isDone reports whether ch is closed; a nil ch is not.
 func isDone(ch <-chan struct{}) bool {
 	select {
