@@ -2,26 +2,8 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 )
-
-// ErrStillRunning: [Supervisor.Reconnect] was called in halted while the
-// server process that halted reconnecting has still not exited. Starting
-// another would run two processes of one server; stop the old one first.
-var ErrStillRunning = errors.New("the old server process is still running")
-
-// MaxRetryAfter caps the Retry-After an HTTP server may ask for: a longer
-// one is honoured as this long, so a hostile or broken server cannot park
-// a supervisor for days.
-const MaxRetryAfter = time.Hour
-
-// The cap is spelled out above for the reader of conn's documentation;
-// this fails to compile if it ever parts from the one the transport applies.
-const _ = uint(MaxRetryAfter-transport.MaxRetryAfter) + uint(transport.MaxRetryAfter-MaxRetryAfter)
 
 // Reconnect starts an attempt at once and returns its outcome: nil when
 // the connection is established, or the attempt's [*FailedError].
