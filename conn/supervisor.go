@@ -72,12 +72,6 @@ type published struct {
 	unregister func()
 }
 
-// compiledTable is Table compiled once: every supervisor's machine shares
-// its tables.
-var compiledTable = sync.OnceValues(func() (*fsm.Compiled[State, Event, Payload], error) {
-	return fsm.Compile(Table())
-})
-
 // Start validates cfg and starts supervising the server. Invalid
 // configuration fails here with a [*ConfigError] naming the field.
 //
