@@ -14,6 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// A tool call's path, from Tool.Call to the session: a slot of
+// MaxConcurrentCalls, the hold for the next generation (HoldCalls), the
+// OnCall record, then the request (session.go).
+
 // Call calls the tool on the server generation that registered it, with the
 // supervisor's CallTimeout as an upper bound on the deadline. During an
 // outage, after exhaustion and after Close it fails fast with an error

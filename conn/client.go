@@ -15,6 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// The SDK client of every generation: the user's options with the
+// supervisor's handlers in front of theirs, the goroutine the user's
+// handlers run on, the host's roots and the Propagate middleware.
+
 // modulePath is this module's path, to find its version in build info.
 const modulePath = "github.com/mcpfsm/mcpfsm"
 
@@ -77,7 +81,7 @@ func (g *generation) newClient() *mcp.Client {
 		opts.Logger = s.cfg.Logger
 	}
 	opts.Logger = opts.Logger.With("server", s.cfg.Name, "generation", g.id)
-	// No KeepAlive here: the supervisor pings itself (keepalive.go).
+	// No KeepAlive here: the supervisor pings itself (generation.ping).
 	opts.KeepAlive, opts.KeepAliveFailureThreshold = 0, 0
 
 	// The supervisor's own handlers only signal: they run on the SDK's

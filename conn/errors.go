@@ -17,6 +17,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// The errors a supervisor returns and records, and what the server did
+// inside them: its exit and last words (ServerExit) or its HTTP error
+// answer (HTTPError), as the transports recorded them, and a failure no
+// wait can fix (PermanentError).
+
 // Sentinel errors. Match them with errors.Is; the errors returned wrap them
 // with the server name and state.
 var (

@@ -15,6 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// A generation is one incarnation of the server: its attempt (open,
+// handshake, listing), the ends its transport reports (SessionEnded,
+// ProcessGone), and what keeps it known good or finds it bad (liveness,
+// the keep-alive and its probe). Its machine's transitions, and what the
+// supervisor does with their reports, are in loop.go.
+
 // generation is one incarnation of the server: one transport, one
 // mcp.Client, one session. Generations are never reused; the supervisor's
 // fence (its pending and current pointers) decides which one may still
@@ -31,7 +37,7 @@ type generation struct {
 	calls   calls       // in-flight tool calls
 
 	// mu guards what follows and the generation machine's transitions
-	// (genlife.go): the state decides what may still be attached.
+	// (loop.go): the state decides what may still be attached.
 	mu        sync.Mutex
 	life      genLife // the generation machine (generationTable)
 	ka        keepAlive
@@ -48,7 +54,7 @@ type generation struct {
 
 	// Owned by the supervisor's loop.
 	sync        *fsm.Machine[syncState, syncEvent, struct{}] // see syncTable; nil while in sync (syncFire)
-	resyncFails int                                          // failed re-syncs in a row (resync.go)
+	resyncFails int                                          // failed re-syncs in a row (loop.go)
 
 	resyncTimer *clock.Timer // the retry of a failed re-sync; guarded by mu
 
@@ -296,7 +302,7 @@ type keepAlive struct {
 }
 
 // startKeepAliveLocked arms the first ping, under g.mu, on the
-// transition into up (genlife.go).
+// transition into up (generation.fire).
 func (g *generation) startKeepAliveLocked() {
 	s := g.sup
 	if s.cfg.KeepAlive <= 0 || g.closingLocked() || g.ka.stopped {
@@ -356,7 +362,7 @@ func (g *generation) ping() {
 // as a request of its own to the endpoint on Streamable HTTP. Any answer,
 // a JSON-RPC error included, proves that the server reads and answers; no
 // answer within the interval, a connection refused or reset, or an HTTP
-// 5xx is a failed probe, which ends the generation (keepalive.go).
+// 5xx is a failed probe, which ends the generation (ping).
 func (g *generation) probeLive(ctx context.Context) error {
 	var err error
 	switch {

@@ -17,6 +17,14 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
+// Every decision of a supervisor is made here, and a generation's outcome
+// reads here whole: the generation machine's transitions (generation.fire),
+// whose reports go onto the loop's queue (turns, post); the turns that act
+// on them, an attempt's outcome (attemptDone), a loss (lost), a re-sync
+// (resyncDone); the tool swap they publish (swap); and the timers of what
+// comes next (armTimer, armProbe). What a generation is and how it
+// connects is in generation.go; what its session is asked, in session.go.
+//
 // The supervisor's event loop runs on a goroutine only while it has work:
 // post queues a turn and starts the goroutine if none runs, and the
 // goroutine ends once the queue is empty. An idle supervisor (established,

@@ -17,6 +17,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// What a generation's session is asked, and the bounds every request runs
+// in: the attempt's listing and preparation, the subscriptions caught up
+// once it is established, the host's requests (WithSession, Subscribe),
+// and the one request path (request) with its list of in-flight calls,
+// their contexts and the deadlines on the supervisor's clock.
+
 // sessionState is what a Supervisor keeps about the MCP session beyond its
 // tools: the established generation for WithSession, the host's roots and
 // resource subscriptions (re-sent to every generation), the handler

@@ -13,6 +13,10 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
 
+// What a supervisor reports of its connection machine: each Transition to
+// OnTransition and Watch, the Status snapshot, and the one log line of
+// each transition.
+
 // Transition is one step of the connection machine, as delivered to
 // Config.OnTransition.
 type Transition struct {

@@ -15,6 +15,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/policy"
 )
 
+// A supervisor's life: Start builds its connection machine, whose entry
+// actions are the loop's (loop.go); Close asks the loop to dispose, and
+// disposal waits for every generation and worker, bounded by CloseTimeout;
+// a Close whose context ends first kills the processes not yet confirmed
+// gone.
+
 // Supervisor keeps one MCP server connected and its tools registered. It
 // runs the connection machine of [Table]: every state change goes through
 // the machine, and the machine's entry callbacks start attempts, arm the
@@ -67,7 +73,7 @@ type Supervisor struct {
 
 	ext     sessionState // the session beyond its tools (session.go)
 	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
-	holds   holdState    // calls waiting for the next generation (hold.go)
+	holds   holdState    // calls waiting for the next generation (calls.go)
 }
 
 type published struct {

@@ -9,6 +9,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/fsm"
 )
 
+// The three machines, declared as data: the connection machine (its
+// states with everything said about them, events, payload, guards and
+// Table), the generation's lifecycle and the tool-sync machine, each with
+// its compiled form, and Machines, which draws them. The code that runs
+// them is in loop.go.
+
 // State is a state of the connection machine. Its string value is the name
 // used in diagrams, logs (attribute "state") and [Transition] records.
 //

@@ -17,6 +17,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// What a supervisor connects over: the Transport interface, and the
+// settings of the package's two transports, Stdio and HTTP. Their
+// mechanism (the process's pipes, the HTTP client's record of answers, the
+// wire around every other transport) is package conn/internal/transport.
+
 // Transport opens a fresh MCP transport for every generation. An SDK
 // transport is single-use (it binds one connection for life), so a
 // Supervisor asks for a new one on each attempt.
