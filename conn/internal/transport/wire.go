@@ -83,6 +83,8 @@ func StreamableOf(t mcp.Transport) *mcp.StreamableClientTransport {
 	return nil
 }
 
+// Connect connects the wrapped transport and wraps its connection in a
+// WireConn. The SDK calls it once, from Client.Connect.
 func (t *Wire) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
@@ -133,6 +135,9 @@ func (c *WireConn) Close() error {
 	return c.Connection.Close()
 }
 
+// Write marks a call's context as written (see Mark), records the
+// server/discover and subscriptions/listen requests it sends, and passes
+// msg on.
 func (c *WireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/cancelled" {
 		// The client ends a listen itself (Unsubscribe, Close): its
