@@ -4,184 +4,261 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"maps"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/benbjohnson/clock"
-	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// calls tracks a generation's in-flight tool calls, so that every call is
-// bounded by CallTimeout and retired when the generation is shut down,
-// without a timer and a context.AfterFunc per call: the calls sit in a
-// list in start order, which is also deadline order (every call gets the
-// same CallTimeout), and one timer per generation watches the head. Each
-// call's context is its own node in the list (see callCtx).
-//
-// The timer is not touched per call either: once armed it is left to fire
-// (a call's deadline is never earlier than the time it was armed for,
-// since every call gets the same timeout), and when it fires it re-arms
-// for the head, if any. A runtime timer set and stopped for every call
-// costs about 2 % of an in-memory call's latency; this costs nothing.
-type calls struct {
-	mu      sync.Mutex
-	head    *callCtx
-	tail    *callCtx
-	timer   *clock.Timer // armed when timerAt is set
-	timerAt time.Time    // when the armed timer fires; zero: not armed
-	closed  bool         // the generation shut down: no new calls
+// A tool call's path, from Tool.Call to the session: a slot of
+// MaxConcurrentCalls, the hold for the next generation (HoldCalls), the
+// OnCall record, then the request (session.go).
 
-	freeMu sync.Mutex      // guards free; taken after a callCtx's mu, never before
-	free   []chan struct{} // open Done channels of calls that ended uncancelled
+// Call calls the tool on the server generation that registered it, with the
+// supervisor's CallTimeout as an upper bound on the deadline. During an
+// outage, after exhaustion and after Close it fails fast with an error
+// matching [ErrUnavailable] that names the server and its state, unless
+// Config.HoldCalls lets it wait for the next connection (see there for
+// when a call is sent again).
+func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
+	if t.gen == nil || t.Raw == nil {
+		return nil, fmt.Errorf("conn: tool %q was not published by a supervisor", t.Name)
+	}
+	release, refused, since := t.gen.sup.acquire(ctx, t.Name)
+	if refused != nil {
+		return refused, nil
+	}
+	defer release()
+	if t.gen.sup.cfg.HoldCalls > 0 {
+		return t.gen.sup.callHeld(ctx, t, args, since)
+	}
+	return t.gen.callObserved(ctx, since, t.Name, t.Raw.Name, args)
 }
 
-// maxFree bounds the free list: about as many channels as calls run at
-// once, beyond which a channel is left to the garbage collector.
-const maxFree = 64
+// callLimit holds Config.MaxConcurrentCalls slots for a supervisor's
+// tool calls; nil means no limit.
+type callLimit chan struct{}
 
-func (c *calls) getChan() chan struct{} {
-	c.freeMu.Lock()
-	defer c.freeMu.Unlock()
-	if n := len(c.free); n > 0 {
-		ch := c.free[n-1]
-		c.free = c.free[:n-1]
-		return ch
+func newCallLimit(n int) callLimit {
+	if n <= 0 {
+		return nil
 	}
-	return make(chan struct{})
+	return make(callLimit, n)
 }
 
-func (c *calls) putChan(ch chan struct{}) {
-	c.freeMu.Lock()
-	defer c.freeMu.Unlock()
-	if len(c.free) < maxFree {
-		c.free = append(c.free, ch)
+// acquire takes a slot, waiting while every slot is taken until ctx ends
+// or the call timeout passes. It returns the slot's release, or the tool
+// error result that answers a call that found none. A call that waited
+// gets the moment it started waiting (zero for one that did not): its
+// CallTimeout counts from there, so the wait and the call share it.
+func (s *Supervisor) acquire(ctx context.Context, tool string) (release func(), refused *mcp.CallToolResult, since time.Time) {
+	l := s.limit
+	if l == nil {
+		return func() {}, nil, time.Time{}
 	}
-}
-
-// start registers a call and returns its context, derived from ctx, which
-// the caller passes to end. ok is false when the generation is shutting
-// down. The call's deadline is timeout after since, or after now when
-// since is zero; a call with an earlier since (it waited for a slot) may
-// end before calls started earlier, and is put in its place.
-func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration, since time.Time) (_ *callCtx, ok bool) {
-	now := clk.Now()
-	if since.IsZero() {
-		since = now
-	}
-	n := &callCtx{parent: ctx, calls: c, deadline: since.Add(timeout)}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, false
-	}
-	c.insert(n)
-	wait := n.deadline.Sub(now)
-	switch {
-	case c.timer == nil:
-		c.timer = clk.AfterFunc(wait, func() { c.expire(clk) })
-		c.timerAt = n.deadline
-	case c.timerAt.IsZero() || c.timerAt.After(n.deadline):
-		c.timer.Reset(wait)
-		c.timerAt = n.deadline
-	}
-	c.mu.Unlock()
-	return n, true
-}
-
-// insert puts n in the list in deadline order: at the tail, unless it
-// waited for a slot and ends before calls started earlier.
-func (c *calls) insert(n *callCtx) {
-	at := c.tail
-	for at != nil && at.deadline.After(n.deadline) {
-		at = at.prev
-	}
-	switch {
-	case at == nil && c.head == nil:
-		c.head, c.tail = n, n
-	case at == nil:
-		n.next, c.head.prev, c.head = c.head, n, n
-	case at == c.tail:
-		n.prev, c.tail.next, c.tail = c.tail, n, n
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil, time.Time{}
 	default:
-		n.prev, n.next = at, at.next
-		at.next.prev, at.next = n, n
+	}
+	timer := s.clk.Timer(s.cfg.CallTimeout)
+	defer timer.Stop()
+	waited := s.clk.Now()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil, waited
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	text := fmt.Sprintf("server %q: all %d call slots (maxConcurrentCalls) stayed busy for %v; tool %q was not called; try again later",
+		s.cfg.Name, cap(l), s.clk.Since(waited).Round(time.Millisecond), tool)
+	return nil, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, waited
+}
+
+// callHeld is Tool.Call under Config.HoldCalls: a call that fails because
+// the connection is gone, and that [Supervisor.retryable] allows, waits up
+// to HoldCalls (from its start: since, if it waited for a slot) for the
+// next established generation and is sent there once more.
+func (s *Supervisor) callHeld(ctx context.Context, t Tool, args any, since time.Time) (*mcp.CallToolResult, error) {
+	start := since
+	if start.IsZero() {
+		start = s.clk.Now()
+	}
+	deadline := start.Add(s.cfg.HoldCalls)
+	mark := new(transport.Mark)
+	res, err := t.gen.callObserved(transport.WithMark(ctx, mark), since, t.Name, t.Raw.Name, args)
+	if err == nil || !errors.Is(err, ErrUnavailable) || !s.retryable(t.Raw, mark.Written()) {
+		return res, err
+	}
+	next, werr := s.awaitGeneration(ctx, t.gen, deadline)
+	if werr != nil {
+		return nil, fmt.Errorf("%w (held %v for a new connection: %w)", err, s.cfg.HoldCalls, werr)
+	}
+	return next.callObserved(ctx, time.Time{}, t.Name, t.Raw.Name, args)
+}
+
+// retryable reports whether the supervisor may send a failed call again:
+// always if its request was never written, and otherwise only if the user
+// opted in and the server annotated the tool as safe to repeat.
+func (s *Supervisor) retryable(raw *mcp.Tool, written bool) bool {
+	if !written {
+		return true
+	}
+	if !s.cfg.RetryIdempotent || raw == nil || raw.Annotations == nil {
+		return false
+	}
+	return raw.Annotations.ReadOnlyHint || raw.Annotations.IdempotentHint
+}
+
+// awaitGeneration waits until a generation newer than old is established,
+// the deadline passes, ctx ends, or the supervisor stops reconnecting.
+func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadline time.Time) (*generation, error) {
+	for {
+		wake := s.holds.channel()
+		st := s.State()
+		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down() {
+			return g, nil
+		}
+		if !recovering(st) {
+			return nil, fmt.Errorf("%w: the supervisor is %s", errNoRecovery, st)
+		}
+		left := deadline.Sub(s.clk.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
+		}
+		// AfterFunc, not Timer: a clock.Mock's Timer runs due timers on
+		// the calling goroutine, racing the test's own Add.
+		expired := make(chan struct{})
+		timer := s.clk.AfterFunc(left, func() { close(expired) })
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-expired:
+			return nil, fmt.Errorf("%w within HoldCalls", errNoRecovery)
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
 	}
 }
 
-// end removes a finished call. The timer is left as it is: when it fires
-// it re-arms for the new head, which is cheaper than re-arming on every
-// end.
-func (c *calls) end(n *callCtx) {
-	c.mu.Lock()
-	c.unlink(n)
-	c.mu.Unlock()
-	n.finish()
+// recovering reports whether a new generation may still come in st
+// without anyone calling Close or Reconnect.
+func recovering(st State) bool {
+	switch st {
+	case Connecting, Established, FailedRetrying, LostReconnecting:
+		return true
+	}
+	return false
 }
 
-func (c *calls) unlink(n *callCtx) {
-	if n.prev == nil && c.head != n {
-		return // already removed
-	}
-	if n.prev != nil {
-		n.prev.next = n.next
-	} else {
-		c.head = n.next
-	}
-	if n.next != nil {
-		n.next.prev = n.prev
-	} else {
-		c.tail = n.prev
-	}
-	n.prev, n.next = nil, nil
+// errNoRecovery is why a held call gave up waiting.
+var errNoRecovery = errors.New("no recovery")
+
+// holdState wakes the calls that wait for the next generation
+// (Config.HoldCalls): its channel is closed and replaced at every
+// transition, and each waiter looks again.
+type holdState struct {
+	mu   sync.Mutex
+	wake broadcast.Signal
 }
 
-// expire cancels the calls past their deadline and re-arms the timer for
-// the next one.
-func (c *calls) expire(clk clock.Clock) {
-	now := clk.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timerAt = time.Time{}
-	for c.head != nil && !c.head.deadline.After(now) {
-		n := c.head
-		c.unlink(n)
-		n.cancel(byTimeout, context.DeadlineExceeded)
-	}
-	if c.head != nil && !c.closed {
-		c.timer.Reset(c.head.deadline.Sub(now))
-		c.timerAt = c.head.deadline
-	}
+func (h *holdState) channel() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wake.C()
 }
 
-// close refuses new calls and stops the timer. With cancel it also
-// retires every in-flight call; without, the calls stay until they end by
-// themselves (the session ended and the SDK retires them), since cancelling
-// would race a reply that did arrive.
-func (c *calls) close(cancel bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	for cancel && c.head != nil {
-		n := c.head
-		c.unlink(n)
-		n.cancel(byShutdown, context.Canceled)
-	}
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timerAt = time.Time{}
-	}
+// broadcast wakes every waiter; the observer calls it on every transition.
+func (h *holdState) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.wake.Notify()
 }
 
-// expired reports whether CallTimeout cancelled the call.
-func (x *callCtx) expired() bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.reason == byTimeout
+// callObserved is [generation.call], reported to Config.OnCall when it is
+// set. Every call of a published tool ends here, fast-failed ones included.
+// since is when the call started, if it waited for a slot first (zero:
+// now).
+func (g *generation) callObserved(ctx context.Context, since time.Time, public, raw string, args any) (*mcp.CallToolResult, error) {
+	on := g.sup.cfg.OnCall
+	if on == nil {
+		return g.call(ctx, since, public, raw, args)
+	}
+	clk := g.sup.clk
+	start := since
+	if start.IsZero() {
+		start = clk.Now()
+	}
+	res, err := g.call(ctx, since, public, raw, args)
+	on(CallRecord{
+		Server: g.sup.cfg.Name, Tool: public, RawTool: raw, Generation: g.id,
+		Start: start, Duration: clk.Since(start), Outcome: ClassifyCall(res, err), Err: err,
+	})
+	return res, err
+}
+
+// Outcome classifies how a tool call ended, for [CallRecord].
+type Outcome string
+
+// The outcomes of a tool call.
+const (
+	// OutcomeOK: the server answered with a result that is not an error.
+	OutcomeOK Outcome = "ok"
+	// OutcomeToolError: the server answered with a result whose IsError is
+	// set: the tool ran and reported a failure to the model.
+	OutcomeToolError Outcome = "tool-error"
+	// OutcomeUnavailable: the server was not connected, or its connection
+	// ended during the call (the error matches [ErrUnavailable]).
+	OutcomeUnavailable Outcome = "unavailable"
+	// OutcomeTimeout: CallTimeout or the caller's deadline expired first.
+	OutcomeTimeout Outcome = "timeout"
+	// OutcomeCanceled: the caller's context was cancelled.
+	OutcomeCanceled Outcome = "canceled"
+	// OutcomeError: any other error, such as a JSON-RPC error answer
+	// (unknown tool, invalid arguments) or a transport failure.
+	OutcomeError Outcome = "error"
+)
+
+// CallRecord describes one finished tool call, as delivered to
+// Config.OnCall.
+type CallRecord struct {
+	Server     string // the supervisor's Name
+	Tool       string // the public name, from [PublicToolName]
+	RawTool    string // the tool's name on the wire, as the server listed it
+	Generation uint64 // the generation the call went to
+	// Start is when the call began and Duration how long it took, both on
+	// the supervisor's clock (the clock that enforces CallTimeout): on the
+	// real clock Duration is monotonic wall time, on a mock clock it is
+	// exactly as far as the test advanced it.
+	Start    time.Time
+	Duration time.Duration
+	Outcome  Outcome
+	// Err is the error the call returned; nil for OutcomeOK and
+	// OutcomeToolError.
+	Err error
+}
+
+// ClassifyCall returns the [Outcome] of a call that returned res and err.
+func ClassifyCall(res *mcp.CallToolResult, err error) Outcome {
+	switch {
+	case err == nil && res != nil && res.IsError:
+		return OutcomeToolError
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrUnavailable):
+		return OutcomeUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	default:
+		return OutcomeError
+	}
 }
 
 // call is Tool.Call on this generation; since is when the call started,
@@ -197,50 +274,20 @@ func (g *generation) call(ctx context.Context, since time.Time, public, raw stri
 	return res, redact.Error(err)
 }
 
-// request runs do on g's session as one request of a caller, the single
-// path of tool calls and WithSession: bounded by CallTimeout, retired at
-// once when g shuts down, and failing with the one unavailable error
-// (matching ErrUnavailable) when g is down or goes away under it. tool is
-// the public name of the tool called, "" for another request. since is
-// when the request started, if earlier than now (a call that waited for a
-// slot of MaxConcurrentCalls): CallTimeout counts from there.
-func (g *generation) request(ctx context.Context, tool string, since time.Time, do func(context.Context) error) error {
-	if g.down() {
-		return g.unavailable(tool, nil)
-	}
-	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout, since)
-	if !ok {
-		return g.unavailable(tool, nil)
-	}
-	defer g.calls.end(n)
-	var ctxDo context.Context = n
-	if bugs.CallIgnoresDeadline {
-		ctxDo = context.WithoutCancel(n)
-	}
-	err := do(ctxDo)
-	if err != nil && n.expired() {
-		what := "the request"
-		if tool != "" {
-			what = fmt.Sprintf("tool %q", tool)
-		}
-		return fmt.Errorf("mcp server %q: %s did not answer within CallTimeout (%v): %w: %w",
-			g.sup.cfg.Name, what, g.sup.cfg.CallTimeout, context.DeadlineExceeded, err)
-	}
-	if err != nil && (g.down() || connectionGone(err)) {
-		return g.unavailable(tool, g.requestFailed(err))
-	}
-	return err
+// WithCallMeta returns ctx carrying meta, which a [Tool.Call] made under
+// it sends as the request's _meta (a proxy passes a progress token this
+// way, for example). Everything else about the call is as without it.
+func WithCallMeta(ctx context.Context, meta mcp.Meta) context.Context {
+	return context.WithValue(ctx, callMetaKey{}, meta)
 }
 
-// connectionGone reports errors that mean the server went away under the
-// call rather than answered it.
-func connectionGone(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) ||
-		errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED)
-}
+type callMetaKey struct{}
 
-func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: redact.Error(cause)}
+// callMeta is a copy of the _meta WithCallMeta put in ctx, or nil: the
+// SDK adds its own keys to a request's _meta in place (on 2026-07-28,
+// the protocol version, client info and capabilities), which must not
+// reach the caller's map, nor race with another call made with it.
+func callMeta(ctx context.Context) mcp.Meta {
+	m, _ := ctx.Value(callMetaKey{}).(mcp.Meta)
+	return maps.Clone(m)
 }

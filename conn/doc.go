@@ -71,3 +71,6 @@
 // errors.Is and errors.As still reach every error of the chain, whose own
 // fields (a *url.Error's URL) are as the SDK made them.
 package conn
+
+// Regenerate the committed diagrams of the connection machine from Table.
+//go:generate go run ../cmd/fsmdot -write ../diagrams

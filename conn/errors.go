@@ -1,9 +1,26 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
+	"github.com/mcpfsm/mcpfsm/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// The errors a supervisor returns and records, and what the server did
+// inside them: its exit and last words (ServerExit) or its HTTP error
+// answer (HTTPError), as the transports recorded them, and a failure no
+// wait can fix (PermanentError).
 
 // Sentinel errors. Match them with errors.Is; the errors returned wrap them
 // with the server name and state.
@@ -29,6 +46,20 @@ var (
 	// example two tools with one name); the previous tools stay registered.
 	ErrInvalidToolList = errors.New("invalid tool list")
 )
+
+// ErrStillRunning: [Supervisor.Reconnect] was called in halted while the
+// server process that halted reconnecting has still not exited. Starting
+// another would run two processes of one server; stop the old one first.
+var ErrStillRunning = errors.New("the old server process is still running")
+
+// ErrPermanent is matched by the error of an attempt that failed in a way
+// no wait can fix: the server's command is missing or not executable, its
+// working directory is missing, or its URL's host does not resolve. The
+// cause is a [*PermanentError], which names the fix. So is a sandbox
+// (Stdio.Sandbox) this system cannot give. The supervisor
+// retries such a failure once, to confirm it, and then stops in
+// [FailedPermanent] instead of spending its backoff.
+var ErrPermanent = errors.New("no retry can fix it")
 
 // ConfigError reports an invalid [Config] field. It matches
 // errors.Is(err, ErrInvalidConfig).
@@ -91,6 +122,95 @@ func (e *LostError) Error() string {
 // Unwrap returns the session's error.
 func (e *LostError) Unwrap() error { return e.Err }
 
+// AuthError is the error of an attempt whose server refused authorization:
+// its last HTTP answer was 401 Unauthorized or 403 Forbidden, after the
+// HTTP.OAuthHandler gave up or with none set. It is not an outage: retrying
+// with the same credentials cannot succeed, so the supervisor stops in
+// [AuthRefused] without spending its outage budget.
+type AuthError struct {
+	Server     string
+	Status     int    // the HTTP status: 401 or 403
+	Generation uint64 // the generation the attempt created
+	Err        error  // the attempt's error
+}
+
+// Error reads `mcp server "<name>": authorization refused (HTTP 401): <cause>; ...`.
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("mcp server %q: authorization refused (HTTP %d %s): %v; fix the credentials (HTTP.Header or HTTP.OAuthHandler), then restart the supervisor",
+		e.Server, e.Status, http.StatusText(e.Status), e.Err)
+}
+
+// Unwrap returns the attempt's error.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// Fixes named by a [*PermanentError].
+const (
+	FixCommand    = "install the command or fix its path"
+	FixExecutable = "make the command an executable program or fix its path"
+	FixWorkDir    = "create the working directory or fix its path"
+	FixHost       = "check the URL's host"
+)
+
+// PermanentError is the cause of an attempt that failed in a way no wait
+// can fix. It matches errors.Is(err, ErrPermanent) and unwraps to the
+// error the system reported (an *exec.Error, *fs.PathError or
+// *net.DNSError, or a *sandbox.UnavailableError).
+type PermanentError struct {
+	Fix string // what the operator must do: one of the Fix constants, or a sandbox.UnavailableError's Fix
+	Err error  // the system's error
+}
+
+// Error reads "<cause> (<fix>)".
+func (e *PermanentError) Error() string { return fmt.Sprintf("%v (%s)", e.Err, e.Fix) }
+
+// Is reports ErrPermanent.
+func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
+
+// Unwrap returns the system's error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// fixFor names the fix for a failure no wait can fix, or returns "". The
+// system's errors are matched where they arise, so an unrelated "no such
+// file" deeper in a transport's error is not mistaken for a missing
+// command.
+func fixFor(err error) string {
+	var pe *fs.PathError
+	var ee *exec.Error
+	var dns *net.DNSError
+	var sb *sandbox.UnavailableError
+	switch {
+	case errors.As(err, &sb):
+		return sb.Fix
+	case errors.Is(err, exec.ErrNotFound):
+		return FixCommand
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return FixHost
+	case errors.As(err, &pe) && pe.Op == "chdir":
+		return FixWorkDir
+	case errors.As(err, &pe) && pe.Op == "fork/exec", errors.As(err, &ee):
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The program, or the interpreter its #! line names, is missing.
+			return FixCommand
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+			return FixExecutable
+		}
+	}
+	return ""
+}
+
+// markPermanent wraps an attempt's failure no wait can fix in a
+// *PermanentError naming the fix.
+func markPermanent(err error) error {
+	if err == nil || errors.Is(err, ErrPermanent) {
+		return err
+	}
+	if fix := fixFor(err); fix != "" {
+		return &PermanentError{Fix: fix, Err: err}
+	}
+	return err
+}
+
 // unavailableError is a fast-failed call.
 type unavailableError struct {
 	server string
@@ -115,3 +235,165 @@ func (e *unavailableError) Error() string {
 
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 func (e *unavailableError) Unwrap() error        { return e.cause }
+
+// StderrTailLines bounds how many of a stdio server's last standard error
+// lines a [ServerExit] quotes; [MaxCauseBytes] bounds their size.
+const StderrTailLines = 5
+
+// ServerExit is how a stdio server's process ended, with its last words:
+// the cause inside the [*FailedError] or [*LostError] of a generation
+// whose server exited. Reach it with errors.As.
+type ServerExit struct {
+	// Code is the exit status, or -1 when a signal ended the process.
+	Code int
+	// Signal names the signal that ended the process, such as "SIGKILL";
+	// empty when it exited by itself.
+	Signal string
+	// BySupervisor reports that the supervisor sent that signal, after
+	// the grace periods of a shutdown it started.
+	BySupervisor bool
+	// Limit names the sandbox limit the server ran into, such as "out of
+	// memory under the sandbox's memoryMB 256" (see [Stdio.Sandbox]);
+	// empty when none is known.
+	Limit string
+	// Stderr holds the last lines the server wrote to standard error (at
+	// most StderrTailLines lines and MaxCauseBytes bytes, as written, with
+	// control characters replaced by spaces and what looks like a secret,
+	// such as a URL's password or a TOKEN=value, by REDACTED), oldest
+	// first. The Stdio.Stderr writer gets the lines as written.
+	Stderr []string
+}
+
+// Error reads "the server exited: exit status 3; stderr: <lines>", "the
+// server was killed by SIGKILL[ (sent by the supervisor)]; ..." or, under
+// a sandbox's limit, "the server exited: out of memory under the
+// sandbox's memoryMB 256 (exit status 2); ...", the lines separated by
+// " | ".
+func (e *ServerExit) Error() string {
+	var b strings.Builder
+	if e.Limit != "" {
+		// The limit is the news; the status or signal says how it showed.
+		how := fmt.Sprintf("exit status %d", e.Code)
+		if e.Signal != "" {
+			how = "killed by " + e.Signal
+		}
+		fmt.Fprintf(&b, "the server exited: %s (%s)", e.Limit, how)
+	} else if e.Signal != "" {
+		b.WriteString("the server was killed by " + e.Signal)
+		if e.BySupervisor {
+			b.WriteString(" (sent by the supervisor after the grace period)")
+		}
+	} else {
+		fmt.Fprintf(&b, "the server exited: exit status %d", e.Code)
+	}
+	if len(e.Stderr) > 0 {
+		b.WriteString("; stderr: " + strings.Join(e.Stderr, " | "))
+	}
+	return b.String()
+}
+
+// The bound is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one the transport applies.
+const _ = uint(StderrTailLines-transport.TailLines) + uint(transport.TailLines-StderrTailLines)
+
+// MaxCauseBytes bounds the server's own words an error quotes: the start
+// of an HTTP error body, the end of a stdio server's standard error.
+const MaxCauseBytes = 2048
+
+// The bound is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one the transport applies.
+const _ = uint(MaxCauseBytes-transport.MaxCauseBytes) + uint(transport.MaxCauseBytes-MaxCauseBytes)
+
+// HTTPError is an HTTP server's error answer (status 400 or above) to a
+// request of the generation whose attempt failed or whose connection was
+// lost. It travels inside the [*FailedError] or [*LostError]; reach it with
+// errors.As.
+type HTTPError struct {
+	StatusCode int    // such as 503
+	Status     string // such as "503 Service Unavailable"
+	// Body is the start of the body as the server sent it, at most
+	// MaxCauseBytes, with control characters replaced by spaces and what
+	// looks like a secret (a URL's query values, an api_key=value) by
+	// REDACTED.
+	Body string
+	// RetryAfter is the wait the server asked for with a Retry-After
+	// header (delay-seconds or an HTTP date) on a 429 or 503; zero when
+	// it asked for none. The supervisor waits at least this long before
+	// its next attempt, backoff or probe, at most MaxRetryAfter.
+	RetryAfter time.Duration
+}
+
+// Error reads "the server answered HTTP <status>[ (retry after <d>)][: <body>]".
+func (e *HTTPError) Error() string {
+	msg := "the server answered HTTP " + e.Status
+	if e.RetryAfter > 0 {
+		msg += " (retry after " + e.RetryAfter.String() + ")"
+	}
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+// MaxRetryAfter caps the Retry-After an HTTP server may ask for: a longer
+// one is honoured as this long, so a hostile or broken server cannot park
+// a supervisor for days.
+const MaxRetryAfter = time.Hour
+
+// The cap is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one the transport applies.
+const _ = uint(MaxRetryAfter-transport.MaxRetryAfter) + uint(transport.MaxRetryAfter-MaxRetryAfter)
+
+// causedError is a generation's error with what the server did.
+type causedError struct {
+	err   error // what the SDK saw
+	cause error // what the server did
+}
+
+// Error puts what the server did first: it is what an operator acts on.
+func (e *causedError) Error() string { return fmt.Sprintf("%v (%v)", e.cause, e.err) }
+
+func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
+
+// withCause adds what the server did to a generation's error (err may be
+// nil: a session that ended without an error).
+func (g *generation) withCause(err error) error {
+	g.mu.Lock()
+	t := g.transport
+	g.mu.Unlock()
+	cause := transportCause(t)
+	switch {
+	case cause == nil:
+		return err
+	case err == nil:
+		return cause
+	}
+	return &causedError{err: err, cause: cause}
+}
+
+// transportCause is what the server did that a generation's error alone
+// does not say, as the package's own transports recorded it: a stdio
+// server's exit and last words, an HTTP server's last error answer; nil
+// when there is none.
+func transportCause(t mcp.Transport) error {
+	switch t := t.(type) {
+	case *transport.Stdio:
+		if e, stderr, ok := t.Exit(); ok {
+			return &ServerExit{Code: e.Code, Signal: e.Signal, BySupervisor: e.BySupervisor, Limit: e.Limit, Stderr: stderr}
+		}
+	case *transport.HTTP:
+		if a := t.LastAnswer(); a != nil {
+			return &HTTPError{StatusCode: a.StatusCode, Status: a.Status, Body: a.Body, RetryAfter: a.RetryAfter}
+		}
+	}
+	return nil
+}
+
+// causeOf reports an expired clock deadline as context.DeadlineExceeded
+// rather than the cancellation the SDK saw.
+func causeOf(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, context.DeadlineExceeded) && errors.Is(err, context.Canceled) {
+		return cause
+	}
+	return err
+}

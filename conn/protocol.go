@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,18 +69,18 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 		return sess, err
 	}
 	w := g.wireConn()
-	if w == nil || !w.diedOnDiscover() || ctx.Err() != nil {
+	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil {
 		return nil, err
 	}
 	s.classic.Store(true)
 	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s; using the classic initialize handshake (%s) from now on",
-		methodDiscover, version, ClassicProtocolVersion),
+		transport.MethodDiscover, version, ClassicProtocolVersion),
 		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
 	if term, ok := t.(Terminator); ok {
 		select {
 		case <-term.Terminate():
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", methodDiscover, causeOf(ctx, ctx.Err()))
+			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", transport.MethodDiscover, causeOf(ctx, ctx.Err()))
 		}
 	}
 	t2, err := g.open(ctx)
@@ -96,8 +97,8 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open transport: %w", err)
 	}
-	if r, ok := t.(ownedProcess); ok {
-		r.reportTo(g) // before it is connected: it reports from the start
+	if r, ok := t.(transport.Owned); ok {
+		r.ReportTo(g) // before it is connected: it reports from the start
 	}
 	if !g.attach(func() {
 		g.transport = t
@@ -113,17 +114,17 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 	return t, nil
 }
 
-// connectWire connects a fresh client over t, wired (wire.go), and records
+// connectWire connects a fresh client over t, wired (transport.Wired), and records
 // the negotiated protocol version.
 func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version string) (*mcp.ClientSession, error) {
-	ack := newListenAck()
+	ack := transport.NewListenAck()
 	// A transport that reports its own end (a stdio process) needs no
 	// report from the wire.
-	var ended func(*wireTransport)
-	if _, ok := t.(ownedProcess); !ok {
-		ended = func(w *wireTransport) { g.sessionEnded(w, false) }
+	var ended func(*transport.Wire)
+	if _, ok := t.(transport.Owned); !ok {
+		ended = func(w *transport.Wire) { g.SessionEnded(w, false) }
 	}
-	wt, w := wire(t, g.listenBroken, ended, ack)
+	wt, w := transport.Wired(t, g.listenBroken, ended, ack)
 	g.mu.Lock()
 	g.wire = w
 	g.mu.Unlock()
@@ -151,36 +152,36 @@ const listenAckWait = 5 * time.Second
 // attempt's listing would otherwise be missed silently. A server that
 // never acknowledges is used all the same after listenAckWait, with a
 // warning.
-func (g *generation) awaitListenAck(ctx context.Context, ack *listenAck) error {
-	if !ack.sent.Load() {
+func (g *generation) awaitListenAck(ctx context.Context, ack *transport.ListenAck) error {
+	if !ack.Sent() {
 		return nil
 	}
 	s := g.sup
 	wctx, cancel := withTimeout(ctx, s.clk, listenAckWait)
 	defer cancel()
 	select {
-	case <-ack.ch:
+	case <-ack.Acked():
 		return nil
 	case <-wctx.Done():
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("waiting for the server to acknowledge %s: %w", methodSubscriptionsListen, causeOf(ctx, ctx.Err()))
+		return fmt.Errorf("waiting for the server to acknowledge %s: %w", transport.MethodSubscriptionsListen, causeOf(ctx, ctx.Err()))
 	}
-	s.cfg.Logger.Warn(fmt.Sprintf("the server did not acknowledge %s within %v; list changes made before it does may be missed", methodSubscriptionsListen, listenAckWait),
+	s.cfg.Logger.Warn(fmt.Sprintf("the server did not acknowledge %s within %v; list changes made before it does may be missed", transport.MethodSubscriptionsListen, listenAckWait),
 		"server", s.cfg.Name, "generation", g.id)
 	return nil
 }
 
 // wireConn returns the generation's wired connection, if its transport has
 // one (every transport but Streamable HTTP).
-func (g *generation) wireConn() *wireConn {
+func (g *generation) wireConn() *transport.WireConn {
 	g.mu.Lock()
 	w := g.wire
 	g.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	return w.conn.Load()
+	return w.Conn()
 }
 
 // listenBroken ends the generation whose subscriptions/listen stream ended

@@ -2,20 +2,8 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 )
-
-// ErrStillRunning: [Supervisor.Reconnect] was called in halted while the
-// server process that halted reconnecting has still not exited. Starting
-// another would run two processes of one server; stop the old one first.
-var ErrStillRunning = errors.New("the old server process is still running")
-
-// MaxRetryAfter caps the Retry-After an HTTP server may ask for: a longer
-// one is honoured as this long, so a hostile or broken server cannot park
-// a supervisor for days.
-const MaxRetryAfter = time.Hour
 
 // Reconnect starts an attempt at once and returns its outcome: nil when
 // the connection is established, or the attempt's [*FailedError].
@@ -114,25 +102,4 @@ func (s *Supervisor) stuckReleased() {
 	}
 	s.cfg.Logger.Info("the server process that halted reconnecting has exited; Reconnect can start the server again",
 		"server", s.cfg.Name, "state", string(Halted), "generation", s.stuck.id)
-}
-
-// armProbe is the entry action of exhausted: with a ProbeInterval, the
-// loop fires probe once the payload's delay (the interval, or a longer
-// Retry-After) has passed.
-func (s *Supervisor) armProbe(p Payload) {
-	if s.cfg.policy.ProbeInterval <= 0 || p.Delay <= 0 {
-		return
-	}
-	s.retry = &retryTimer{event: EventProbe, payload: p}
-	s.retry.timer = s.afterDelay(s.retry)
-}
-
-// retryAfterFloor raises a delay to what an HTTP server asked for with
-// Retry-After on the failure err reports, at most [MaxRetryAfter].
-func retryAfterFloor(d time.Duration, err error) time.Duration {
-	var he *HTTPError
-	if d <= 0 || !errors.As(err, &he) || he.RetryAfter <= d {
-		return d
-	}
-	return min(he.RetryAfter, MaxRetryAfter)
 }

@@ -9,6 +9,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Tool is one server tool as published to a [Registry].
+//
+// Tools of an unchanged server compare equal across reconnects (ignoring
+// unexported fields): the public name, server and raw definition are
+// rebuilt identically, so a model sees a stable tool list.
+type Tool struct {
+	// Name is the public name, from [PublicToolName].
+	Name string
+	// Server is the supervisor's Name.
+	Server string
+	// Raw is the definition as the server listed it; Raw.Name is what goes
+	// on the wire.
+	Raw *mcp.Tool
+
+	gen *generation // the generation that listed the tool; calls go there
+}
+
+// MaxTools is the most tools one server may list. A longer list is an
+// invalid list: a hostile or broken server cannot exhaust the host's memory.
+const MaxTools = 50_000
+
 // Registry receives the tools a [Supervisor] publishes. Register adds one
 // tool under its public name and returns the function that removes it again;
 // it returns an error wrapping [ErrToolConflict] when the name is taken.
@@ -140,3 +161,35 @@ func duplicateServer(server, what string) error {
 	return fmt.Errorf("%w: %q is already supervised with this %s; give each server a distinct Name",
 		ErrDuplicateServer, server, what)
 }
+
+// MaxToolNameLen is the longest public tool name [PublicToolName] returns,
+// the limit model APIs place on function names.
+const MaxToolNameLen = 64
+
+// The limit is spelled out above for the reader of conn's documentation;
+// this fails to compile if it ever parts from the one publish applies.
+const _ = uint(MaxToolNameLen-publish.MaxNameLen) + uint(publish.MaxNameLen-MaxToolNameLen)
+
+// PublicToolName returns the name under which a server's tool is published:
+// "mcp__<server>__<raw>", with every character outside [A-Za-z0-9_-]
+// replaced by '_', at most [MaxToolNameLen] characters. When that
+// normalisation or truncation changed anything, a '_' and the first 12 hex
+// digits of SHA-256("<server>\x00<raw>") are appended. A name is also
+// hashed when the server name contains "__" or ends in '_' (the split would
+// be ambiguous) and when the raw name itself ends in '_' and 12 hex digits
+// (it could pose as another tool's hashed name). So an unchanged name never
+// looks hashed, and two hashed names are equal only if their identities'
+// hashes collide: distinct (server, raw) identities do not share a public
+// name. The raw name alone is what goes on the wire.
+//
+// The result is a pure function of its inputs: a recovered server with an
+// unchanged tool list gets identical names.
+func PublicToolName(server, raw string) string { return publish.PublicName(server, raw) }
+
+// SplitToolName splits a public tool name ([PublicToolName]) into the
+// server's name and the rest, the tool's part: "mcp__fs__read" is "fs" and
+// "read". A server name never holds "__", so the split is unambiguous; the
+// tool's part is the raw name only when PublicToolName changed nothing (it
+// may be normalised, truncated and hashed). ok is false for a name of no
+// such shape.
+func SplitToolName(public string) (server, tool string, ok bool) { return publish.Split(public) }

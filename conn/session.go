@@ -5,13 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// What a generation's session is asked, and the bounds every request runs
+// in: the attempt's listing and preparation, the subscriptions caught up
+// once it is established, the host's requests (WithSession, Subscribe),
+// and the one request path (request) with its list of in-flight calls,
+// their contexts and the deadlines on the supervisor's clock.
 
 // sessionState is what a Supervisor keeps about the MCP session beyond its
 // tools: the established generation for WithSession, the host's roots and
@@ -38,6 +48,156 @@ type genSession struct {
 	mu            sync.Mutex
 	live          bool // established: a list_changed re-syncs now
 	syncing, more bool // a catalog re-sync runs; another must follow
+}
+
+// startSession sets up what the supervisor keeps beyond tools: the
+// initial roots, the catalog reservation (released with the registry's)
+// and the handler goroutine. Start calls it before the loop runs.
+func (s *Supervisor) startSession() error {
+	s.ext.roots.roots = s.cfg.Roots
+	s.ext.subSend = make(chan struct{}, 1)
+	if c := s.cfg.Catalog; c != nil {
+		release, err := c.reserve(s.cfg.Name, s)
+		if err != nil {
+			return err
+		}
+		if prev := s.release; prev != nil {
+			s.release = func() { prev(); release() }
+		} else {
+			s.release = release
+		}
+	}
+	s.startCallbacks()
+	return nil
+}
+
+// listTools is phase one of a tool sync: fetch every page and build the
+// whole next set of tools, or fail and change nothing.
+func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
+	s := g.sup
+	var out []Tool
+	seen := map[string]bool{}
+	hidden := 0
+	pages := g.sess.Tools(ctx, nil)
+	if bugs.PublishBeforeListed {
+		pages = bugs.FirstPage(ctx, g.sess)
+	}
+	for raw, err := range pages {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
+		}
+		if raw == nil {
+			continue
+		}
+		if s.cfg.Filter != nil && !s.cfg.Filter(raw.Name) {
+			hidden++
+			continue
+		}
+		if seen[raw.Name] {
+			return nil, fmt.Errorf("%w: tool %q is listed twice", ErrInvalidToolList, raw.Name)
+		}
+		if len(out) == MaxTools {
+			return nil, fmt.Errorf("%w: more than %d tools", ErrInvalidToolList, MaxTools)
+		}
+		seen[raw.Name] = true
+		out = append(out, Tool{Name: PublicToolName(s.cfg.Name, raw.Name), Server: s.cfg.Name, Raw: raw, gen: g})
+	}
+	g.hidden.Store(int32(hidden))
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(out); i++ {
+		if out[i].Name == out[i-1].Name {
+			return nil, fmt.Errorf("%w: tools %q and %q share the public name %q",
+				ErrInvalidToolList, out[i-1].Raw.Name, out[i].Raw.Name, out[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// signalChanged is the SDK's ToolListChangedHandler.
+func (g *generation) signalChanged() {
+	g.changed.Store(true)
+	g.sup.kick()
+}
+
+// prepare is the rest of phase one after the tools are listed: re-send the
+// subscriptions and list the catalog, within the attempt's deadline. A
+// subscription the server refuses is logged, not fatal: the resource may be
+// gone for good. A catalog the server advertises but cannot list fails the
+// attempt, like a tool list.
+func (g *generation) prepare(ctx context.Context) error {
+	s := g.sup
+	caps := g.sess.InitializeResult().Capabilities
+	if caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
+		g.ext.takes, g.ext.sent = true, s.Subscriptions()
+		for _, uri := range g.ext.sent {
+			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("re-subscribe %q: %w", uri, causeOf(ctx, err))
+				}
+				err = redact.Error(err)
+				s.cfg.Logger.Warn("resource subscription refused by the new session: "+err.Error(),
+					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", err)
+			}
+		}
+	}
+	if s.cfg.Catalog == nil {
+		return nil
+	}
+	cat, err := g.listCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	g.ext.listed = cat
+	return nil
+}
+
+// catchUpSubscriptions sends g what Subscribe and Unsubscribe changed
+// after its attempt sent the subscriptions: they found no generation up
+// (ErrUnavailable) and left the change to this one. It runs after g is
+// the live generation, so a later change goes to g itself; one made
+// meanwhile may be sent twice, which changes nothing.
+func (s *Supervisor) catchUpSubscriptions(g *generation) {
+	if !g.ext.takes {
+		return
+	}
+	if add, drop := subsDiff(s.Subscriptions(), g.ext.sent); len(add)+len(drop) == 0 {
+		return
+	}
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.CallTimeout)
+		defer cancel()
+		if _, err := s.lockSubs(ctx); err != nil {
+			return // retired, or the server is too slow: the next generation gets them
+		}
+		defer s.unlockSubs()
+		add, drop := subsDiff(s.Subscriptions(), g.ext.sent)
+		for _, uri := range add {
+			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				s.cfg.Logger.Warn("resource subscription made while connecting was refused: "+redact.Error(err).Error(),
+					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", redact.Error(err))
+			}
+		}
+		for _, uri := range drop {
+			_ = g.sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		}
+	}()
+}
+
+// subsDiff returns what is in want and not in sent, and the reverse.
+func subsDiff(want, sent []string) (add, drop []string) {
+	for _, uri := range want {
+		if !slices.Contains(sent, uri) {
+			add = append(add, uri)
+		}
+	}
+	for _, uri := range sent {
+		if !slices.Contains(want, uri) {
+			drop = append(drop, uri)
+		}
+	}
+	return add, drop
 }
 
 // WithSession runs f with the session of the current established
@@ -166,122 +326,408 @@ func (s *Supervisor) Subscriptions() []string {
 	return slices.Clone(s.ext.subs)
 }
 
-// prepare is the rest of phase one after the tools are listed: re-send the
-// subscriptions and list the catalog, within the attempt's deadline. A
-// subscription the server refuses is logged, not fatal: the resource may be
-// gone for good. A catalog the server advertises but cannot list fails the
-// attempt, like a tool list.
-func (g *generation) prepare(ctx context.Context) error {
-	s := g.sup
-	caps := g.sess.InitializeResult().Capabilities
-	if caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
-		g.ext.takes, g.ext.sent = true, s.Subscriptions()
-		for _, uri := range g.ext.sent {
-			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-				if ctx.Err() != nil {
-					return fmt.Errorf("re-subscribe %q: %w", uri, causeOf(ctx, err))
-				}
-				err = redact.Error(err)
-				s.cfg.Logger.Warn("resource subscription refused by the new session: "+err.Error(),
-					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", err)
-			}
+// request runs do on g's session as one request of a caller, the single
+// path of tool calls and WithSession: bounded by CallTimeout, retired at
+// once when g shuts down, and failing with the one unavailable error
+// (matching ErrUnavailable) when g is down or goes away under it. tool is
+// the public name of the tool called, "" for another request. since is
+// when the request started, if earlier than now (a call that waited for a
+// slot of MaxConcurrentCalls): CallTimeout counts from there.
+func (g *generation) request(ctx context.Context, tool string, since time.Time, do func(context.Context) error) error {
+	if g.down() {
+		return g.unavailable(tool, nil)
+	}
+	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout, since)
+	if !ok {
+		return g.unavailable(tool, nil)
+	}
+	defer g.calls.end(n)
+	var ctxDo context.Context = n
+	if bugs.CallIgnoresDeadline {
+		ctxDo = context.WithoutCancel(n)
+	}
+	err := do(ctxDo)
+	if err != nil && n.expired() {
+		what := "the request"
+		if tool != "" {
+			what = fmt.Sprintf("tool %q", tool)
 		}
+		return fmt.Errorf("mcp server %q: %s did not answer within CallTimeout (%v): %w: %w",
+			g.sup.cfg.Name, what, g.sup.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}
-	if s.cfg.Catalog == nil {
-		return nil
+	if err != nil && (g.down() || transport.ConnectionGone(err)) {
+		return g.unavailable(tool, g.requestFailed(err))
 	}
-	cat, err := g.listCatalog(ctx)
-	if err != nil {
+	return err
+}
+
+func (g *generation) unavailable(tool string, cause error) error {
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: redact.Error(cause)}
+}
+
+// withTimeout is context.WithTimeout on the supervisor's clock. It does not
+// use clock.Mock's own WithTimeout, whose Err reads its state without a
+// lock (a data race under -race); the expiry is the context's cause, so
+// context.Cause(ctx) reports context.DeadlineExceeded.
+func withTimeout(parent context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := clk.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// calls tracks a generation's in-flight tool calls, so that every call is
+// bounded by CallTimeout and retired when the generation is shut down,
+// without a timer and a context.AfterFunc per call: the calls sit in a
+// list in start order, which is also deadline order (every call gets the
+// same CallTimeout), and one timer per generation watches the head. Each
+// call's context is its own node in the list (see callCtx).
+//
+// The timer is not touched per call either: once armed it is left to fire
+// (a call's deadline is never earlier than the time it was armed for,
+// since every call gets the same timeout), and when it fires it re-arms
+// for the head, if any. A runtime timer set and stopped for every call
+// costs about 2 % of an in-memory call's latency; this costs nothing.
+type calls struct {
+	mu      sync.Mutex
+	head    *callCtx
+	tail    *callCtx
+	timer   *clock.Timer // armed when timerAt is set
+	timerAt time.Time    // when the armed timer fires; zero: not armed
+	closed  bool         // the generation shut down: no new calls
+
+	freeMu sync.Mutex      // guards free; taken after a callCtx's mu, never before
+	free   []chan struct{} // open Done channels of calls that ended uncancelled
+}
+
+// maxFree bounds the free list: about as many channels as calls run at
+// once, beyond which a channel is left to the garbage collector.
+const maxFree = 64
+
+func (c *calls) getChan() chan struct{} {
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	if n := len(c.free); n > 0 {
+		ch := c.free[n-1]
+		c.free = c.free[:n-1]
+		return ch
+	}
+	return make(chan struct{})
+}
+
+func (c *calls) putChan(ch chan struct{}) {
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	if len(c.free) < maxFree {
+		c.free = append(c.free, ch)
+	}
+}
+
+// start registers a call and returns its context, derived from ctx, which
+// the caller passes to end. ok is false when the generation is shutting
+// down. The call's deadline is timeout after since, or after now when
+// since is zero; a call with an earlier since (it waited for a slot) may
+// end before calls started earlier, and is put in its place.
+func (c *calls) start(ctx context.Context, clk clock.Clock, timeout time.Duration, since time.Time) (_ *callCtx, ok bool) {
+	now := clk.Now()
+	if since.IsZero() {
+		since = now
+	}
+	n := &callCtx{parent: ctx, calls: c, deadline: since.Add(timeout)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, false
+	}
+	c.insert(n)
+	wait := n.deadline.Sub(now)
+	switch {
+	case c.timer == nil:
+		c.timer = clk.AfterFunc(wait, func() { c.expire(clk) })
+		c.timerAt = n.deadline
+	case c.timerAt.IsZero() || c.timerAt.After(n.deadline):
+		c.timer.Reset(wait)
+		c.timerAt = n.deadline
+	}
+	c.mu.Unlock()
+	return n, true
+}
+
+// insert puts n in the list in deadline order: at the tail, unless it
+// waited for a slot and ends before calls started earlier.
+func (c *calls) insert(n *callCtx) {
+	at := c.tail
+	for at != nil && at.deadline.After(n.deadline) {
+		at = at.prev
+	}
+	switch {
+	case at == nil && c.head == nil:
+		c.head, c.tail = n, n
+	case at == nil:
+		n.next, c.head.prev, c.head = c.head, n, n
+	case at == c.tail:
+		n.prev, c.tail.next, c.tail = c.tail, n, n
+	default:
+		n.prev, n.next = at, at.next
+		at.next.prev, at.next = n, n
+	}
+}
+
+// end removes a finished call. The timer is left as it is: when it fires
+// it re-arms for the new head, which is cheaper than re-arming on every
+// end.
+func (c *calls) end(n *callCtx) {
+	c.mu.Lock()
+	c.unlink(n)
+	c.mu.Unlock()
+	n.finish()
+}
+
+func (c *calls) unlink(n *callCtx) {
+	if n.prev == nil && c.head != n {
+		return // already removed
+	}
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		c.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		c.tail = n.prev
+	}
+	n.prev, n.next = nil, nil
+}
+
+// expire cancels the calls past their deadline and re-arms the timer for
+// the next one.
+func (c *calls) expire(clk clock.Clock) {
+	now := clk.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timerAt = time.Time{}
+	for c.head != nil && !c.head.deadline.After(now) {
+		n := c.head
+		c.unlink(n)
+		n.cancel(byTimeout, context.DeadlineExceeded)
+	}
+	if c.head != nil && !c.closed {
+		c.timer.Reset(c.head.deadline.Sub(now))
+		c.timerAt = c.head.deadline
+	}
+}
+
+// close refuses new calls and stops the timer. With cancel it also
+// retires every in-flight call; without, the calls stay until they end by
+// themselves (the session ended and the SDK retires them), since cancelling
+// would race a reply that did arrive.
+func (c *calls) close(cancel bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for cancel && c.head != nil {
+		n := c.head
+		c.unlink(n)
+		n.cancel(byShutdown, context.Canceled)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timerAt = time.Time{}
+	}
+}
+
+// callCtx is the context of one in-flight call, and its node in the
+// generation's list of calls (see calls). It carries the caller's values
+// and cancellation, and adds the conn's own: CallTimeout and the
+// generation's shutdown. One allocation per call pays for all of it, where
+// context.WithCancel and a separate list node cost three, plus the lazily
+// made Done channel.
+//
+// The Done channel comes from the generation's free list: a call that ends
+// without being cancelled returns its channel there, since nothing closed
+// it. (A sync.Pool would lose its channels at every garbage collection,
+// and a call of a few hundred kilobytes of JSON sees many.) The SDK
+// reads Done only while the call runs. After the call has ended the
+// context counts as cancelled (Err returns context.Canceled and Done a
+// closed channel), as the context of context.WithCancel would after its
+// deferred cancel; code that kept the Done channel of a finished call past
+// its end, which the SDK does not do, would not see it closed.
+type callCtx struct {
+	parent   context.Context
+	calls    *calls
+	deadline time.Time // CallTimeout after the start, on the supervisor's clock
+
+	// Guarded by the calls' mutex.
+	prev, next *callCtx
+
+	mu     sync.Mutex
+	done   chan struct{} // nil until Done is first called
+	err    error         // set when cancelled
+	reason cancelReason
+	ended  bool         // the call returned: nothing may close done any more
+	stop   func() bool  // stops the propagation of the parent's cancellation
+	afters []*afterFunc // registered by AfterFunc (children of this context)
+}
+
+// closedChan is the Done channel of a call that has ended.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+type cancelReason uint8
+
+type afterFunc struct {
+	f    func()
+	once sync.Once
+}
+
+// Deadline is the caller's. CallTimeout's is on the supervisor's clock,
+// which may be a test's fake one, so it is enforced by cancellation alone
+// (as it was with context.WithCancel) and not reported to code that would
+// compare it with the real time.
+func (x *callCtx) Deadline() (time.Time, bool) { return x.parent.Deadline() }
+
+// Done returns the call's channel, made on first use. When the caller's
+// context can be cancelled, its cancellation is propagated from then on.
+func (x *callCtx) Done() <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done != nil {
+		return x.done
+	}
+	if x.err != nil || x.ended {
+		return closedChan
+	}
+	if x.parent.Done() != nil {
+		if err := x.parent.Err(); err != nil {
+			x.cancelLocked(byParent, err)
+			return closedChan
+		}
+		x.done = make(chan struct{}) // never recycled: the parent's AfterFunc may close it
+		x.watchParentLocked()
+		return x.done
+	}
+	x.done = x.calls.getChan()
+	return x.done
+}
+
+// Err reports the call's own cancellation, else the caller's.
+func (x *callCtx) Err() error {
+	x.mu.Lock()
+	err, watching := x.err, x.stop != nil
+	x.mu.Unlock()
+	if err != nil || watching {
+		// While the parent's cancellation is being propagated, Err follows
+		// Done: it is not set before Done is closed.
 		return err
 	}
-	g.ext.listed = cat
-	return nil
+	return x.parent.Err()
 }
 
-// established runs on the loop once g's tools are swapped in: g becomes
-// the generation WithSession uses, its catalog is published, and the
-// subscriptions made or ended while it connected reach it.
-func (s *Supervisor) established(g *generation) {
-	s.ext.live.Store(g)
-	s.catchUpSubscriptions(g)
-	if s.cfg.Catalog != nil {
-		s.cfg.Catalog.publish(s.cfg.Name, g.ext.listed)
+// Value returns the caller's values. (context.Cause of a call's context
+// is its Err, or the caller's cause once the caller's context has ended.)
+func (x *callCtx) Value(key any) any { return x.parent.Value(key) }
+
+// AfterFunc arranges for f to run in its own goroutine once the call is
+// cancelled, so that a context derived from the call's needs no goroutine
+// to watch it (context.AfterFunc and context.WithCancel use this method).
+func (x *callCtx) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	x.mu.Lock()
+	if x.err != nil || x.ended {
+		x.mu.Unlock()
+		a.once.Do(func() { go f() })
+		return func() bool { return false }
 	}
-	g.ext.mu.Lock()
-	g.ext.live = true
-	resync := g.ext.more
-	g.ext.mu.Unlock()
-	if resync {
-		g.catalogChanged()
+	if x.parent.Done() != nil {
+		x.watchParentLocked()
+	}
+	x.afters = append(x.afters, a)
+	x.mu.Unlock()
+	return func() bool {
+		stopped := false
+		a.once.Do(func() { stopped = true })
+		return stopped
 	}
 }
 
-// catchUpSubscriptions sends g what Subscribe and Unsubscribe changed
-// after its attempt sent the subscriptions: they found no generation up
-// (ErrUnavailable) and left the change to this one. It runs after g is
-// the live generation, so a later change goes to g itself; one made
-// meanwhile may be sent twice, which changes nothing.
-func (s *Supervisor) catchUpSubscriptions(g *generation) {
-	if !g.ext.takes {
+// watchParentLocked propagates the caller's cancellation, once.
+func (x *callCtx) watchParentLocked() {
+	if x.stop == nil {
+		x.stop = context.AfterFunc(x.parent, func() { x.cancel(byParent, x.parent.Err()) })
+	}
+}
+
+func (x *callCtx) String() string { return "conn.callContext" }
+
+// cancel ends the call's context for reason, with err as its Err, unless
+// it was cancelled or ended already.
+func (x *callCtx) cancel(reason cancelReason, err error) {
+	x.mu.Lock()
+	x.cancelLocked(reason, err)
+	x.mu.Unlock()
+}
+
+func (x *callCtx) cancelLocked(reason cancelReason, err error) {
+	if x.err != nil || x.ended {
 		return
 	}
-	if add, drop := subsDiff(s.Subscriptions(), g.ext.sent); len(add)+len(drop) == 0 {
+	x.err, x.reason = err, reason
+	if x.done != nil {
+		close(x.done)
+	}
+	x.runAfters()
+}
+
+func (x *callCtx) runAfters() {
+	for _, a := range x.afters {
+		a.once.Do(func() { go a.f() })
+	}
+	x.afters = nil
+}
+
+// finish marks the call as returned. An unused channel goes back to the
+// pool; a context that was derived from the call's and is still waiting is
+// cancelled, as the deferred cancel of context.WithCancel would.
+func (x *callCtx) finish() {
+	x.mu.Lock()
+	if x.ended {
+		x.mu.Unlock()
 		return
 	}
-	s.workers.Add(1)
-	go func() {
-		defer s.workers.Done()
-		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.CallTimeout)
-		defer cancel()
-		if _, err := s.lockSubs(ctx); err != nil {
-			return // retired, or the server is too slow: the next generation gets them
+	var recycle chan struct{}
+	if x.err == nil {
+		x.err = context.Canceled
+		x.runAfters()
+		if x.stop == nil {
+			recycle = x.done
+		} else if x.done != nil {
+			close(x.done)
 		}
-		defer s.unlockSubs()
-		add, drop := subsDiff(s.Subscriptions(), g.ext.sent)
-		for _, uri := range add {
-			if err := g.sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-				s.cfg.Logger.Warn("resource subscription made while connecting was refused: "+redact.Error(err).Error(),
-					"server", s.cfg.Name, "generation", g.id, "uri", uri, "err", redact.Error(err))
-			}
-		}
-		for _, uri := range drop {
-			_ = g.sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-		}
-	}()
+	}
+	x.ended = true
+	x.done = nil
+	stop := x.stop
+	x.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if recycle != nil {
+		x.calls.putChan(recycle)
+	}
 }
 
-// subsDiff returns what is in want and not in sent, and the reverse.
-func subsDiff(want, sent []string) (add, drop []string) {
-	for _, uri := range want {
-		if !slices.Contains(sent, uri) {
-			add = append(add, uri)
-		}
-	}
-	for _, uri := range sent {
-		if !slices.Contains(want, uri) {
-			drop = append(drop, uri)
-		}
-	}
-	return add, drop
+// expired reports whether CallTimeout cancelled the call.
+func (x *callCtx) expired() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.reason == byTimeout
 }
 
-// startSession sets up what the supervisor keeps beyond tools: the
-// initial roots, the catalog reservation (released with the registry's)
-// and the handler goroutine. Start calls it before the loop runs.
-func (s *Supervisor) startSession() error {
-	s.ext.roots.roots = s.cfg.Roots
-	s.ext.subSend = make(chan struct{}, 1)
-	if c := s.cfg.Catalog; c != nil {
-		release, err := c.reserve(s.cfg.Name, s)
-		if err != nil {
-			return err
-		}
-		if prev := s.release; prev != nil {
-			s.release = func() { prev(); release() }
-		} else {
-			s.release = release
-		}
-	}
-	s.startCallbacks()
-	return nil
-}
+const (
+	notCancelled cancelReason = iota
+	byTimeout                 // CallTimeout expired
+	byShutdown                // the generation was shut down
+	byParent                  // the caller's context ended
+)

@@ -4,13 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
+
+// A supervisor's life: Start builds its connection machine, whose entry
+// actions are the loop's (loop.go); Close asks the loop to dispose, and
+// disposal waits for every generation and worker, bounded by CloseTimeout;
+// a Close whose context ends first kills the processes not yet confirmed
+// gone.
 
 // Supervisor keeps one MCP server connected and its tools registered. It
 // runs the connection machine of [Table]: every state change goes through
@@ -64,19 +73,13 @@ type Supervisor struct {
 
 	ext     sessionState // the session beyond its tools (session.go)
 	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
-	holds   holdState    // calls waiting for the next generation (hold.go)
+	holds   holdState    // calls waiting for the next generation (calls.go)
 }
 
 type published struct {
 	tool       Tool
 	unregister func()
 }
-
-// compiledTable is Table compiled once: every supervisor's machine shares
-// its tables.
-var compiledTable = sync.OnceValues(func() (*fsm.Compiled[State, Event, Payload], error) {
-	return fsm.Compile(Table())
-})
 
 // Start validates cfg and starts supervising the server. Invalid
 // configuration fails here with a [*ConfigError] naming the field.
@@ -215,15 +218,6 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	}
 }
 
-// fire runs one event through the machine with its payload. Only the loop
-// fires events.
-func (s *Supervisor) fire(ev Event, p Payload) {
-	if err := s.machine.FireWith(context.Background(), ev, p); err != nil {
-		s.cfg.Logger.Error("connection machine rejected an event; this is a bug in mcpfsm",
-			"server", s.cfg.Name, "state", string(s.machine.State()), "event", string(ev), "err", err)
-	}
-}
-
 // isDone reports whether ch is closed; a nil ch is not.
 func isDone(ch <-chan struct{}) bool {
 	select {
@@ -232,4 +226,128 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// dispose is the entry action of disposing: fence, cancel, close, then wait
+// for quiescence off the loop. (Leaving a backoff state already disarmed
+// its timer.)
+func (s *Supervisor) dispose() {
+	s.resolveReady(s.closedErr())
+	s.answerWaiters(s.closedErr())
+	// The generation that halted reconnecting is waited for too: its
+	// process may still run, and a Close that returned nil beside it
+	// would let a host start the server again (a config reload).
+	var barriers []*generation
+	for _, g := range []*generation{s.pending, s.current, s.stuck} {
+		if g != nil && !slices.Contains(barriers, g) {
+			barriers = append(barriers, g)
+		}
+	}
+	s.pending = nil
+	// One deadline bounds all of disposal, armed before the disposing
+	// transition is reported, so a test on a fake clock that sees it can
+	// advance past it.
+	expired := make(chan struct{})
+	deadline := s.clk.AfterFunc(s.cfg.CloseTimeout, func() { close(expired) })
+	for _, g := range barriers {
+		g.shutdown()
+	}
+	go func() {
+		defer deadline.Stop()
+		ok := true
+		for _, g := range barriers {
+			ok = waitOrExpire(g.released, expired) && ok
+		}
+		// Every worker is bounded once its generation is shut down, unless a
+		// transport ignores cancellation (an HTTP session whose Close never
+		// returns, say). Such a worker is left behind and reported at the
+		// deadline rather than holding Close for ever.
+		quiet := make(chan struct{})
+		go func() {
+			s.workers.Wait()
+			close(quiet)
+		}()
+		ok = waitOrExpire(quiet, expired) && ok
+		s.post(func() { s.quiesced(ok) })
+	}()
+}
+
+// quiesced ends disposal. An incomplete shutdown is logged at error, not
+// only returned: a host that ignores Close's error must still learn that
+// a server process may have outlived its supervisor.
+func (s *Supervisor) quiesced(ok bool) {
+	if !ok {
+		s.disposeErr = fmt.Errorf("conn: closing %q: a server process did not exit within %v: %w",
+			s.cfg.Name, s.cfg.CloseTimeout, ErrIncompleteShutdown)
+		s.cfg.Logger.Error("shutdown may be incomplete: a server process did not exit within CloseTimeout ("+
+			s.cfg.CloseTimeout.String()+"); check for a leftover process",
+			"server", s.cfg.Name, "state", string(s.machine.State()), "generation", s.genSeq, "err", s.disposeErr)
+	}
+	if s.release != nil {
+		s.release()
+	}
+	s.fire(EventDisposed, Payload{Err: s.disposeErr})
+}
+
+// killWait bounds how long a Close whose context ended waits for the
+// processes it killed to be reaped. SIGKILL is sent before Close returns,
+// so they die even if the host exits at once.
+const killWait = time.Second
+
+// processes is the set of a supervisor's transports that own a process not
+// yet confirmed gone. Close kills them all at once when its context ends
+// before disposal does (a host's second interrupt, or its own deadline):
+// no server process outlives a host that gives up waiting.
+type processes struct {
+	mu sync.Mutex
+	m  map[Terminator]struct{}
+}
+
+func (p *processes) add(t Terminator) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[Terminator]struct{}{}
+	}
+	p.m[t] = struct{}{}
+}
+
+func (p *processes) remove(t Terminator) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, t)
+}
+
+// killAll kills every process now, skipping the grace periods, and waits
+// at most killWait for them to be gone.
+func (p *processes) killAll() {
+	p.mu.Lock()
+	var gone []<-chan struct{}
+	for t := range p.m {
+		gone = append(gone, killNow(t))
+	}
+	p.mu.Unlock()
+	timer := time.NewTimer(killWait)
+	defer timer.Stop()
+	for _, c := range gone {
+		select {
+		case <-c:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// killNow terminates t with no grace period: for the package's own
+// transports the process group is SIGKILLed before it returns.
+func killNow(t Terminator) <-chan struct{} {
+	return terminateWithin(t, time.Nanosecond) // no room for a grace period
+}
+
+// terminateWithin terminates t so that it ends within d if it can.
+func terminateWithin(t Terminator, d time.Duration) <-chan struct{} {
+	if bt, ok := t.(transport.Owned); ok {
+		return bt.TerminateWithin(d)
+	}
+	return t.Terminate()
 }

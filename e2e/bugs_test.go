@@ -36,7 +36,7 @@ func TestReplyRightBeforeExitIsDelivered(t *testing.T) {
 }
 
 // TestToolSwapIsAtomic: while a server changes its tool list, a tool that
-// is in every list must stay registered. swap (conn/sync.go) unregisters
+// is in every list must stay registered. swap (conn/loop.go) unregisters
 // the whole previous generation before it registers the next one, so a
 // concurrent Lookup or Call finds no tool at all.
 func TestToolSwapIsAtomic(t *testing.T) {

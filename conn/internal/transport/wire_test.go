@@ -1,4 +1,4 @@
-package conn
+package transport
 
 import (
 	"context"
@@ -45,8 +45,8 @@ func (f *fakeConn) Write(_ context.Context, m jsonrpc.Message) error {
 func (f *fakeConn) Close() error      { f.once.Do(func() { close(f.closed) }); return nil }
 func (f *fakeConn) SessionID() string { return "" }
 
-func newWire(f *fakeConn, broken func(error)) *wireConn {
-	return &wireConn{Connection: f, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: broken, ack: newListenAck()}
+func newWire(f *fakeConn, broken func(error)) *WireConn {
+	return &WireConn{Connection: f, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: broken, ack: NewListenAck()}
 }
 
 func id(t *testing.T, v any) jsonrpc.ID {
@@ -62,15 +62,15 @@ func TestWireMarksOnlyCallsCarryingTheMark(t *testing.T) {
 	f := newFakeConn()
 	w := newWire(f, nil)
 	ctx := context.Background()
-	m := new(wireMark)
-	if err := w.Write(withWireMark(ctx, m), &jsonrpc.Request{Method: "notifications/progress"}); err != nil {
+	m := new(Mark)
+	if err := w.Write(WithMark(ctx, m), &jsonrpc.Request{Method: "notifications/progress"}); err != nil {
 		t.Fatal(err)
 	}
 	if m.written.Load() {
 		t.Error("a notification set the mark")
 	}
-	other := new(wireMark)
-	if err := w.Write(withWireMark(ctx, other), &jsonrpc.Request{ID: id(t, float64(1)), Method: "tools/call"}); err != nil {
+	other := new(Mark)
+	if err := w.Write(WithMark(ctx, other), &jsonrpc.Request{ID: id(t, float64(1)), Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
 	if m.written.Load() || !other.written.Load() {
@@ -93,7 +93,7 @@ func TestWireDiedOnDiscover(t *testing.T) {
 			f := newFakeConn()
 			w := newWire(f, nil)
 			if tc.discover {
-				_ = w.Write(context.Background(), &jsonrpc.Request{ID: id(t, float64(1)), Method: methodDiscover})
+				_ = w.Write(context.Background(), &jsonrpc.Request{ID: id(t, float64(1)), Method: MethodDiscover})
 			}
 			if tc.answer {
 				f.in <- &jsonrpc.Response{ID: id(t, float64(1)), Error: errors.New("method not found")}
@@ -105,8 +105,8 @@ func TestWireDiedOnDiscover(t *testing.T) {
 			if _, err := w.Read(context.Background()); !errors.Is(err, io.EOF) {
 				t.Fatalf("Read after close: %v", err)
 			}
-			if got := w.diedOnDiscover(); got != tc.want {
-				t.Errorf("diedOnDiscover = %v, want %v", got, tc.want)
+			if got := w.DiedOnDiscover(); got != tc.want {
+				t.Errorf("DiedOnDiscover = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -117,7 +117,7 @@ func TestWireListenEndedByTheServerIsReported(t *testing.T) {
 		f := newFakeConn()
 		var got []error
 		w := newWire(f, func(err error) { got = append(got, err) })
-		_ = w.Write(context.Background(), &jsonrpc.Request{ID: id(t, float64(7)), Method: methodSubscriptionsListen})
+		_ = w.Write(context.Background(), &jsonrpc.Request{ID: id(t, float64(7)), Method: MethodSubscriptionsListen})
 		if cancelled {
 			params, _ := json.Marshal(map[string]any{"requestId": 7})
 			_ = w.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
@@ -147,14 +147,14 @@ func TestWireProbeIsAnsweredOutOfBand(t *testing.T) {
 		}
 	}()
 	done := make(chan error, 1)
-	go func() { done <- w.probe(context.Background(), methodDiscover, map[string]any{}) }()
+	go func() { done <- w.Probe(context.Background(), MethodDiscover, map[string]any{}) }()
 	var req *jsonrpc.Request
 	select {
 	case req = <-f.writes:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the probe was never written")
 	}
-	if req.Method != methodDiscover {
+	if req.Method != MethodDiscover {
 		t.Fatalf("probe method %q", req.Method)
 	}
 	// An error answer is an answer; the SDK never sees it.
@@ -166,7 +166,7 @@ func TestWireProbeIsAnsweredOutOfBand(t *testing.T) {
 	if m := <-reads; m.(*jsonrpc.Request).Method != "notifications/message" {
 		t.Errorf("the SDK read %+v, want the notification only", m)
 	}
-	go func() { done <- w.probe(context.Background(), methodDiscover, map[string]any{}) }()
+	go func() { done <- w.Probe(context.Background(), MethodDiscover, map[string]any{}) }()
 	f.Close()
 	if err := <-done; !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Errorf("probe on a closed connection: %v, want ErrConnectionClosed", err)

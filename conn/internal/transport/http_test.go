@@ -1,4 +1,4 @@
-package conn
+package transport
 
 import (
 	"io"
@@ -43,20 +43,20 @@ func TestResponseRecorder(t *testing.T) {
 	if body, _ := io.ReadAll(resp.Body); string(body) != "busy\n" {
 		t.Errorf("the SDK reads %q, want the whole body", body)
 	}
-	he, _ := r.cause().(*HTTPError)
+	he := r.answer()
 	if he == nil || he.StatusCode != 503 || he.Body != "busy" || he.RetryAfter != 30*time.Second {
 		t.Fatalf("after a 503: %#v", he)
 	}
 	_, _ = r.RoundTrip(get)
-	if r.cause() != he {
-		t.Errorf("a GET's 405 replaced the POST's answer: %v", r.cause())
+	if r.answer() != he {
+		t.Errorf("a GET's 405 replaced the POST's answer: %v", r.answer())
 	}
 	_, _ = r.RoundTrip(post)
-	if r.cause() != nil {
-		t.Errorf("after a successful POST: %v, want nil", r.cause())
+	if r.answer() != nil {
+		t.Errorf("after a successful POST: %v, want nil", r.answer())
 	}
 	_, _ = r.RoundTrip(post)
-	he, _ = r.cause().(*HTTPError)
+	he = r.answer()
 	if he == nil || len(he.Body) != MaxCauseBytes || he.RetryAfter != 0 {
 		t.Errorf("a 429 with a bad Retry-After and a long body: %d bytes, retry after %v", len(he.Body), he.RetryAfter)
 	}
