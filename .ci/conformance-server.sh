@@ -35,10 +35,11 @@ trap cleanup EXIT
 (cd "$root" && go build -o "$work/everything" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
 (cd "$root" && go build -o "$work/mcpfsm" ./cmd/mcpfsm)
 
-# freeport prints a TCP port of 127.0.0.1 that nothing listens on.
+# freeport prints a TCP port of 127.0.0.1 that nothing listens on, below
+# the range the kernel hands out to outgoing connections (32768 on).
 freeport() {
 	local p
-	for p in $(seq $((20000 + $$ % 20000)) 65000); do
+	for p in $(seq $((10000 + $$ % 20000)) 32000); do
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -66,15 +67,26 @@ pids+=($!)
 ready "$direct_port" "$work/direct.log"
 
 # serve_mode starts serve with the everything-server isolated as $1 on a
-# free port, and sets serve_port and serve_pid.
+# port the kernel picks (a port found free and bound later can be taken
+# meanwhile), and sets serve_port and serve_pid from the URL it logs.
 serve_mode() {
-	serve_port=$(freeport)
-	while [ "$serve_port" = "$direct_port" ] || [ "$serve_port" = "${per_client_port:-}" ]; do serve_port=$(freeport); done
+	local log="$work/serve-$1.log" i
 	printf '{"mcpServers": {"everything": {"command": "%s", "isolation": "%s"}}}\n' "$work/everything" "$1" >"$work/servers-$1.json"
-	"$work/mcpfsm" serve -config "$work/servers-$1.json" -names raw -listen "127.0.0.1:$serve_port" -unauthenticated >"$work/serve-$1.log" 2>&1 &
+	"$work/mcpfsm" serve -config "$work/servers-$1.json" -names raw -listen 127.0.0.1:0 -unauthenticated >"$log" 2>&1 &
 	serve_pid=$!
 	pids+=($serve_pid)
-	ready "$serve_port" "$work/serve-$1.log"
+	serve_port=
+	for i in $(seq 1 300); do
+		serve_port=$(sed -n 's|.*serving MCP over Streamable HTTP at http://127\.0\.0\.1:\([0-9]*\)/mcp.*|\1|p' "$log" | head -1)
+		[ -n "$serve_port" ] && break
+		sleep 0.1
+	done
+	if [ -z "$serve_port" ]; then
+		echo "conformance-server: serve -listen named no URL after 30s; its log:" >&2
+		cat "$log" >&2
+		exit 1
+	fi
+	ready "$serve_port" "$log"
 }
 serve_mode per-client
 per_client_port=$serve_port per_client_pid=$serve_pid
