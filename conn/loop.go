@@ -508,16 +508,19 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	if status != 0 {
 		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: redact.Error(err)}
 	}
-	s.resolveReady(ferr)
-	// Reconnect's callers hear the outcome once the machine has moved on
-	// from connecting, so that State then reports where it led.
+	// Ready's and Reconnect's callers hear the outcome once the machine
+	// has moved on from connecting, so that State then reports where it
+	// led.
+	defer s.resolveReady(ferr)
 	waiters := s.waiters
 	s.waiters = nil
 	defer answer(waiters, ferr)
 	if first && s.cfg.FailOnStartupError {
-		// Start is about to Close: dispose now, with the reason recorded.
+		// Start is about to Close: dispose now, with the reason recorded
+		// (Ready's answer, before disposal answers it with ErrClosed).
 		// A process not yet confirmed gone is waited for by disposal, so
 		// that Start leaves nothing running or says that it may have.
+		s.resolveReady(ferr)
 		if !released {
 			s.stuck = g
 		}
