@@ -216,9 +216,9 @@ func TestTraceThroughServeIntoAStdioBackend(t *testing.T) {
 	if len(parts) != 4 || parts[1] != traceID || parts[2] == "00f067aa0ba902b7" {
 		t.Fatalf("the backend got traceparent %q; want trace %s with a new parent span", got, traceID)
 	}
-	spans, err := recv.Await(ctx, 2)
+	spans, err := recv.AwaitTrace(ctx, traceID, 2)
 	if err != nil {
-		t.Fatalf("the receiver got %d spans: %v", len(recv.Spans()), err)
+		t.Fatalf("the receiver got %+v: %v", recv.Spans(), err)
 	}
 	var request, call *otlptest.Span
 	for i, s := range spans {

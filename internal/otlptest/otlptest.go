@@ -159,20 +159,37 @@ func (r *Receiver) Spans() []Span {
 // Await returns the spans received once there are at least n, waiting
 // until ctx ends.
 func (r *Receiver) Await(ctx context.Context, n int) ([]Span, error) {
+	return r.await(ctx, n, "", func(Span) bool { return true })
+}
+
+// AwaitTrace returns the spans of the trace traceID (lower-case hex)
+// received once there are at least n of them, waiting until ctx ends:
+// the spans of other traces (a session's initialize, say) do not count.
+func (r *Receiver) AwaitTrace(ctx context.Context, traceID string, n int) ([]Span, error) {
+	return r.await(ctx, n, " of trace "+traceID, func(s Span) bool { return s.TraceID == traceID })
+}
+
+// await returns the received spans that keep holds for once there are
+// at least n, waiting until ctx ends; what names them in its error.
+func (r *Receiver) await(ctx context.Context, n int, what string, keep func(Span) bool) ([]Span, error) {
 	for {
 		r.mu.Lock()
-		if len(r.spans) >= n {
-			out := append([]Span(nil), r.spans...)
+		var out []Span
+		for _, s := range r.spans {
+			if keep(s) {
+				out = append(out, s)
+			}
+		}
+		if len(out) >= n {
 			r.mu.Unlock()
 			return out, nil
 		}
 		ch := r.changed.C()
-		have := len(r.spans)
 		r.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("otlptest: %d of %d spans received: %w", have, n, ctx.Err())
+			return nil, fmt.Errorf("otlptest: %d of %d spans%s received: %w", len(out), n, what, ctx.Err())
 		}
 	}
 }
