@@ -173,10 +173,7 @@ func (c *client) close() {
 		return
 	}
 	c.closed = true
-	instances := make([]*instance.Instance, 0, len(c.instances))
-	for _, in := range c.instances {
-		instances = append(instances, in)
-	}
+	instances := c.instanceList()
 	subs := c.subs
 	c.subs = map[target]map[string]bool{}
 	ss := c.ss

@@ -3,6 +3,8 @@ package front
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
@@ -60,6 +62,13 @@ func (c *client) startInstance(ctx context.Context, server string, observe func(
 		return nil, nil, fmt.Errorf("server %q: its instance for this client did not start: %w", server, err)
 	}
 	return sup, release, nil
+}
+
+// instanceList is c's instances; c.mu must be held. An instance's
+// methods take its own lock, which is held while it starts, and a start
+// takes c.mu (configure): they are called with c.mu released.
+func (c *client) instanceList() []*instance.Instance {
+	return slices.Collect(maps.Values(c.instances))
 }
 
 // configure sets what of c's instance of server's conn.Config is c's.

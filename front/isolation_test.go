@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type httpPeer struct {
 type isolationRig struct {
 	url string
 	sup *conn.Supervisor
+	bs  *fakeBackends
 }
 
 func newIsolationRig(t *testing.T, perClient bool) *isolationRig {
@@ -90,12 +92,19 @@ func newIsolationRig(t *testing.T, perClient bool) *isolationRig {
 		_ = sup.Close(context.Background())
 		srv.Close()
 	})
-	return &isolationRig{url: hs.URL, sup: sup}
+	return &isolationRig{url: hs.URL, sup: sup, bs: bs}
 }
 
 // connect connects a client offering roots, which records the log
 // messages it receives.
 func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *httpPeer {
+	t.Helper()
+	p, _ := r.connectClient(t, name, roots...)
+	return p
+}
+
+// connectClient is connect, and the client, whose roots a test changes.
+func (r *isolationRig) connectClient(t *testing.T, name string, roots ...string) (*httpPeer, *mcp.Client) {
 	t.Helper()
 	p := &httpPeer{logs: make(chan string, 16)}
 	c := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
@@ -116,7 +125,7 @@ func (r *isolationRig) connect(t *testing.T, name string, roots ...string) *http
 	}
 	t.Cleanup(func() { _ = sess.Close() })
 	p.sess = sess
-	return p
+	return p, c
 }
 
 func (p *httpPeer) call(t *testing.T, tool string, args any) string {
@@ -177,6 +186,74 @@ func TestRootsAreTheCallingClients(t *testing.T) {
 	if roots := r.sup.Roots(); len(roots) != 0 {
 		t.Fatalf("the supervisor holds roots %v of one of two clients", roots)
 	}
+}
+
+// A client's roots that change while its instance starts reach the
+// instance, and neither waits for the other: the roots are read with the
+// client's lock held, and an instance starts with its own lock held and
+// takes the client's roots.
+func TestRootsChangeWhileAnInstanceStarts(t *testing.T) {
+	r := newIsolationRig(t, true)
+	start := r.bs.start
+	entered := make(chan struct{})
+	r.bs.start = func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error) {
+		close(entered)
+		// The start goes on once the roots read waits for the instance.
+		deadline := time.Now().Add(limit)
+		for !goroutineIn("front.(*client).readRoots", "instance.(*Instance).Running") {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("no roots read waited for the instance within %v", limit)
+			}
+			runtime.Gosched()
+		}
+		return start(ctx, server, configure)
+	}
+	p, c := r.connectClient(t, "alice", "file:///home/alice")
+	called := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		res, err := p.sess.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__roots"})
+		switch {
+		case err != nil:
+			called <- err.Error()
+		case res.IsError:
+			called <- fmt.Sprint("tool error: ", res.Content)
+		default:
+			called <- res.Content[0].(*mcp.TextContent).Text
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(limit):
+		t.Fatal("the call started no instance")
+	}
+	c.AddRoots(&mcp.Root{URI: "file:///home/alice/new"}) // the front reads them again
+	select {
+	case got := <-called:
+		if got != "file:///home/alice,file:///home/alice/new" {
+			t.Errorf("the instance saw roots %q, want both of alice's", got)
+		}
+	case <-time.After(2 * limit):
+		t.Fatal("the call did not return: the roots read and the instance's start wait for each other")
+	}
+}
+
+// goroutineIn reports whether a goroutine's stack holds every one of
+// funcs.
+func goroutineIn(funcs ...string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		all := true
+		for _, f := range funcs {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // A log message sent during one client's call reaches that client only,

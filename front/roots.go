@@ -102,13 +102,16 @@ func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
 	roots := cloneRoots(res.Roots)
 	c.mu.Lock()
 	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
+	instances := c.instanceList()
+	c.mu.Unlock()
+	// An instance that starts now took the roots above, or is in the
+	// list: Running waits for its start (see instanceList).
 	var sups []*conn.Supervisor
-	for _, in := range c.instances {
+	for _, in := range instances {
 		if sup := in.Running(); sup != nil {
 			sups = append(sups, sup)
 		}
 	}
-	c.mu.Unlock()
 	if c.kind == stdioClient {
 		sups = append(sups, c.f.supervisors()...)
 	}

@@ -40,9 +40,10 @@ func (v *view) init() {
 // instance: those whose instance has listed since it started.
 func (c *client) own() map[string]bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	instances := maps.Clone(c.instances)
+	c.mu.Unlock()
 	out := map[string]bool{}
-	for name, in := range c.instances {
+	for name, in := range instances {
 		if in.Listing() {
 			out[name] = true
 		}
