@@ -86,6 +86,7 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	}
 	found := make(chan string, 1)
 	done := make(chan struct{})
+	var log strings.Builder // read once done is closed
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
@@ -95,6 +96,8 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 			}
 			if testing.Verbose() {
 				t.Log(sc.Text())
+			} else {
+				log.WriteString(sc.Text() + "\n")
 			}
 		}
 	}()
@@ -109,6 +112,9 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 			<-exited
 		}
 		<-done
+		if t.Failed() && log.Len() > 0 {
+			t.Logf("%s's stderr:\n%s", cmd.Path, log.String())
+		}
 	})
 	select {
 	case url := <-found:
