@@ -168,8 +168,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 }
 
 // Ready waits for the first attempt's outcome and returns its error (nil
-// when the server came up). Later outages do not change it. It returns
-// ctx's error if ctx ends first.
+// when the server came up); by then State and Status report where the
+// outcome led. Later outages do not change it. It returns ctx's error if
+// ctx ends first.
 func (s *Supervisor) Ready(ctx context.Context) error {
 	select {
 	case <-s.ready:
