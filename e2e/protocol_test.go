@@ -6,16 +6,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 )
 
 // requestLog is a Stdio.Stderr writer that keeps the "testserver: request
 // METHOD VERSION" lines the fixture's raw server prints for every request.
 type requestLog struct {
-	mu   sync.Mutex
-	buf  []byte
-	reqs []string // "METHOD VERSION", in arrival order
+	mu      sync.Mutex
+	buf     []byte
+	reqs    []string // "METHOD VERSION", in arrival order
+	changed broadcast.Signal
 }
 
 func (l *requestLog) Write(p []byte) (int, error) {
@@ -31,6 +34,7 @@ func (l *requestLog) Write(p []byte) (int, error) {
 		l.buf = l.buf[i+1:]
 		if rest, ok := strings.CutPrefix(line, "testserver: request "); ok {
 			l.reqs = append(l.reqs, strings.TrimSpace(rest))
+			l.changed.Notify()
 		}
 	}
 }
@@ -39,6 +43,30 @@ func (l *requestLog) requests() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.reqs)
+}
+
+// through returns the requests once one of method is among them, or
+// fails t after wait. The server prints each request before it answers,
+// but its stderr reaches the log on a goroutine of its own: a request
+// answered may not be logged yet.
+func (l *requestLog) through(t *testing.T, method string) []string {
+	t.Helper()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		ch := l.changed.C()
+		reqs := slices.Clone(l.reqs)
+		l.mu.Unlock()
+		if slices.ContainsFunc(reqs, func(r string) bool { m, _, _ := strings.Cut(r, " "); return m == method }) {
+			return reqs
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			t.Fatalf("the server logged no %s request within %v: %q", method, wait, reqs)
+		}
+	}
 }
 
 // rawCommand is the fixture's raw JSON-RPC server with flags; its stderr
@@ -65,7 +93,7 @@ func TestOlderProtocolVersions(t *testing.T) {
 				t.Fatalf("tools %v, want %v", got, want)
 			}
 			e.mustEcho("hello " + version)
-			reqs := log.requests()
+			reqs := log.through(t, "tools/call")
 			if len(reqs) == 0 || reqs[0] != "initialize "+conn.ClassicProtocolVersion {
 				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.ClassicProtocolVersion, reqs)
 			}
@@ -95,7 +123,7 @@ func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
 				t.Errorf("Status.Protocol %q, want %q", got, answer)
 			}
 			e.mustEcho("hello " + answer)
-			reqs := log.requests()
+			reqs := log.through(t, "tools/call")
 			t.Logf("requests: %q", reqs)
 			// server/discover carries its version in _meta, not in params.
 			if len(reqs) < 2 || reqs[0] != "server/discover" || reqs[1] != "initialize 2025-11-25" {
