@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +90,31 @@ func get(t *testing.T, conn net.Conn, br *bufio.Reader, path string) *http.Respo
 	return resp
 }
 
+// awaitIdle waits, at most 2 s, until n connections within the cap are
+// idle between requests: net/http marks a connection idle after it wrote
+// the response, which the client may have read before.
+func (c *capped) awaitIdle(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c.ln.mu.Lock()
+		idle := 0
+		for lc := range c.ln.in {
+			if lc.state == http.StateIdle {
+				idle++
+			}
+		}
+		c.ln.mu.Unlock()
+		if idle == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle within 2 s, want %d", idle, n)
+		}
+		runtime.Gosched()
+	}
+}
+
 // hold takes one connection slot with a request that never ends.
 func (c *capped) hold(t *testing.T, from string) {
 	t.Helper()
@@ -136,12 +162,14 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 		if resp := get(t, idle[i], bufio.NewReader(idle[i]), "/ok"); resp.StatusCode != 200 {
 			t.Fatalf("keep-alive request %d: %d", i, resp.StatusCode)
 		}
+		c.awaitIdle(t, i+1)
 	}
 	for i := range 3 {
 		conn := c.dial(t, "")
 		if resp := get(t, conn, bufio.NewReader(conn), "/ok"); resp.StatusCode != 200 {
 			t.Errorf("new connection %d with the cap full of idle ones: %d, want 200", i, resp.StatusCode)
 		}
+		c.awaitIdle(t, 2)
 	}
 	// The first idle connection was closed first.
 	idle[0].SetReadDeadline(time.Now().Add(2 * time.Second))
