@@ -173,7 +173,7 @@ func (c *client) close() {
 		return
 	}
 	c.closed = true
-	instances := c.instanceList()
+	instances := c.instanceSet()
 	subs := c.subs
 	c.subs = map[target]map[string]bool{}
 	ss := c.ss

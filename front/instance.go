@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
@@ -64,11 +63,12 @@ func (c *client) startInstance(ctx context.Context, server string, observe func(
 	return sup, release, nil
 }
 
-// instanceList is c's instances; c.mu must be held. An instance's
-// methods take its own lock, which is held while it starts, and a start
-// takes c.mu (configure): they are called with c.mu released.
-func (c *client) instanceList() []*instance.Instance {
-	return slices.Collect(maps.Values(c.instances))
+// instanceSet is a copy of c's instances by server; c.mu must be held.
+// An instance's methods take its own lock, which is held while it
+// starts, and a start takes c.mu (configure): they are called on the
+// copy, with c.mu released.
+func (c *client) instanceSet() map[string]*instance.Instance {
+	return maps.Clone(c.instances)
 }
 
 // configure sets what of c's instance of server's conn.Config is c's.

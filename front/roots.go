@@ -102,10 +102,10 @@ func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
 	roots := cloneRoots(res.Roots)
 	c.mu.Lock()
 	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
-	instances := c.instanceList()
+	instances := c.instanceSet()
 	c.mu.Unlock()
 	// An instance that starts now took the roots above, or is in the
-	// list: Running waits for its start (see instanceList).
+	// list: Running waits for its start (see instanceSet).
 	var sups []*conn.Supervisor
 	for _, in := range instances {
 		if sup := in.Running(); sup != nil {

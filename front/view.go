@@ -40,7 +40,7 @@ func (v *view) init() {
 // instance: those whose instance has listed since it started.
 func (c *client) own() map[string]bool {
 	c.mu.Lock()
-	instances := maps.Clone(c.instances)
+	instances := c.instanceSet()
 	c.mu.Unlock()
 	out := map[string]bool{}
 	for name, in := range instances {
