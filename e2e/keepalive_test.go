@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
 
 // hungCommand is the fixture's raw server that stops answering anything,
@@ -14,7 +15,7 @@ import (
 // (initialize, tools/list and one call), and then ignores stdin EOF too: a
 // deadlocked server with its pipes open. Only a signal ends it; grace is
 // its TerminateDuration.
-func (e *env) hungCommand(grace time.Duration) (*conn.Stdio, *requestLog) {
+func (e *env) hungCommand(grace time.Duration) (*conn.Stdio, *fixture.RequestLog) {
 	cmd, log := e.rawCommand("-hang-after", "3", "-ignore-eof")
 	cmd.TerminateDuration = grace
 	return cmd, log
@@ -56,13 +57,13 @@ func TestKeepAliveDetectsHungServer(t *testing.T) {
 	}
 	e.mustEcho("fresh process") // the fresh process hangs after this too; Close handles it
 	var pings int
-	for _, r := range log.requests() {
+	for _, r := range log.Requests() {
 		if r == "ping" {
 			pings++
 		}
 	}
 	if pings == 0 {
-		t.Errorf("the server saw no ping: %q", log.requests())
+		t.Errorf("the server saw no ping: %q", log.Requests())
 	}
 }
 

@@ -1,79 +1,20 @@
 package e2e_test
 
 import (
+	"context"
 	"io"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/internal/broadcast"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 )
-
-// requestLog is a Stdio.Stderr writer that keeps the "testserver: request
-// METHOD VERSION" lines the fixture's raw server prints for every request.
-type requestLog struct {
-	mu      sync.Mutex
-	buf     []byte
-	reqs    []string // "METHOD VERSION", in arrival order
-	changed broadcast.Signal
-}
-
-func (l *requestLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := strings.IndexByte(string(l.buf), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(l.buf[:i])
-		l.buf = l.buf[i+1:]
-		if rest, ok := strings.CutPrefix(line, "testserver: request "); ok {
-			l.reqs = append(l.reqs, strings.TrimSpace(rest))
-			l.changed.Notify()
-		}
-	}
-}
-
-func (l *requestLog) requests() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.reqs)
-}
-
-// through returns the requests once one of method is among them, or
-// fails t after wait. The server prints each request before it answers,
-// but its stderr reaches the log on a goroutine of its own: a request
-// answered may not be logged yet.
-func (l *requestLog) through(t *testing.T, method string) []string {
-	t.Helper()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		l.mu.Lock()
-		ch := l.changed.C()
-		reqs := slices.Clone(l.reqs)
-		l.mu.Unlock()
-		if slices.ContainsFunc(reqs, func(r string) bool { m, _, _ := strings.Cut(r, " "); return m == method }) {
-			return reqs
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			t.Fatalf("the server logged no %s request within %v: %q", method, wait, reqs)
-		}
-	}
-}
 
 // rawCommand is the fixture's raw JSON-RPC server with flags; its stderr
 // feeds both the env's start watcher and the returned request log.
-func (e *env) rawCommand(flags ...string) (*conn.Stdio, *requestLog) {
+func (e *env) rawCommand(flags ...string) (*conn.Stdio, *fixture.RequestLog) {
 	cmd := e.command(flags...)
-	log := &requestLog{}
+	log := &fixture.RequestLog{}
 	cmd.Stderr = io.MultiWriter(e.starts, log)
 	return cmd, log
 }
@@ -93,7 +34,7 @@ func TestOlderProtocolVersions(t *testing.T) {
 				t.Fatalf("tools %v, want %v", got, want)
 			}
 			e.mustEcho("hello " + version)
-			reqs := log.through(t, "tools/call")
+			reqs := through(t, log, "tools/call")
 			if len(reqs) == 0 || reqs[0] != "initialize "+conn.ClassicProtocolVersion {
 				t.Errorf("first request %q, want initialize at %s; requests: %q", first(reqs), conn.ClassicProtocolVersion, reqs)
 			}
@@ -123,7 +64,7 @@ func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
 				t.Errorf("Status.Protocol %q, want %q", got, answer)
 			}
 			e.mustEcho("hello " + answer)
-			reqs := log.through(t, "tools/call")
+			reqs := through(t, log, "tools/call")
 			t.Logf("requests: %q", reqs)
 			// server/discover carries its version in _meta, not in params.
 			if len(reqs) < 2 || reqs[0] != "server/discover" || reqs[1] != "initialize 2025-11-25" {
@@ -131,6 +72,19 @@ func TestNewestProtocolFallsBackToInitialize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// through returns log's requests once its tools/call is logged (see
+// fixture.RequestLog), or fails t after wait.
+func through(t *testing.T, log *fixture.RequestLog, method string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	reqs, err := log.Through(ctx, method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs
 }
 
 func first(s []string) string {
