@@ -81,6 +81,12 @@ generation.*. 'go generate ./conn' runs it on diagrams/.
 is missing or differs from fresh output. It does not need Graphviz and
 does not check the svgs.
 
+fsmdot draws conn's machines alone: a Go program cannot load another
+package's fsm.Spec at run time (the table is typed Go, not a file), so
+fsmdot is compiled with conn. To draw a machine of your own package,
+call its Spec's DOT or Mermaid method (package fsm) from a test or a
+go:generate program in that package, as this command does for conn.
+
 Exit status: 0 on success, 1 on stale diagrams or a failure, 2 on bad usage.
 
 Examples:
