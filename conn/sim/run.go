@@ -44,9 +44,9 @@ type Result struct {
 	Took      time.Duration // the simulated time the run lasted
 	Procs     int           // processes started
 	Calls     int           // host requests made
-	// Digest is a hash of the run's whole log: two runs of one schedule
-	// with the same Digest happened alike, event for event and instant
-	// for instant.
+	// Digest is a hash of the run's whole log in its canonical order
+	// (see [Canonical]): two runs of one schedule with the same Digest
+	// happened alike, event for event and instant for instant.
 	Digest uint64
 }
 
@@ -83,11 +83,12 @@ type run struct {
 	reg   *conn.ToolRegistry
 	cat   *conn.Catalog
 
-	mu     sync.Mutex // guards h, tail, digest, the Calls' fields
-	h      History
-	tail   []string
-	digest hash.Hash64
-	seq    int
+	mu      sync.Mutex // guards h, tail, digest, instant, the Calls' fields
+	h       History
+	tail    []string
+	digest  hash.Hash64
+	instant instantLines // the lines of the latest instant, not yet in digest
+	seq     int
 
 	// The driver's (the bubble's root goroutine).
 	inc   int
@@ -108,7 +109,7 @@ func runBubble(s Schedule, opts Options) *Result {
 	var v *Violation
 	for i, st := range s.Steps {
 		if st.After > 0 {
-			time.Sleep(st.After)
+			sleep(st.After)
 		}
 		r.logf("step %d: %v", i+1, st)
 		r.do(st)
@@ -145,8 +146,20 @@ func runBubble(s Schedule, opts Options) *Result {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.instant.flush(r.digest)
 	return &Result{Schedule: s, Violation: v, Tail: slices.Clone(r.tail), Moves: slices.Clone(r.h.Transitions),
 		Took: r.now(), Procs: len(r.h.Opens), Calls: len(r.h.Calls), Digest: r.digest.Sum64()}
+}
+
+// sleep is how the driver lets simulated time pass: it sleeps d, and then
+// waits until everything else that woke at that instant (a process's
+// timed fault or late answer, a supervisor's timer) and everything that
+// follows from it is done, so that the driver's next step comes last in
+// its instant. Without the wait, which of the two runs first would be
+// the Go scheduler's choice, not the schedule's.
+func sleep(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
 func (r *run) now() time.Duration { return time.Since(r.t0) }
@@ -160,14 +173,15 @@ func (r *run) record(f func(h *History)) {
 
 // logf adds a line to the run's log.
 func (r *run) logf(format string, args ...any) {
-	line := fmt.Sprintf("%12v  ", r.now()) + fmt.Sprintf(format, args...)
+	at := r.now()
+	line := fmt.Sprintf("%12v  ", at) + fmt.Sprintf(format, args...)
 	r.mu.Lock()
 	if len(r.tail) == r.opts.Tail {
 		copy(r.tail, r.tail[1:])
 		r.tail = r.tail[:len(r.tail)-1]
 	}
 	r.tail = append(r.tail, line)
-	r.digest.Write([]byte(line))
+	r.instant.add(r.digest, at, line)
 	r.mu.Unlock()
 	if r.opts.Log != nil {
 		r.opts.Log(line)
@@ -335,8 +349,7 @@ func isIncomplete(err error) bool {
 func (r *run) calm(final bool) {
 	r.logf("the world calms")
 	r.w.setCalm(true)
-	time.Sleep(time.Millisecond)
-	synctest.Wait()
+	sleep(time.Millisecond)
 	if r.sup == nil {
 		r.startSup(r.setup, "calm")
 	}
@@ -392,8 +405,7 @@ func (r *run) settle() {
 				r.reconnect(Step{Do: "reconnect"})
 			}
 		}
-		time.Sleep(settleStep)
-		synctest.Wait()
+		sleep(settleStep)
 		if sup == nil || sup.State() != conn.Established {
 			since = -1
 			continue
