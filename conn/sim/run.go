@@ -80,6 +80,7 @@ type run struct {
 	opts  Options
 	t0    time.Time
 	w     *world
+	ag    *agenda
 	reg   *conn.ToolRegistry
 	cat   *conn.Catalog
 
@@ -105,11 +106,12 @@ func runBubble(s Schedule, opts Options) *Result {
 	}
 	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), cat: conn.NewCatalog(), kept: map[string]keptTool{}, digest: fnv.New64a()}
 	r.w = newWorld(r)
+	r.ag = newAgenda()
 	r.startSup(s.Setup, "start")
 	var v *Violation
 	for i, st := range s.Steps {
 		if st.After > 0 {
-			sleep(st.After)
+			r.sleep(st.After)
 		}
 		r.logf("step %d: %v", i+1, st)
 		r.do(st)
@@ -129,15 +131,15 @@ func runBubble(s Schedule, opts Options) *Result {
 		r.host.Wait()
 		close(done)
 	}()
+	r.until(time.Now().Add(24*time.Hour), done)
 	select {
 	case <-done:
-	case <-time.After(24 * time.Hour):
+	default:
 		r.record(func(h *History) { h.Leaks = append(h.Leaks, "a request of the host never returned") })
 	}
 	// Every timer still armed fires; a supervisor's, after its Close
 	// returned nil, is a leak (watchedClock).
-	time.Sleep(24 * time.Hour)
-	synctest.Wait()
+	r.sleep(24 * time.Hour)
 	if leaks := bubbleLeaks(); len(leaks) > 0 {
 		r.record(func(h *History) { h.Leaks = append(h.Leaks, leaks...) })
 	}
@@ -149,17 +151,6 @@ func runBubble(s Schedule, opts Options) *Result {
 	r.instant.flush(r.digest)
 	return &Result{Schedule: s, Violation: v, Tail: slices.Clone(r.tail), Moves: slices.Clone(r.h.Transitions),
 		Took: r.now(), Procs: len(r.h.Opens), Calls: len(r.h.Calls), Digest: r.digest.Sum64()}
-}
-
-// sleep is how the driver lets simulated time pass: it sleeps d, and then
-// waits until everything else that woke at that instant (a process's
-// timed fault or late answer, a supervisor's timer) and everything that
-// follows from it is done, so that the driver's next step comes last in
-// its instant. Without the wait, which of the two runs first would be
-// the Go scheduler's choice, not the schedule's.
-func sleep(d time.Duration) {
-	time.Sleep(d)
-	synctest.Wait()
 }
 
 func (r *run) now() time.Duration { return time.Since(r.t0) }
@@ -264,7 +255,9 @@ func (r *run) startSup(s Setup, why string) {
 		OnTransition: func(t conn.Transition) { r.transition(inc, t) },
 	}
 	r.logf("supervisor %d starts (%s): %v", inc, why, s)
-	sup, err := conn.Start(context.Background(), cfg)
+	var sup *conn.Supervisor
+	var err error
+	r.block(func() { sup, err = conn.Start(context.Background(), cfg) })
 	if err != nil {
 		r.logf("supervisor %d did not start: %v", inc, err)
 		r.sup = nil
@@ -292,7 +285,8 @@ func (r *run) closeSup(why string) {
 	sup, inc := r.sup, r.inc
 	r.sup = nil
 	ctx, cancel := context.WithTimeout(context.Background(), r.setup.CloseTimeout+5*time.Second)
-	err := sup.Close(ctx)
+	var err error
+	r.block(func() { err = sup.Close(ctx) })
 	cancel()
 	r.logf("supervisor %d closed (%s): %v", inc, why, err)
 	synctest.Wait() // the loop's goroutine ends after Close returns
@@ -349,7 +343,7 @@ func isIncomplete(err error) bool {
 func (r *run) calm(final bool) {
 	r.logf("the world calms")
 	r.w.setCalm(true)
-	sleep(time.Millisecond)
+	r.sleep(time.Millisecond)
 	if r.sup == nil {
 		r.startSup(r.setup, "calm")
 	}
@@ -405,7 +399,7 @@ func (r *run) settle() {
 				r.reconnect(Step{Do: "reconnect"})
 			}
 		}
-		sleep(settleStep)
+		r.sleep(settleStep)
 		if sup == nil || sup.State() != conn.Established {
 			since = -1
 			continue
