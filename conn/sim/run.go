@@ -250,7 +250,7 @@ func (r *run) startSup(s Setup, why string) {
 		CloseTimeout: s.CloseTimeout, ProtocolVersion: s.Protocol, KeepAlive: s.KeepAlive,
 		HoldCalls: s.HoldCalls, RetryIdempotent: s.RetryIdempotent && s.HoldCalls > 0,
 		MaxConcurrentCalls: s.MaxConcurrentCalls, Roots: roots, Clock: r.clk,
-		Logger:       slog.New(&logHandler{r: r}),
+		Logger:       slog.New(&logHandler{r: r, inc: inc}),
 		Catalog:      map[bool]*conn.Catalog{true: r.cat}[s.Catalog],
 		OnTransition: func(t conn.Transition) { r.transition(inc, t) },
 	}
