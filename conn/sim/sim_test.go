@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/conn/sim"
 )
 
@@ -23,10 +22,10 @@ var (
 	from       = flag.Uint64("from", 1, "the first `seed` of -seeds")
 	seed       = flag.Uint64("seed", 0, "replay one `seed`; with -v its whole log is printed")
 	schedFile  = flag.String("schedule", "", "replay the schedule in `FILE` (a shrunk one a violation wrote)")
-	bugFlag    = flag.String("bug", "", "plant the bug `NAME` for -seed or -schedule (see conn/internal/bugs)")
+	bugFlag    = flag.String("bug", "", "plant the bug `NAME` for -seed or -schedule (see conn/internal/bugs; needs -tags simbugs)")
 	traceDir   = flag.String("trace-dir", os.TempDir(), "where a violation's trace and shrunk schedule are written")
 	shrinkRuns = flag.Int("shrink", 300, "runs the shrinker may make for a violation; 0 turns it off")
-	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does)")
+	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does; needs -tags simbugs)")
 	rates      = flag.Bool("rates", false, "with -planted, run all -seeds seeds per planted bug, report how many find it, and how often a finding seed reproduces when replayed")
 	exact      = flag.Bool("exact", false, "run each of -seeds seeds twice and report how many replay exactly (the same log, event for event); fail for each that does not")
 	replayN    = flag.Int("replay", 0, "after the seeds, run `N` of them (evenly spread) twice each and report how many replay exactly (CI runs 100)")
@@ -34,15 +33,10 @@ var (
 	wire       = flag.Bool("wire", false, "with -seed -v, log every message between the supervisor and a process")
 )
 
-// plantedBugs are the switches of conn/internal/bugs, by name.
-var plantedBugs = []struct {
+// plantedBug is a switch of conn/internal/bugs (planted_on_test.go).
+type plantedBug struct {
 	name string
 	on   *bool
-}{
-	{"NoGenerationFence", &bugs.NoGenerationFence},
-	{"SkipCloseBarrier", &bugs.SkipCloseBarrier},
-	{"CallIgnoresDeadline", &bugs.CallIgnoresDeadline},
-	{"PublishBeforeListed", &bugs.PublishBeforeListed},
 }
 
 // TestSim runs -seeds seeds from -from, each a whole simulated run with
@@ -71,6 +65,9 @@ func TestSim(t *testing.T) {
 		report(t, res, "")
 	}
 	want, got := 0, 0
+	if *planted && len(plantedBugs) == 0 {
+		t.Fatal("-planted: the planted bugs are compiled in only with the tag simbugs: go test -tags simbugs ./conn/sim -planted")
+	}
 	if *planted {
 		want = len(plantedBugs)
 		for _, b := range plantedBugs {
@@ -279,14 +276,9 @@ func replay(t *testing.T) {
 		}
 	}
 	if *bugFlag != "" {
-		i := slices.IndexFunc(plantedBugs, func(b struct {
-			name string
-			on   *bool
-		}) bool {
-			return b.name == *bugFlag
-		})
+		i := slices.IndexFunc(plantedBugs, func(b plantedBug) bool { return b.name == *bugFlag })
 		if i < 0 {
-			t.Fatalf("-bug %s: no such planted bug", *bugFlag)
+			t.Fatalf("-bug %s: no such planted bug (they are compiled in only with the tag simbugs: go test -tags simbugs)", *bugFlag)
 		}
 		*plantedBugs[i].on = true
 		defer func() { *plantedBugs[i].on = false }()
