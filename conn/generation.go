@@ -58,6 +58,13 @@ type generation struct {
 
 	resyncTimer *clock.Timer // the retry of a failed re-sync; guarded by mu
 
+	// publishing is held (a token in a buffered channel of one) while the
+	// loop swaps g's tools in, and taken by shutdownWork before it
+	// terminates g's process: a swap that began while g was up finishes
+	// first, and a re-sync that takes it after g went down publishes
+	// nothing. No tools are registered of a process conn has terminated.
+	publishing chan struct{}
+
 	ext genSession // the session beyond its tools (session.go)
 }
 
@@ -65,7 +72,7 @@ func (s *Supervisor) newGeneration(attempt int) *generation {
 	s.genSeq++
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{id: s.genSeq, attempt: attempt, sup: s, ctx: ctx, cancel: cancel,
-		released: make(chan struct{}), expired: make(chan struct{})}
+		released: make(chan struct{}), expired: make(chan struct{}), publishing: make(chan struct{}, 1)}
 	g.sync = s.newSync(g, syncListing) // the attempt's listing
 	return g
 }

@@ -403,6 +403,10 @@ func (g *generation) shutdownWork(own bool) {
 	g.mu.Lock()
 	g.life.term = term
 	g.mu.Unlock()
+	// A swap of g's tools under way finishes before the process is
+	// terminated; later ones see g down (resyncDone).
+	g.publishing <- struct{}{}
+	<-g.publishing
 	gone := terminateWithin(term, s.cfg.CloseTimeout)
 	if bugs.SkipCloseBarrier {
 		gone = closedChan
@@ -460,7 +464,10 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	}
 	first := !s.readyDone
 	if err == nil {
-		if serr := s.swap(g, tools); serr != nil {
+		g.publishing <- struct{}{}
+		serr := s.swap(g, tools)
+		<-g.publishing
+		if serr != nil {
 			if first && s.cfg.FailOnStartupError {
 				// Strict startup registers the tools or fails Start, and
 				// the attempt fails only once its session is closed.
@@ -883,10 +890,17 @@ func (s *Supervisor) resync(g *generation) {
 // registry would stay behind the server for good. An invalid list or a
 // refused registration waits for the server's next change.
 func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
-	if g != s.current || g.down() {
-		// The generation was retired while it listed: whatever it fetched
-		// is stale, and a failure caused by closing it is no news.
-		return
+	if g != s.current {
+		return // retired while it listed: whatever it fetched is stale
+	}
+	// Down is checked holding the publishing token, which shutdownWork
+	// takes before it terminates the process: a generation that went down
+	// while it listed (its process may be terminated by now) publishes
+	// nothing, and one still up finishes its swap before the termination.
+	g.publishing <- struct{}{}
+	if g.down() {
+		<-g.publishing
+		return // a failure caused by closing it is no news either
 	}
 	retry := err != nil && !errors.Is(err, ErrInvalidToolList)
 	// The same tools again (a re-listing that found no change) leave the
@@ -894,6 +908,7 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 	if err == nil && !s.publishedAre(g, tools) {
 		err = s.swap(g, tools)
 	}
+	<-g.publishing
 	if err != nil {
 		err = redact.Error(err)
 		attrs := []any{"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", err}

@@ -21,6 +21,7 @@ type History struct {
 	Bugs        []string     // log lines in which conn reports a bug of its own
 	Leaks       []string     // goroutines and timers left once everything was closed
 	Starts      []StartError // Start calls that failed
+	Logged      []Logged     // the supervisors' log lines of transitions into failed-* and lost-* states
 
 	Now   time.Duration  // when the invariants are checked
 	Final bool           // the run has ended: every request must have returned
@@ -121,6 +122,14 @@ type Calm struct {
 	// of the server, sorted.
 	Catalog bool
 	Listing []string
+}
+
+// Logged is the log line of supervisor Inc's move into State.
+type Logged struct {
+	At    time.Duration
+	Inc   int
+	State conn.State
+	Msg   string
 }
 
 // StartError is a Start that failed.

@@ -34,6 +34,10 @@ var Invariants = []Invariant{
 	{"BudgetBounded", BudgetBounded},
 	{"RegistryConverges", RegistryConverges},
 	{"NothingRunningAfterClose", NothingRunningAfterClose},
+	{"AttemptsGrowWithinOutage", AttemptsGrowWithinOutage},
+	{"DelayFollowsPolicy", DelayFollowsPolicy},
+	{"NoRepeatedPublish", NoRepeatedPublish},
+	{"FailedAndLostWorded", FailedAndLostWorded},
 }
 
 // OneProcessAlive: at most one generation's process is alive. No process

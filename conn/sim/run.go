@@ -44,9 +44,9 @@ type Result struct {
 	Took      time.Duration // the simulated time the run lasted
 	Procs     int           // processes started
 	Calls     int           // host requests made
-	// Digest is a hash of the run's whole log: two runs of one schedule
-	// with the same Digest happened alike, event for event and instant
-	// for instant.
+	// Digest is a hash of the run's whole log in its canonical order
+	// (see [Canonical]): two runs of one schedule with the same Digest
+	// happened alike, event for event and instant for instant.
 	Digest uint64
 }
 
@@ -80,14 +80,16 @@ type run struct {
 	opts  Options
 	t0    time.Time
 	w     *world
+	ag    *agenda
 	reg   *conn.ToolRegistry
 	cat   *conn.Catalog
 
-	mu     sync.Mutex // guards h, tail, digest, the Calls' fields
-	h      History
-	tail   []string
-	digest hash.Hash64
-	seq    int
+	mu      sync.Mutex // guards h, tail, digest, instant, the Calls' fields
+	h       History
+	tail    []string
+	digest  hash.Hash64
+	instant instantLines // the lines of the latest instant, not yet in digest
+	seq     int
 
 	// The driver's (the bubble's root goroutine).
 	inc   int
@@ -104,11 +106,12 @@ func runBubble(s Schedule, opts Options) *Result {
 	}
 	r := &run{sched: s, opts: opts, t0: time.Now(), reg: conn.NewRegistry(), cat: conn.NewCatalog(), kept: map[string]keptTool{}, digest: fnv.New64a()}
 	r.w = newWorld(r)
+	r.ag = newAgenda()
 	r.startSup(s.Setup, "start")
 	var v *Violation
 	for i, st := range s.Steps {
 		if st.After > 0 {
-			time.Sleep(st.After)
+			r.sleep(st.After)
 		}
 		r.logf("step %d: %v", i+1, st)
 		r.do(st)
@@ -128,15 +131,15 @@ func runBubble(s Schedule, opts Options) *Result {
 		r.host.Wait()
 		close(done)
 	}()
+	r.until(time.Now().Add(24*time.Hour), done)
 	select {
 	case <-done:
-	case <-time.After(24 * time.Hour):
+	default:
 		r.record(func(h *History) { h.Leaks = append(h.Leaks, "a request of the host never returned") })
 	}
 	// Every timer still armed fires; a supervisor's, after its Close
 	// returned nil, is a leak (watchedClock).
-	time.Sleep(24 * time.Hour)
-	synctest.Wait()
+	r.sleep(24 * time.Hour)
 	if leaks := bubbleLeaks(); len(leaks) > 0 {
 		r.record(func(h *History) { h.Leaks = append(h.Leaks, leaks...) })
 	}
@@ -145,6 +148,7 @@ func runBubble(s Schedule, opts Options) *Result {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.instant.flush(r.digest)
 	return &Result{Schedule: s, Violation: v, Tail: slices.Clone(r.tail), Moves: slices.Clone(r.h.Transitions),
 		Took: r.now(), Procs: len(r.h.Opens), Calls: len(r.h.Calls), Digest: r.digest.Sum64()}
 }
@@ -160,14 +164,15 @@ func (r *run) record(f func(h *History)) {
 
 // logf adds a line to the run's log.
 func (r *run) logf(format string, args ...any) {
-	line := fmt.Sprintf("%12v  ", r.now()) + fmt.Sprintf(format, args...)
+	at := r.now()
+	line := fmt.Sprintf("%12v  ", at) + fmt.Sprintf(format, args...)
 	r.mu.Lock()
 	if len(r.tail) == r.opts.Tail {
 		copy(r.tail, r.tail[1:])
 		r.tail = r.tail[:len(r.tail)-1]
 	}
 	r.tail = append(r.tail, line)
-	r.digest.Write([]byte(line))
+	r.instant.add(r.digest, at, line)
 	r.mu.Unlock()
 	if r.opts.Log != nil {
 		r.opts.Log(line)
@@ -245,12 +250,14 @@ func (r *run) startSup(s Setup, why string) {
 		CloseTimeout: s.CloseTimeout, ProtocolVersion: s.Protocol, KeepAlive: s.KeepAlive,
 		HoldCalls: s.HoldCalls, RetryIdempotent: s.RetryIdempotent && s.HoldCalls > 0,
 		MaxConcurrentCalls: s.MaxConcurrentCalls, Roots: roots, Clock: r.clk,
-		Logger:       slog.New(&logHandler{r: r}),
+		Logger:       slog.New(&logHandler{r: r, inc: inc}),
 		Catalog:      map[bool]*conn.Catalog{true: r.cat}[s.Catalog],
 		OnTransition: func(t conn.Transition) { r.transition(inc, t) },
 	}
 	r.logf("supervisor %d starts (%s): %v", inc, why, s)
-	sup, err := conn.Start(context.Background(), cfg)
+	var sup *conn.Supervisor
+	var err error
+	r.block(func() { sup, err = conn.Start(context.Background(), cfg) })
 	if err != nil {
 		r.logf("supervisor %d did not start: %v", inc, err)
 		r.sup = nil
@@ -278,7 +285,8 @@ func (r *run) closeSup(why string) {
 	sup, inc := r.sup, r.inc
 	r.sup = nil
 	ctx, cancel := context.WithTimeout(context.Background(), r.setup.CloseTimeout+5*time.Second)
-	err := sup.Close(ctx)
+	var err error
+	r.block(func() { err = sup.Close(ctx) })
 	cancel()
 	r.logf("supervisor %d closed (%s): %v", inc, why, err)
 	synctest.Wait() // the loop's goroutine ends after Close returns
@@ -335,8 +343,7 @@ func isIncomplete(err error) bool {
 func (r *run) calm(final bool) {
 	r.logf("the world calms")
 	r.w.setCalm(true)
-	time.Sleep(time.Millisecond)
-	synctest.Wait()
+	r.sleep(time.Millisecond)
 	if r.sup == nil {
 		r.startSup(r.setup, "calm")
 	}
@@ -392,8 +399,7 @@ func (r *run) settle() {
 				r.reconnect(Step{Do: "reconnect"})
 			}
 		}
-		time.Sleep(settleStep)
-		synctest.Wait()
+		r.sleep(settleStep)
 		if sup == nil || sup.State() != conn.Established {
 			since = -1
 			continue

@@ -84,7 +84,7 @@ func (w *world) open(inc int) conn.Transport {
 				alive = append(alive, p.n)
 			}
 		}
-		p := &process{w: w, n: n, inc: inc, plan: plan, started: plan, link: newLink(), exitedCh: make(chan struct{}), wake: make(chan struct{}, 1),
+		p := &process{w: w, n: n, inc: inc, plan: plan, started: plan, link: newLink(), exitedCh: make(chan struct{}),
 			counts: map[string]int{}, lists: map[jsonrpc.ID]*listing{}, cursors: map[string]*listing{}, crashAfter: map[jsonrpc.ID]bool{}}
 		w.procs = append(w.procs, p)
 		if plan.Refuse == "" {
@@ -258,8 +258,6 @@ type process struct {
 	hung       chan struct{}  // non-nil while hung; closed at the thaw
 	held       []outMsg       // written while hung
 	delayed    []outMsg       // waiting out the latency
-	delaying   bool           // a goroutine delivers delayed
-	wake       chan struct{}  // tells that goroutine the latency ended (buffered 1)
 	lists      map[jsonrpc.ID]*listing
 	cursors    map[string]*listing
 	crashAfter map[jsonrpc.ID]bool
@@ -340,10 +338,10 @@ func (p *process) start() {
 	plan := p.plan
 	p.mu.Unlock()
 	if d := plan.CrashAfter; d > 0 {
-		time.AfterFunc(d, func() { p.fault(func() { p.crash("crash-after") }) })
+		p.w.r.ag.after(d, func() { p.fault(func() { p.crash("crash-after") }) })
 	}
 	if d := plan.HangAfter; d > 0 {
-		time.AfterFunc(d, func() { p.fault(func() { p.hang(plan.HangFor) }) })
+		p.w.r.ag.after(d, func() { p.fault(func() { p.hang(plan.HangFor) }) })
 	}
 }
 
@@ -375,8 +373,10 @@ func (p *process) addToolTo(srv *mcp.Server, name string, v int) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		case a.Work > 0:
+			done := make(chan struct{})
+			p.w.r.ag.after(a.Work, func() { close(done) })
 			select {
-			case <-time.After(a.Work):
+			case <-done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -448,7 +448,7 @@ func (p *process) shutDown(terminate bool) {
 	case d == Never && !p.w.isCalm():
 		p.w.r.logf("process %d ignores its shutdown", p.n)
 	case d > 0 && !p.w.isCalm():
-		time.AfterFunc(d, p.exit)
+		p.w.r.ag.after(d, p.exit)
 	default:
 		p.exit()
 	}
@@ -483,15 +483,15 @@ func (p *process) hang(d time.Duration) {
 		p.w.r.logf("process %d hangs until the world calms", p.n)
 	}
 	if d > 0 {
-		time.AfterFunc(d, p.thaw)
+		p.w.r.ag.after(d, p.thaw)
 	}
 }
 
 // thaw ends a hang: what the process wrote meanwhile goes out, in order.
 func (p *process) thaw() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.hung == nil {
+		p.mu.Unlock()
 		return
 	}
 	close(p.hung)
@@ -502,8 +502,9 @@ func (p *process) thaw() {
 	for _, m := range held {
 		crash = p.sendLocked(m) || crash
 	}
+	p.mu.Unlock()
 	if crash {
-		go p.crash("after answering")
+		p.crash("after answering")
 	}
 }
 
@@ -631,62 +632,42 @@ func (p *process) completeListings() [][]string {
 	return slices.Clone(p.complete)
 }
 
-// sendLocked sends m now, or after the latency, in order, and reports
-// whether the process must crash now that m is written.
+// sendLocked sends m now, or after the latency (on the world's agenda),
+// in order, and reports whether the process must crash now that m is
+// written.
 func (p *process) sendLocked(m outMsg) (crash bool) {
 	if d := p.plan.Latency; d > 0 || len(p.delayed) > 0 {
 		m.due = time.Now().Add(d)
 		p.delayed = append(p.delayed, m)
-		if !p.delaying {
-			p.delaying = true
-			go p.deliver()
-		}
+		p.w.r.ag.after(d, p.deliver)
 		return false
 	}
 	return p.link.push(&p.link.toCli, m.msg) == nil && m.crash
 }
 
-// deliver sends the delayed messages when they are due.
+// deliver sends the delayed messages that are due, in order.
 func (p *process) deliver() {
-	for {
-		p.mu.Lock()
-		if len(p.delayed) == 0 || p.exited {
-			p.delaying = false
-			p.mu.Unlock()
-			return
-		}
+	p.mu.Lock()
+	crash := false
+	for len(p.delayed) > 0 && !p.exited && !crash && !p.delayed[0].due.After(time.Now()) {
 		m := p.delayed[0]
-		if wait := time.Until(m.due); wait > 0 {
-			p.mu.Unlock()
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-p.wake:
-			case <-p.exitedCh:
-			}
-			t.Stop()
-			continue
-		}
 		p.delayed = p.delayed[1:]
-		crash := p.link.push(&p.link.toCli, m.msg) == nil && m.crash
-		p.mu.Unlock()
-		if crash {
-			p.crash("after answering")
-		}
+		crash = p.link.push(&p.link.toCli, m.msg) == nil && m.crash
+	}
+	p.mu.Unlock()
+	if crash {
+		p.crash("after answering")
 	}
 }
 
 // flushDelayed sends what waits out a latency now (the world calmed).
 func (p *process) flushDelayed() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i := range p.delayed {
 		p.delayed[i].due = time.Time{}
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.mu.Unlock()
+	p.deliver()
 }
 
 // isDeaf reports whether the process's server stopped sending list changes.

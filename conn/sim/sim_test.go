@@ -8,12 +8,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/conn/sim"
 )
 
@@ -22,25 +22,21 @@ var (
 	from       = flag.Uint64("from", 1, "the first `seed` of -seeds")
 	seed       = flag.Uint64("seed", 0, "replay one `seed`; with -v its whole log is printed")
 	schedFile  = flag.String("schedule", "", "replay the schedule in `FILE` (a shrunk one a violation wrote)")
-	bugFlag    = flag.String("bug", "", "plant the bug `NAME` for -seed or -schedule (see conn/internal/bugs)")
+	bugFlag    = flag.String("bug", "", "plant the bug `NAME` for -seed or -schedule (see conn/internal/bugs; needs -tags simbugs)")
 	traceDir   = flag.String("trace-dir", os.TempDir(), "where a violation's trace and shrunk schedule are written")
 	shrinkRuns = flag.Int("shrink", 300, "runs the shrinker may make for a violation; 0 turns it off")
-	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does)")
+	planted    = flag.Bool("planted", false, "look for each planted bug within -seeds seeds too (CI does; needs -tags simbugs)")
 	rates      = flag.Bool("rates", false, "with -planted, run all -seeds seeds per planted bug, report how many find it, and how often a finding seed reproduces when replayed")
-	exact      = flag.Bool("exact", false, "run each of -seeds seeds twice and report how many replay exactly (the same log, event for event)")
+	exact      = flag.Bool("exact", false, "run each of -seeds seeds twice and report how many replay exactly (the same log, event for event); fail for each that does not")
+	replayN    = flag.Int("replay", 0, "after the seeds, run `N` of them (evenly spread) twice each and report how many replay exactly (CI runs 100)")
 	workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
 	wire       = flag.Bool("wire", false, "with -seed -v, log every message between the supervisor and a process")
 )
 
-// plantedBugs are the switches of conn/internal/bugs, by name.
-var plantedBugs = []struct {
+// plantedBug is a switch of conn/internal/bugs (planted_on_test.go).
+type plantedBug struct {
 	name string
 	on   *bool
-}{
-	{"NoGenerationFence", &bugs.NoGenerationFence},
-	{"SkipCloseBarrier", &bugs.SkipCloseBarrier},
-	{"CallIgnoresDeadline", &bugs.CallIgnoresDeadline},
-	{"PublishBeforeListed", &bugs.PublishBeforeListed},
 }
 
 // TestSim runs -seeds seeds from -from, each a whole simulated run with
@@ -69,6 +65,9 @@ func TestSim(t *testing.T) {
 		report(t, res, "")
 	}
 	want, got := 0, 0
+	if *planted && len(plantedBugs) == 0 {
+		t.Fatal("-planted: the planted bugs are compiled in only with the tag simbugs: go test -tags simbugs ./conn/sim -planted")
+	}
 	if *planted {
 		want = len(plantedBugs)
 		for _, b := range plantedBugs {
@@ -105,6 +104,13 @@ func TestSim(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds in %v (%v a seed, %d workers)", *seeds, took.Round(time.Millisecond), (took / time.Duration(max(*seeds, 1))).Round(time.Microsecond), *workers)
+	if *replayN > 0 {
+		rstart := time.Now()
+		same, n := replayExact(t, *from, *seeds, uint64(max(*seeds / *replayN, 1)), false)
+		line := fmt.Sprintf("sim: replay exact %d/%d", same, n)
+		fmt.Println(line)
+		t.Logf("%s (in %v)", line, time.Since(rstart).Round(time.Millisecond))
+	}
 	line := fmt.Sprintf("sim: %d seeds, %d violations", *seeds, len(found))
 	if *planted {
 		line += fmt.Sprintf(" (planted: %d/%d found)", got, want)
@@ -116,36 +122,85 @@ func TestSim(t *testing.T) {
 	}
 }
 
-// exactness runs each of -seeds seeds twice, one run after the other on
-// one worker, and reports how many runs were alike (the same log digest)
-// and how many at least ended alike (the same invariant broken, or none).
+// exactness runs each of -seeds seeds twice and reports how many
+// replayed exactly; it fails t for each that did not.
 func exactness(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	var same, outcome atomic.Int64
+	same, n := replayExact(t, *from, *seeds, 1, true)
+	line := fmt.Sprintf("sim: replay exact %d/%d", same, n)
+	fmt.Println(line)
+	t.Log(line)
+}
+
+// replayExact runs n seeds from first, every step-th, each twice, one run
+// after the other on one worker, and compares the two runs' whole logs
+// (the supervisors' log lines included) byte for byte. It fails t for
+// each seed whose runs differed (with strict), or else only for those
+// whose runs ended differently (another invariant broken, or none), with
+// the first line where they part, and writes both logs to -trace-dir; it
+// returns how many of the seeds it ran replayed exactly, and how many it
+// ran.
+func replayExact(t *testing.T, first uint64, n int, step uint64, strict bool) (same, ran int) {
 	var next atomic.Uint64
-	next.Store(*from)
+	next.Store(first)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
+	logged := func(sched sim.Schedule) ([]string, string) {
+		var lines []string
+		var lmu sync.Mutex
+		res := sim.Run(t, sched, sim.Options{Log: func(l string) {
+			lmu.Lock()
+			lines = append(lines, l)
+			lmu.Unlock()
+		}})
+		ended := "no violation"
+		if res.Violation != nil {
+			ended = res.Violation.Invariant
+		}
+		return sim.Canonical(lines), ended
+	}
 	for range max(*workers, 1) {
 		wg.Go(func() {
 			for {
-				s := next.Add(1) - 1
-				if s >= *from+uint64(*seeds) {
+				s := next.Add(step) - step
+				if s >= first+uint64(n) {
 					return
 				}
 				sched := sim.Generate(s)
-				a, b := sim.Run(t, sched, sim.Options{}), sim.Run(t, sched, sim.Options{})
-				if a.Digest == b.Digest {
-					same.Add(1)
+				a, endA := logged(sched)
+				b, endB := logged(sched)
+				mu.Lock()
+				ran++
+				if slices.Equal(a, b) {
+					same++
+					mu.Unlock()
+					continue
 				}
-				if (a.Violation == nil) == (b.Violation == nil) && (a.Violation == nil || a.Violation.Invariant == b.Violation.Invariant) {
-					outcome.Add(1)
+				mu.Unlock()
+				i := 0
+				for i < min(len(a), len(b)) && a[i] == b[i] {
+					i++
 				}
+				line := func(l []string) string {
+					if i < len(l) {
+						return l[i]
+					}
+					return "(end of log)"
+				}
+				pa := filepath.Join(*traceDir, fmt.Sprintf("mcpfsm-sim-%d.replay-a.log", s))
+				pb := filepath.Join(*traceDir, fmt.Sprintf("mcpfsm-sim-%d.replay-b.log", s))
+				_ = os.WriteFile(pa, []byte(strings.Join(a, "\n")+"\n"), 0o644)
+				_ = os.WriteFile(pb, []byte(strings.Join(b, "\n")+"\n"), 0o644)
+				report := t.Logf
+				if strict || endA != endB {
+					report = t.Errorf
+				}
+				report("seed %d did not replay exactly (%s; %s): its two runs part at line %d:\n  %s\n  %s\n  logs: %s %s", s, endA, endB, i+1, line(a), line(b), pa, pb)
 			}
 		})
 	}
 	wg.Wait()
-	t.Logf("%d seeds run twice: %d (%.1f%%) replayed exactly, %d (%.1f%%) ended alike", *seeds,
-		same.Load(), 100*float64(same.Load())/float64(*seeds), outcome.Load(), 100*float64(outcome.Load())/float64(*seeds))
+	return same, ran
 }
 
 // runSeeds runs n seeds from first on the workers and returns the
@@ -221,14 +276,9 @@ func replay(t *testing.T) {
 		}
 	}
 	if *bugFlag != "" {
-		i := slices.IndexFunc(plantedBugs, func(b struct {
-			name string
-			on   *bool
-		}) bool {
-			return b.name == *bugFlag
-		})
+		i := slices.IndexFunc(plantedBugs, func(b plantedBug) bool { return b.name == *bugFlag })
 		if i < 0 {
-			t.Fatalf("-bug %s: no such planted bug", *bugFlag)
+			t.Fatalf("-bug %s: no such planted bug (they are compiled in only with the tag simbugs: go test -tags simbugs)", *bugFlag)
 		}
 		*plantedBugs[i].on = true
 		defer func() { *plantedBugs[i].on = false }()

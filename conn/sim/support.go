@@ -172,14 +172,37 @@ func (c *watchedClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
 // bug of its own are recorded; with Options.Log, every line is logged.
 type logHandler struct {
 	r     *run
+	inc   int
 	attrs []slog.Attr
 }
 
 func (h *logHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return l >= slog.LevelError || h.r.opts.Log != nil && l >= slog.LevelInfo
+	// WARN and above always: the moves into failed-* and lost-* states
+	// are logged there (FailedAndLostWorded reads them).
+	return l >= slog.LevelWarn || h.r.opts.Log != nil && l >= slog.LevelInfo
 }
 
 func (h *logHandler) Handle(_ context.Context, rec slog.Record) error {
+	var state, from string
+	rec.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "state":
+			state = a.Value.String()
+		case "from":
+			from = a.Value.String()
+		}
+		return true
+	})
+	if st := conn.State(state); from != "" && (st.Failed() || st.Lost()) {
+		at := h.r.now()
+		h.r.record(func(hist *History) {
+			hist.Logged = append(hist.Logged, Logged{At: at, Inc: h.inc, State: st, Msg: rec.Message})
+		})
+	}
+	bug := strings.Contains(rec.Message, "this is a bug in mcpfsm")
+	if !bug && h.r.opts.Log == nil {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString(rec.Level.String() + " " + rec.Message)
 	for _, a := range h.attrs {
@@ -190,7 +213,7 @@ func (h *logHandler) Handle(_ context.Context, rec slog.Record) error {
 		return true
 	})
 	line := b.String()
-	if strings.Contains(rec.Message, "this is a bug in mcpfsm") {
+	if bug {
 		h.r.record(func(hist *History) { hist.Bugs = append(hist.Bugs, line) })
 	}
 	if h.r.opts.Log != nil {
@@ -200,7 +223,7 @@ func (h *logHandler) Handle(_ context.Context, rec slog.Record) error {
 }
 
 func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &logHandler{r: h.r, attrs: append(slices.Clone(h.attrs), as...)}
+	return &logHandler{r: h.r, inc: h.inc, attrs: append(slices.Clone(h.attrs), as...)}
 }
 
 func (h *logHandler) WithGroup(string) slog.Handler { return h }

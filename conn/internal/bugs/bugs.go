@@ -1,9 +1,10 @@
 // Package bugs holds switches that plant known bugs in package conn, so
 // that the simulator (package conn/sim) can show that it finds each of
-// them. Every switch is false except while a test of the simulator sets
-// it, between runs, when no supervisor is running; conn reads a switch
-// where the bug would be, so a switch that is off costs one load of a
-// package variable and a branch that is never taken.
+// them. The switches are variables only in a build with the tag simbugs
+// (go test -tags simbugs ./conn/sim -planted, as CI runs it), where a test
+// of the simulator sets one between runs, when no supervisor is running.
+// In every other build they are constants, false, and the compiler drops
+// the code that reads them: the planted bugs are not in the library.
 //
 // Nothing else may set them: a switch that is on breaks a promise of
 // package conn on purpose.
@@ -14,26 +15,6 @@ import (
 	"iter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-// The planted bugs.
-var (
-	// NoGenerationFence removes the fence of the supervisor's attemptDone
-	// (conn/loop.go): the outcome of an attempt the supervisor no
-	// longer waits for, because disposal retired it, is acted on.
-	NoGenerationFence bool
-	// SkipCloseBarrier releases a closing generation at once, without
-	// waiting for its transport's process to be gone (conn/loop.go),
-	// so the next generation may start beside it.
-	SkipCloseBarrier bool
-	// CallIgnoresDeadline sends a request with a context that neither the
-	// caller's deadline, CallTimeout nor the generation's shutdown cancels
-	// (conn/session.go).
-	CallIgnoresDeadline bool
-	// PublishBeforeListed takes the first page of a tools/list for the
-	// whole listing (conn/session.go): a listing is published before it is
-	// complete.
-	PublishBeforeListed bool
 )
 
 // FirstPage is the listing of PublishBeforeListed: the tools of the first
