@@ -277,7 +277,7 @@ func (g *generation) requestFailed(err error) error {
 	if cause := g.badCause(); cause != nil {
 		return cause
 	}
-	if !transport.ConnectionGone(err) && (!errors.Is(err, ErrNeedsAuthorization) || g.signInHow() == "") {
+	if !transport.ConnectionGone(err) && !g.needsSignIn(err) {
 		return err
 	}
 	g.mu.Lock()

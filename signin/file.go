@@ -22,8 +22,31 @@ type FileStore struct {
 	// Dir is the directory; it is created at mode 0700 when missing.
 	Dir string
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex // in-process refresh locks by credential
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex // in-process refresh locks by credential
+	changed chan struct{}          // closed at the next Save or Delete in this process
+}
+
+// Changed returns a channel closed at the next Save or Delete made
+// through s (a [Handler] waiting for a sign-in wakes at once for one made
+// in its own process; another process's is seen when it polls).
+func (s *FileStore) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// notify closes the channel Changed returned.
+func (s *FileStore) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // NewFileStore returns a FileStore in dir.
@@ -162,6 +185,7 @@ func (s *FileStore) Save(_ context.Context, c *Credential) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	s.notify()
 	return nil
 }
 
@@ -180,6 +204,7 @@ func (s *FileStore) Delete(ctx context.Context, subject, resource string) (int, 
 			n++
 		}
 	}
+	s.notify()
 	return n, nil
 }
 

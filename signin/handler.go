@@ -253,16 +253,23 @@ func bearerError(cs []oauthex.Challenge) string {
 }
 
 // WaitCredential implements conn.CredentialWaiter: it re-reads the store
-// every PollInterval until it holds a credential other than the one the
-// server refused.
+// every PollInterval, and at once when a store with a Changed method (such
+// as [FileStore]) reports a change, until it holds a credential other than
+// the one the server refused.
 func (h *Handler) WaitCredential(ctx context.Context) error {
+	var changed <-chan struct{}
 	for {
+		if n, ok := h.cfg.Store.(interface{ Changed() <-chan struct{} }); ok {
+			changed = n.Changed() // before the read: a save after it wakes the wait
+		}
 		if c, err := h.current(ctx); err == nil && c != nil {
 			return nil
 		}
 		t := h.cfg.Clock.Timer(h.cfg.PollInterval)
 		select {
 		case <-t.C:
+		case <-changed:
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
