@@ -109,9 +109,14 @@ func (h *Handler) current(ctx context.Context) (*Credential, error) {
 
 type tokenSource struct{ h *Handler }
 
+// refreshTimeout bounds a refresh the SDK asks for without a context.
+const refreshTimeout = 30 * time.Second
+
 // Token returns the access token, refreshed first when it has expired.
 func (t tokenSource) Token() (*oauth2.Token, error) {
-	return t.h.token(context.Background(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	return t.h.token(ctx, false)
 }
 
 // token returns the credential's token, refreshing it when it expires

@@ -189,6 +189,7 @@ type supervised struct {
 func supervise(t *testing.T, as *fixture.AuthServer, store signin.Store) *supervised {
 	t.Helper()
 	s := &supervised{reg: conn.NewRegistry(), rec: conntest.NewRecorder(), clk: clock.NewMock(), asked: make(chan string, 10)}
+	s.clk.Set(time.Now()) // the tokens' expiry is on the authorization server's clock
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	h := signin.NewHandler(signin.HandlerConfig{Server: "notes", Resource: as.Resource, Store: store, Clock: s.clk,
@@ -197,7 +198,8 @@ func supervise(t *testing.T, as *fixture.AuthServer, store signin.Store) *superv
 	ht := conn.Streamable(as.Resource)
 	ht.Client = &http.Client{Transport: tr}
 	ht.OAuthHandler = h
-	sup, err := conn.Start(context.Background(), conn.Config{Name: "notes", Transport: ht, Registry: s.reg, Clock: s.clk,
+	// Pings far beyond the clock jumps the tests make (a token's hour).
+	sup, err := conn.Start(context.Background(), conn.Config{Name: "notes", Transport: ht, Registry: s.reg, Clock: s.clk, KeepAlive: 1000 * time.Hour,
 		Logger: s.rec.Logger(), OnTransition: s.rec.OnTransition})
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +255,8 @@ func TestNeedsAuthorizationUntilSignIn(t *testing.T) {
 		t.Errorf("sign-in notice %q", how)
 	}
 	refused := as.Refused()
-	s.clk.Add(24 * time.Hour)
+	// Half an hour: far past any backoff and poll, within the tokens' hour.
+	s.clk.Add(30 * time.Minute)
 	s.rec.NoTransition(t)
 	if as.Refused() != refused {
 		t.Errorf("%d more requests while waiting for the sign-in, want none", as.Refused()-refused)
@@ -343,5 +346,27 @@ func TestOneRefreshInFlight(t *testing.T) {
 	}
 	if n := as.Refreshes(); n != 1 {
 		t.Errorf("%d refreshes for 4 calls meeting one expired token, want 1", n)
+	}
+}
+
+// A token past its expiry (on the handler's clock) is refreshed before it
+// is sent: the server never sees it refused.
+func TestExpiredTokenRefreshedBeforeUse(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	store := signin.NewFileStore(filepath.Join(t.TempDir(), "credentials"))
+	s := supervise(t, as, store)
+	s.rec.Expect(t, waitLimit, conn.NeedsAuthorization)
+	c := login(t, as, store, newBrowser(t, false))
+	s.rec.Expect(t, waitLimit, conn.Connecting, conn.Established)
+	refused := as.Refused()
+	s.clk.Add(c.Expiry.Sub(s.clk.Now()) + time.Minute)
+	if got, err := s.whoami(t); err != nil || !strings.Contains(got, "user-"+c.Client) {
+		t.Fatalf("whoami after the expiry = %q, %v", got, err)
+	}
+	if n := as.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if as.Refused() != refused {
+		t.Errorf("the server refused %d requests; an expired token should be refreshed before it is sent", as.Refused()-refused)
 	}
 }
