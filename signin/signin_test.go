@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -368,5 +369,41 @@ func TestExpiredTokenRefreshedBeforeUse(t *testing.T) {
 	}
 	if as.Refused() != refused {
 		t.Errorf("the server refused %d requests; an expired token should be refreshed before it is sent", as.Refused()-refused)
+	}
+}
+
+// Claude Code's keys: a pre-registered client (oauth.clientId) on a fixed
+// callback port (oauth.callbackPort), with the authorization server's
+// metadata URL given (oauth.authServerMetadataUrl). A callback port in
+// use is an error naming the key and the fix.
+func TestLoginWithPreregisteredClient(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	id := as.Register(fmt.Sprintf("http://localhost:%d/callback", port))
+	client := signin.Client{ClientID: id, CallbackPort: port, AuthServerMetadataURL: as.Issuer + "/.well-known/oauth-authorization-server", Scopes: []string{"mcp"}}
+	store := signin.NewFileStore(filepath.Join(t.TempDir(), "credentials"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	b := newBrowser(t, false)
+	cfg := signin.LoginConfig{Server: "notes", Resource: as.Resource, Store: store, Client: client, Open: b.open}
+
+	// The port is taken (by ln): the error names the key and the fix.
+	_, err = signin.Login(ctx, cfg)
+	if !errors.Is(err, signin.ErrCallbackPort) || !strings.Contains(err.Error(), fmt.Sprintf("oauth.callbackPort %d", port)) {
+		t.Errorf("Login on a taken port: %v; want ErrCallbackPort naming oauth.callbackPort", err)
+	}
+	ln.Close()
+
+	c, err := signin.Login(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	// offline_access is added where the server supports it, for a refresh token.
+	if c.Client != id || c.Issuer != as.Issuer || strings.Join(c.Scopes, " ") != "offline_access mcp" {
+		t.Errorf("credential client %q issuer %q scopes %q; want %q, %q, [offline_access mcp]", c.Client, c.Issuer, c.Scopes, id, as.Issuer)
 	}
 }
