@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,7 +404,7 @@ func TestLoginWithPreregisteredClient(t *testing.T) {
 		t.Fatalf("Login: %v", err)
 	}
 	// offline_access is added where the server supports it, for a refresh token.
-	if c.Client != id || c.Issuer != as.Issuer || strings.Join(c.Scopes, " ") != "offline_access mcp" {
+	if c.Client != id || c.Issuer != as.Issuer || strings.Join(slices.Sorted(slices.Values(c.Scopes)), " ") != "mcp offline_access" {
 		t.Errorf("credential client %q issuer %q scopes %q; want %q, %q, [offline_access mcp]", c.Client, c.Issuer, c.Scopes, id, as.Issuer)
 	}
 }
