@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -60,24 +62,30 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// errSaid marks the store's error as printed.
+var errSaid = errors.New("said")
+
 // signInHandlers returns the host's Options.SignIn: one signin.Handler
 // per server (by name and URL), kept across reloads, whose first need of
-// a sign-in prints one line to stderr. It returns nil when mcpfsm has no
-// state directory; each server then stops in auth-refused as before.
+// a sign-in prints one line to stderr. Without a state directory it
+// gives no handler (saying why once): such a server stops in auth-refused.
 func signInHandlers(cmd, path string, stderr io.Writer) func(config.Server) auth.OAuthHandler {
 	if stderr == nil {
 		stderr = io.Discard
 	}
 	store, err := credentialStore()
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpfsm %s: remote servers that need a sign-in cannot be signed in to: %v\n", cmd, err)
-		return nil
-	}
 	var mu sync.Mutex
 	handlers := map[string]*signin.Handler{}
 	return func(s config.Server) auth.OAuthHandler {
 		mu.Lock()
 		defer mu.Unlock()
+		if err != nil {
+			if err != errSaid { // said once, when an http server first needs a store
+				fmt.Fprintf(stderr, "mcpfsm %s: remote servers that need a sign-in cannot be signed in to: %v\n", cmd, err)
+				err = errSaid
+			}
+			return nil
+		}
 		key := s.Name + "\x00" + s.URL
 		if h, ok := handlers[key]; ok {
 			return h
@@ -86,7 +94,7 @@ func signInHandlers(cmd, path string, stderr io.Writer) func(config.Server) auth
 		h := signin.NewHandler(signin.HandlerConfig{
 			Server: name, Resource: url, Store: store, How: loginHint(name, path),
 			OnSignInNeeded: func(how string) {
-				fmt.Fprintf(stderr, "mcpfsm %s: server %q (%s) needs a sign-in: %s\n", cmd, name, url, how)
+				fmt.Fprintf(stderr, "mcpfsm %s: server %q (%s) needs a sign-in: %s\n", cmd, name, redact.URL(url), how)
 			},
 		})
 		handlers[key] = h
