@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,5 +73,18 @@ func TestOAuthKeyErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An oauth block on a server mcpfsm does not sign in to is a warning
+// naming it.
+func TestOAuthOnAStdioServerWarns(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {"n": {"command": "x", "oauth": {"clientId": "abc"}}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "mcpServers.n.oauth is ignored: mcpfsm signs in only to Streamable HTTP servers (a url of type http), and this one is stdio"
+	if !slices.Contains(cfg.Warnings, want) {
+		t.Errorf("warnings %q, want %q", cfg.Warnings, want)
 	}
 }
