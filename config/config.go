@@ -73,6 +73,9 @@ type Server struct {
 
 	URL     string      // http, sse: the endpoint
 	Headers http.Header // http, sse: sent with every request
+	// OAuth is how mcpfsm signs in to an http server that asks for it
+	// (the hosts' "oauth" or "auth" keys); nil when the entry has none.
+	OAuth *OAuth
 
 	Reconnect          policy.Policy
 	FailOnStartupError bool

@@ -111,6 +111,9 @@ func (p *parser) server(key, name string, v tree.Value) (Server, bool) {
 	e.s.Env = append(e.s.Env, e.env...)
 	p.settleURL(e)
 	p.checkType(e.path, &e.s, e.given)
+	if o := e.s.OAuth; o != nil && e.s.Type != TypeHTTP {
+		p.warnf("%s is ignored: mcpfsm signs in only to Streamable HTTP servers (a url of type http), and this one is %s", pathKey(e.path, o.Key), e.s.Type)
+	}
 	p.checkPolicy(e.path, &e.s)
 	p.settleSandbox(e.path, &e.s, &e.sandbox)
 	if d.settle != nil {

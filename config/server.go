@@ -55,6 +55,8 @@ var hostFields = with(extensions, map[string]setter{
 	"tcp":            tcp,
 	"sandboxEnabled": sandboxKey,
 	"sandbox":        sandboxKey,
+	"oauth":          oauthKey,
+	"auth":           cursorAuth,
 })
 
 // extensions are mcpfsm's own keys, which the JSON dialects read; Codex
@@ -88,8 +90,6 @@ var hostIgnored = map[string]string{
 	"dev":            "VS Code",
 	"gallery":        "VS Code",
 	"version":        "VS Code",
-	"oauth":          "Claude Code, Gemini CLI",
-	"auth":           "Cursor",
 
 	"authProviderType":     "Gemini CLI",
 	"targetAudience":       "Gemini CLI",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
@@ -47,7 +48,12 @@ type connRun struct {
 	rec  *conntest.Recorder
 	sup  *conn.Supervisor
 	auth atomic.Bool // the next attempt's server refuses authorization
-	held *conntest.HeldTransport
+	// signIn makes the next attempt's server the HTTP one behind
+	// sign-in (see signInServer); its refuse flag says whether it answers
+	// 401 now.
+	signIn   atomic.Bool
+	signedIn *signInServer
+	held     *conntest.HeldTransport
 	// release ends a hold of the server's tools/list (HoldLists).
 	release func()
 	bg      sync.WaitGroup // Reconnect and Close calls in flight
@@ -87,12 +93,19 @@ func newConnRunWith(t *testing.T, p policy.Policy, steps []connStep, hold bool, 
 	client := &http.Client{Transport: &http.Transport{}}
 	refusing := conn.Streamable(ts.URL)
 	refusing.Client = client
+	r.signedIn = newSignInServer(t)
 	scripted := r.srv.Transport()
 	cfg := conn.Config{
 		Name: "fx", Registry: conn.NewRegistry(), Reconnect: &p, Clock: r.clk, Logger: r.rec.Logger(),
+		// Pings only when a path asks for one (a lost sign-in), far
+		// beyond every other delay a path waits out.
+		KeepAlive: coverageKeepAlive,
 		Transport: conn.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
 			if r.auth.Swap(false) {
 				return refusing.Open(ctx)
+			}
+			if r.signIn.Swap(false) {
+				return r.signedIn.transport.Open(ctx)
 			}
 			return scripted.Open(ctx)
 		}),
@@ -127,6 +140,64 @@ func newConnRunWith(t *testing.T, p policy.Policy, steps []connStep, hold bool, 
 	return r
 }
 
+// coverageKeepAlive is the coverage runs' keep-alive interval.
+const coverageKeepAlive = time.Hour
+
+// signInServer is a Streamable HTTP server with the echo tool that
+// answers 401 while refuse is set, and the OAuth handler of its
+// transport, which has no credential to offer and says how to sign in.
+type signInServer struct {
+	refuse    atomic.Bool
+	handler   *noCredential
+	transport *conn.HTTP
+}
+
+func newSignInServer(t *testing.T) *signInServer {
+	s := &signInServer{handler: &noCredential{arrived: make(chan struct{}, 1)}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "signin"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.refuse.Load() {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		client.CloseIdleConnections()
+	})
+	s.transport = conn.Streamable(ts.URL)
+	s.transport.Client = client
+	s.transport.OAuthHandler = s.handler
+	return s
+}
+
+// noCredential is an OAuth handler with no credential: Authorize asks
+// for a sign-in, and WaitCredential returns once arrive is called.
+type noCredential struct{ arrived chan struct{} }
+
+func (*noCredential) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+func (*noCredential) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	return &conn.SignInError{How: "run: mcpfsm auth login fx -config mcp.json"}
+}
+func (h *noCredential) WaitCredential(ctx context.Context) error {
+	select {
+	case <-h.arrived:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (h *noCredential) arrive() { h.arrived <- struct{}{} }
+
 // close disposes of the supervisor and lets everything it held go.
 func (r *connRun) close() {
 	if r.held != nil {
@@ -157,12 +228,19 @@ func (r *connRun) prepare(steps []connStep) {
 			if len(steps) > 1 && steps[1].When == "not released" {
 				b = conntest.Held
 			}
+			if len(steps) > 1 && steps[1].When == "sign-in required" {
+				r.signedIn.refuse.Store(false)
+				r.signIn.Store(true)
+			}
 		case next.Event == conn.EventDispose:
 			b = conntest.Hang
 		case next.When == "not released":
 			b = conntest.HeldRefuse
 		case next.When == "authorization refused":
 			r.auth.Store(true)
+		case next.When == "sign-in required":
+			r.signedIn.refuse.Store(true)
+			r.signIn.Store(true)
 		case next.When == "no retry can fix it":
 			r.srv.Plan(conntest.Missing, conntest.Missing, conntest.Accept)
 			return
@@ -215,6 +293,14 @@ func (r *connRun) take(steps []connStep) {
 		}
 		r.expect(st.To)
 	case conn.EventConnectionLost:
+		if st.When == "sign-in required" {
+			// The server starts refusing the session's token; the next
+			// keep-alive ping meets the 401 and the handler's sign-in.
+			r.signedIn.refuse.Store(true)
+			r.clk.Add(coverageKeepAlive)
+			r.expect(st.To)
+			return
+		}
 		if st.When == "budget spent" {
 			// The loss after the one retry spends the budget.
 			r.srv.Plan(conntest.Accept)
@@ -232,6 +318,10 @@ func (r *connRun) take(steps []connStep) {
 	case conn.EventBackoffElapsed:
 		r.prepare(rest)
 		r.clk.Add(coveragePolicy.InitialDelay)
+		r.expect(conn.Connecting)
+	case conn.EventAuthorized:
+		r.prepare(rest)
+		r.signedIn.handler.arrive()
 		r.expect(conn.Connecting)
 	case conn.EventProbe:
 		r.prepare(rest)
@@ -388,7 +478,7 @@ func TestCoverageFailsOnUntakenBranch(t *testing.T) {
 	if len(tb.errors) != 1 || !strings.Contains(tb.errors[0], "not reached: exhausted --probe [never]--> connecting") {
 		t.Fatalf("Drive reported %q, want one failure naming the [never] branch", tb.errors)
 	}
-	if got, want := c.String(), "fsm coverage connection: 18/18 edges, 18/19 branches (94.7%)"; got != want {
+	if got, want := c.String(), "fsm coverage connection: 21/21 edges, 21/22 branches (95.5%)"; got != want {
 		t.Errorf("coverage = %q, want %q", got, want)
 	}
 }

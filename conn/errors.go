@@ -122,22 +122,74 @@ func (e *LostError) Error() string {
 // Unwrap returns the session's error.
 func (e *LostError) Unwrap() error { return e.Err }
 
-// AuthError is the error of an attempt whose server refused authorization:
-// its last HTTP answer was 401 Unauthorized or 403 Forbidden, after the
-// HTTP.OAuthHandler gave up or with none set. It is not an outage: retrying
-// with the same credentials cannot succeed, so the supervisor stops in
-// [AuthRefused] without spending its outage budget.
+// ErrNeedsAuthorization is matched by the error an [HTTP.OAuthHandler]'s
+// Authorize returns when it holds no usable credential (none was ever
+// stored, or the last one was refused and could not be refreshed), so
+// that a person must sign in: the supervisor then waits in
+// [NeedsAuthorization] instead of [AuthRefused]. Return a
+// [*SignInError], which says how to sign in.
+var ErrNeedsAuthorization = transport.ErrNeedsAuthorization
+
+// SignInError is what an [HTTP.OAuthHandler]'s Authorize returns when a
+// person must sign in. It matches errors.Is(err, ErrNeedsAuthorization).
+type SignInError struct {
+	// How tells a person how to sign in, such as "run: mcpfsm auth login
+	// notion -config mcp.json". It must hold no secret: it reaches logs,
+	// Status and callers' tool errors.
+	How string
+	// Err is why no credential was usable, if there is more to say (a
+	// refresh the authorization server refused).
+	Err error
+}
+
+// Error reads "sign-in required: <How>[ (<cause>)]".
+func (e *SignInError) Error() string {
+	msg := "sign-in required: " + e.How
+	if e.Err != nil {
+		msg += " (" + e.Err.Error() + ")"
+	}
+	return msg
+}
+
+// Is reports ErrNeedsAuthorization.
+func (e *SignInError) Is(target error) bool { return target == ErrNeedsAuthorization }
+
+// Unwrap returns the cause.
+func (e *SignInError) Unwrap() error { return e.Err }
+
+// AuthError is the error of an attempt or connection whose server refused
+// authorization: its last HTTP answer was 401 Unauthorized or 403
+// Forbidden. With SignIn set, the HTTP.OAuthHandler held no usable
+// credential and said how a person signs in (see [ErrNeedsAuthorization]):
+// the supervisor waits in [NeedsAuthorization]. Otherwise the handler gave
+// up, or none was set: retrying with the same credentials cannot succeed,
+// so the supervisor stops in [AuthRefused]. Neither spends the outage
+// budget.
 type AuthError struct {
 	Server     string
 	Status     int    // the HTTP status: 401 or 403
 	Generation uint64 // the generation the attempt created
-	Err        error  // the attempt's error
+	// SignIn is how a person signs in (the handler's [SignInError.How]);
+	// empty when the server refused a credential.
+	SignIn string
+	Err    error // the attempt's error
 }
 
-// Error reads `mcp server "<name>": authorization refused (HTTP 401): <cause>; ...`.
+// Error reads `mcp server "<name>": sign-in required (HTTP 401): <how>`
+// or `mcp server "<name>": authorization refused (HTTP 403 Forbidden):
+// <cause>; ...`.
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("mcp server %q: authorization refused (HTTP %d %s): %v; fix the credentials (HTTP.Header or HTTP.OAuthHandler), then restart the supervisor",
+	if e.SignIn != "" {
+		return fmt.Sprintf("mcp server %q: sign-in required (HTTP %d %s): %s",
+			e.Server, e.Status, http.StatusText(e.Status), e.SignIn)
+	}
+	return fmt.Sprintf("mcp server %q: authorization refused (HTTP %d %s): %v; fix the credentials it is given (its headers, or sign in again), then reconnect",
 		e.Server, e.Status, http.StatusText(e.Status), e.Err)
+}
+
+// Is reports ErrNeedsAuthorization for a sign-in the server needs.
+func (e *AuthError) Is(target error) bool {
+	return target == ErrNeedsAuthorization && e.SignIn != ""
 }
 
 // Unwrap returns the attempt's error.

@@ -284,7 +284,7 @@ func (g *generation) requestFailed(err error) error {
 	if cause := g.badCause(); cause != nil {
 		return cause
 	}
-	if !transport.ConnectionGone(err) {
+	if !transport.ConnectionGone(err) && !g.needsSignIn(err) {
 		return err
 	}
 	g.mu.Lock()

@@ -512,8 +512,10 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 	// endpoint's URL, query values and all.
 	var ferr error = &FailedError{Server: s.cfg.Name, Attempt: g.attempt, Generation: g.id, Err: redact.Error(err)}
 	status := g.authRefused()
+	var how string
 	if status != 0 {
-		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, Err: redact.Error(err)}
+		how = g.signInHow()
+		ferr = &AuthError{Server: s.cfg.Name, Status: status, Generation: g.id, SignIn: how, Err: redact.Error(err)}
 	}
 	// Ready's and Reconnect's callers hear the outcome once the machine
 	// has moved on from connecting, so that State then reports where it
@@ -538,8 +540,9 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 		if !released {
 			s.stuck = g
 		}
-		s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, Err: ferr, Generation: g.id,
-			released: released, enabled: s.cfg.policy.Enabled, refused: true})
+		s.waiter = g.credentialWaiter()
+		s.fire(EventAttemptFailed, Payload{Attempt: g.attempt, MaxAttempts: s.cfg.policy.MaxAttempts, Err: ferr, Generation: g.id,
+			released: released, enabled: s.cfg.policy.Enabled, refused: true, signIn: how != ""})
 		return
 	}
 	if errors.Is(err, ErrPermanent) {
@@ -588,8 +591,99 @@ func (s *Supervisor) lost(g *generation, err error, at time.Time, released bool)
 	if g != s.current || !s.machine.Can(EventConnectionLost) {
 		return // fenced: a retired generation, or disposal closed it
 	}
+	if how := g.signInHow(); how != "" {
+		// The credential expired and could not be refreshed: a sign-in,
+		// not an outage, so no budget is charged.
+		aerr := &AuthError{Server: s.cfg.Name, Status: g.authRefused(), Generation: g.id, SignIn: how, Err: redact.Error(err)}
+		if !released {
+			s.stuck = g
+		}
+		s.waiter = g.credentialWaiter()
+		s.fire(EventConnectionLost, Payload{Err: aerr, Generation: g.id, MaxAttempts: s.cfg.policy.MaxAttempts,
+			released: released, enabled: s.cfg.policy.Enabled, signIn: true})
+		return
+	}
 	lerr := &LostError{Server: s.cfg.Name, Generation: g.id, Err: redact.Error(err)}
 	s.fire(EventConnectionLost, s.outcomeAt(g, 0, lerr, released, at))
+}
+
+// signInHow returns how a person signs in when g's OAuth handler last
+// said that it holds no usable credential, or "".
+func (g *generation) signInHow() string {
+	g.mu.Lock()
+	t := g.transport
+	g.mu.Unlock()
+	ht, ok := t.(*transport.HTTP)
+	if !ok {
+		return ""
+	}
+	err := ht.SignIn()
+	if err == nil {
+		return ""
+	}
+	var se *SignInError
+	if errors.As(err, &se) && se.How != "" {
+		return redact.Line(se.How)
+	}
+	return "sign in to the server"
+}
+
+// credentialWaiter returns g's OAuth handler if it can tell when a
+// credential arrives, or nil.
+func (g *generation) credentialWaiter() CredentialWaiter {
+	g.mu.Lock()
+	t := g.transport
+	g.mu.Unlock()
+	if ht, ok := t.(*transport.HTTP); ok {
+		w, _ := ht.Handler().(CredentialWaiter)
+		return w
+	}
+	return nil
+}
+
+// CredentialWaiter is implemented by an [HTTP.OAuthHandler] that can tell
+// when a credential arrives (a person signed in, perhaps in another
+// process). In [NeedsAuthorization] the supervisor calls WaitCredential
+// on a goroutine of its own and, when it returns nil, fires
+// [EventAuthorized], which starts the next attempt. Without it, only
+// [Supervisor.Reconnect] leaves that state.
+type CredentialWaiter interface {
+	// WaitCredential returns nil once the handler holds a credential it
+	// has not been refused with, at once if it already does, or ctx's
+	// error when ctx ends first (the supervisor left the state).
+	WaitCredential(ctx context.Context) error
+}
+
+// awaitCredential is the entry action of needs-authorization: with a
+// handler that can tell, the loop fires authorized once it has a
+// credential. The exit action (stopAwait) ends the wait.
+func (s *Supervisor) awaitCredential() {
+	w := s.waiter
+	if w == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.credWait = cancel
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		if w.WaitCredential(ctx) != nil {
+			return
+		}
+		s.postHere(func() {
+			if ctx.Err() == nil && s.machine.Can(EventAuthorized) {
+				s.fire(EventAuthorized, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, released: true, enabled: s.cfg.policy.Enabled})
+			}
+		})
+	}()
+}
+
+// stopAwait is the exit action of needs-authorization.
+func (s *Supervisor) stopAwait() {
+	if s.credWait != nil {
+		s.credWait()
+		s.credWait = nil
+	}
 }
 
 // outcome is the payload of a failure or loss of g, from which the

@@ -355,10 +355,16 @@ func (g *generation) request(ctx context.Context, tool string, since time.Time, 
 		return fmt.Errorf("mcp server %q: %s did not answer within CallTimeout (%v): %w: %w",
 			g.sup.cfg.Name, what, g.sup.cfg.CallTimeout, context.DeadlineExceeded, err)
 	}
-	if err != nil && (g.down() || transport.ConnectionGone(err)) {
+	if err != nil && (g.down() || transport.ConnectionGone(err) || g.needsSignIn(err)) {
 		return g.unavailable(tool, g.requestFailed(err))
 	}
 	return err
+}
+
+// needsSignIn reports a request refused because the OAuth handler holds
+// no usable credential: the connection is lost to a sign-in.
+func (g *generation) needsSignIn(err error) bool {
+	return errors.Is(err, ErrNeedsAuthorization) && g.signInHow() != ""
 }
 
 func (g *generation) unavailable(tool string, cause error) error {

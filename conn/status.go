@@ -233,7 +233,16 @@ func sayHalted(phrase string, _ Transition, closeTimeout time.Duration) (string,
 }
 
 func sayAuthRefused(phrase string, _ Transition, _ time.Duration) (string, []any) {
-	return phrase + "; not retrying: fix the credentials (HTTP.Header or HTTP.OAuthHandler), then " + recoverHint, nil
+	return phrase + "; not retrying: fix the credentials the server is given (its headers, or sign in again), then " + recoverHint, nil
+}
+
+// sayNeedsAuthorization says how to sign in, as the OAuth handler put it.
+func sayNeedsAuthorization(phrase string, t Transition, _ time.Duration) (string, []any) {
+	var ae *AuthError
+	if errors.As(t.Err, &ae) && ae.SignIn != "" {
+		return phrase + "; waiting for a sign-in, not retrying until then: " + ae.SignIn, nil
+	}
+	return phrase + "; waiting for a sign-in, not retrying until then", nil
 }
 
 // WatchBuffer is how many transitions a channel returned by

@@ -62,10 +62,12 @@ type Supervisor struct {
 	published []published
 	retry     *retryTimer // the armed backoff or probe, in the backoff states and exhausted
 	readyDone bool
-	waiters   []chan<- error // Reconnect calls waiting for the attempt in flight
-	stuck     *generation    // the generation that halted reconnecting, in halted
-	stuckGone bool           // its process has exited since
-	probing   bool           // the attempt in flight is a probe from exhausted
+	waiters   []chan<- error     // Reconnect calls waiting for the attempt in flight
+	stuck     *generation        // the generation that halted reconnecting, in halted
+	stuckGone bool               // its process has exited since
+	probing   bool               // the attempt in flight is a probe from exhausted
+	credWait  context.CancelFunc // ends the wait for a credential, in needs-authorization
+	waiter    CredentialWaiter   // the OAuth handler of the generation refused last, if it can tell when a credential arrives
 	// permanentRun counts the consecutive attempts that failed in a way
 	// no wait can fix; the second leads to failed-permanent.
 	permanentRun int
@@ -125,16 +127,18 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 					s.unpublish()
 					s.armProbe(st.Data)
 				},
-				FailedPermanent: func(context.Context, step) { s.unpublish() },
-				Disposing:       func(context.Context, step) { s.dispose() },
-				Disposed:        func(context.Context, step) { s.unpublish() },
+				FailedPermanent:    func(context.Context, step) { s.unpublish() },
+				NeedsAuthorization: func(context.Context, step) { s.awaitCredential() },
+				Disposing:          func(context.Context, step) { s.dispose() },
+				Disposed:           func(context.Context, step) { s.unpublish() },
 			},
 			// Leaving a backoff state or exhausted, whichever way, disarms
 			// its timer.
 			OnExit: map[State]func(context.Context, step){
-				FailedRetrying:   func(context.Context, step) { s.disarm() },
-				LostReconnecting: func(context.Context, step) { s.disarm() },
-				Exhausted:        func(context.Context, step) { s.disarm() },
+				FailedRetrying:     func(context.Context, step) { s.disarm() },
+				LostReconnecting:   func(context.Context, step) { s.disarm() },
+				Exhausted:          func(context.Context, step) { s.disarm() },
+				NeedsAuthorization: func(context.Context, step) { s.stopAwait() },
 			},
 			Observer: s.observe,
 			OnError: func(ev Event, err error) {

@@ -59,9 +59,20 @@ const (
 	// reconnecting stopped rather than risk two processes of one server.
 	// [Supervisor.Reconnect] leaves it once that process has exited.
 	Halted State = "halted"
+	// NeedsAuthorization: the server answered 401 (or 403) and the HTTP
+	// OAuth handler holds no usable credential: a person must sign in (the
+	// handler returned a [*SignInError] saying how). No backoff timer runs
+	// and the outage budget is not spent; the state is left for connecting
+	// once the handler has a credential (see [CredentialWaiter]), or by
+	// [Supervisor.Reconnect] or Close. Entered from connecting, and from
+	// established when the credential expires and cannot be refreshed. The
+	// last tools stay registered and fail fast with how to sign in.
+	NeedsAuthorization State = "needs-authorization"
 	// AuthRefused: the server refused authorization (HTTP 401 or 403)
-	// after the OAuth handler gave up, or with none set. Retrying with the
-	// same credentials cannot help, so nothing more is tried and the outage
+	// after the OAuth handler gave up, or with none set: it refuses the
+	// credential it was given (a static header, a client it rejects, a
+	// scope still missing after step-up). Retrying with the same
+	// credentials cannot help, so nothing more is tried and the outage
 	// budget is not spent; the state waits for [Supervisor.Reconnect]
 	// (once the credentials are fixed) or Close.
 	AuthRefused State = "auth-refused"
@@ -94,6 +105,9 @@ const (
 	// EventProbe: the policy's ProbeInterval elapsed in exhausted; one
 	// attempt starts, and its failure leads back to exhausted.
 	EventProbe Event = "probe"
+	// EventAuthorized: in needs-authorization, the OAuth handler got a
+	// credential (a person signed in); the next attempt starts.
+	EventAuthorized Event = "authorized"
 	// EventDispose: Close was called.
 	EventDispose Event = "dispose"
 	// EventDisposed: every goroutine and process of the supervisor has stopped.
@@ -117,6 +131,7 @@ type Payload struct {
 	enabled   bool // the reconnect policy is enabled
 	retry     bool // the outage budget granted another attempt after Delay
 	refused   bool // the server refused authorization: no retry can help
+	signIn    bool // the server needs a credential the OAuth handler lacks: a person must sign in
 	permanent bool // a second attempt in a row failed in a way no wait can fix
 }
 
@@ -165,7 +180,9 @@ var states = []stateFacts{
 		"connection failed and no retry can fix it", slog.LevelError, failed, sayFailedPermanent},
 	{fsm.State[State]{Name: Halted, Doc: "old server process never exited; reconnect stopped"},
 		"server process did not exit; reconnect halted", slog.LevelError, stopped, sayHalted},
-	{fsm.State[State]{Name: AuthRefused, Doc: "server refused authorization (HTTP 401/403); waiting for Reconnect or Close"},
+	{fsm.State[State]{Name: NeedsAuthorization, Doc: "server needs a sign-in (HTTP 401, no usable credential); no timer, no budget spent; waiting for a credential"},
+		"sign-in required", slog.LevelWarn, stopped, sayNeedsAuthorization},
+	{fsm.State[State]{Name: AuthRefused, Doc: "server refused the credential (HTTP 401/403); waiting for Reconnect or Close"},
 		"authorization refused", slog.LevelError, stopped, sayAuthRefused},
 	{fsm.State[State]{Name: Disposing, Doc: "Close called; quiescing"},
 		"disposing", slog.LevelDebug, plain, nil},
@@ -215,6 +232,7 @@ var (
 	disabled    = func(p Payload) bool { return !p.enabled }
 	spent       = func(p Payload) bool { return !p.retry }
 	refused     = func(p Payload) bool { return p.refused }
+	signIn      = func(p Payload) bool { return p.signIn }
 	permanent   = func(p Payload) bool { return p.permanent }
 	released    = func(p Payload) bool { return p.released }
 )
@@ -242,7 +260,7 @@ var superstates = []fsm.State[State]{
 // parentOf returns the superstate a state of the states list lies in.
 func parentOf(st State) State {
 	switch st {
-	case FailedRetrying, LostReconnecting, Exhausted, FailedDisabled, LostDisabled, FailedPermanent, AuthRefused:
+	case FailedRetrying, LostReconnecting, Exhausted, FailedDisabled, LostDisabled, FailedPermanent, NeedsAuthorization, AuthRefused:
 		return waiting
 	case Disposing, Disposed:
 		return ""
@@ -256,7 +274,8 @@ func parentOf(st State) State {
 // diagrams are rendered from, and the table tests check.
 //
 // Invariants held by the table (and tested): lost-* states are entered only
-// from established; failed-* states only from connecting; nothing leaves
+// from established; failed-* states only from connecting;
+// needs-authorization from those two only, and no timer leaves it; nothing leaves
 // disposed; dispose is possible from every other state except disposing
 // itself, which is already on its way to disposed.
 //
@@ -280,6 +299,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Name: EventBackoffElapsed, Doc: "backoff delay elapsed"},
 			{Name: EventReconnect, Doc: "Reconnect called"},
 			{Name: EventProbe, Doc: "probe interval elapsed"},
+			{Name: EventAuthorized, Doc: "the OAuth handler got a credential: a person signed in"},
 			{Name: EventDispose, Doc: "Close called"},
 			{Name: EventDisposed, Doc: "every goroutine and process stopped"},
 		},
@@ -287,6 +307,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventConnected, From: []State{Connecting}, To: Established},
 
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: Halted, Guard: notReleased, When: "not released"},
+			{Event: EventAttemptFailed, From: []State{Connecting}, To: NeedsAuthorization, Guard: signIn, When: "sign-in required"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: AuthRefused, Guard: refused, When: "authorization refused"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedDisabled, Guard: disabled, When: "reconnect disabled"},
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedPermanent, Guard: permanent, When: "no retry can fix it"},
@@ -294,6 +315,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventAttemptFailed, From: []State{Connecting}, To: FailedRetrying},
 
 			{Event: EventConnectionLost, From: []State{Established}, To: Halted, Guard: notReleased, When: "not released"},
+			{Event: EventConnectionLost, From: []State{Established}, To: NeedsAuthorization, Guard: signIn, When: "sign-in required"},
 			{Event: EventConnectionLost, From: []State{Established}, To: LostDisabled, Guard: disabled, When: "reconnect disabled"},
 			{Event: EventConnectionLost, From: []State{Established}, To: Exhausted, Guard: spent, When: "budget spent"},
 			{Event: EventConnectionLost, From: []State{Established}, To: LostReconnecting},
@@ -302,6 +324,7 @@ func Table() fsm.Spec[State, Event, Payload] {
 			{Event: EventReconnect, From: []State{waiting}, To: Connecting},
 			{Event: EventReconnect, From: []State{Halted}, To: Connecting, Guard: released, When: "process gone"},
 			{Event: EventProbe, From: []State{Exhausted}, To: Connecting},
+			{Event: EventAuthorized, From: []State{NeedsAuthorization}, To: Connecting},
 			{Event: EventDispose, From: []State{live}, To: Disposing},
 			{Event: EventDisposed, From: []State{Disposing}, To: Disposed},
 		},

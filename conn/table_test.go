@@ -25,18 +25,19 @@ func TestTableValidates(t *testing.T) {
 // appear in logs, diagrams and Transition records.
 func TestTableStateNames(t *testing.T) {
 	want := map[conn.State]string{
-		conn.Connecting:       "connecting",
-		conn.Established:      "established",
-		conn.FailedRetrying:   "failed-retrying",
-		conn.LostReconnecting: "lost-reconnecting",
-		conn.Exhausted:        "exhausted",
-		conn.FailedDisabled:   "failed-disabled",
-		conn.LostDisabled:     "lost-disabled",
-		conn.Halted:           "halted",
-		conn.AuthRefused:      "auth-refused",
-		conn.FailedPermanent:  "failed-permanent",
-		conn.Disposing:        "disposing",
-		conn.Disposed:         "disposed",
+		conn.Connecting:         "connecting",
+		conn.Established:        "established",
+		conn.FailedRetrying:     "failed-retrying",
+		conn.LostReconnecting:   "lost-reconnecting",
+		conn.Exhausted:          "exhausted",
+		conn.FailedDisabled:     "failed-disabled",
+		conn.LostDisabled:       "lost-disabled",
+		conn.Halted:             "halted",
+		conn.AuthRefused:        "auth-refused",
+		conn.NeedsAuthorization: "needs-authorization",
+		conn.FailedPermanent:    "failed-permanent",
+		conn.Disposing:          "disposing",
+		conn.Disposed:           "disposed",
 	}
 	got := map[conn.State]string{}
 	for st := range want {
@@ -120,7 +121,7 @@ func TestTableSharedTransitionsOnce(t *testing.T) {
 			outsideLive = append(outsideLive, st)
 		}
 	}
-	want := []conn.State{conn.AuthRefused, conn.Exhausted, conn.FailedDisabled, conn.FailedPermanent, conn.FailedRetrying, conn.LostDisabled, conn.LostReconnecting}
+	want := []conn.State{conn.AuthRefused, conn.Exhausted, conn.FailedDisabled, conn.FailedPermanent, conn.FailedRetrying, conn.LostDisabled, conn.LostReconnecting, conn.NeedsAuthorization}
 	if diff := cmp.Diff(want, inWaiting); diff != "" {
 		t.Errorf("states inside waiting (-want +got):\n%s", diff)
 	}
@@ -148,6 +149,9 @@ func TestTableFailedVersusLost(t *testing.T) {
 		// that was up and loses its authorization is lost, and its next
 		// attempt is refused.
 		{conn.AuthRefused, []string{"connecting --attempt-failed [authorization refused]-->"}},
+		// A server that needs a sign-in is one whether it never came up
+		// or its credential expired and could not be refreshed.
+		{conn.NeedsAuthorization, []string{"connecting --attempt-failed [sign-in required]-->", "established --connection-lost [sign-in required]-->"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, transitionsInto(tt.to)); diff != "" {
@@ -340,6 +344,8 @@ func TestTableWaysBack(t *testing.T) {
 		"lost-disabled --reconnect-->",
 		"lost-reconnecting --backoff-elapsed-->",
 		"lost-reconnecting --reconnect-->",
+		"needs-authorization --authorized-->",
+		"needs-authorization --reconnect-->",
 	}
 	if diff := cmp.Diff(want, transitionsInto(conn.Connecting)); diff != "" {
 		t.Errorf("transitions into connecting (-want +got):\n%s", diff)

@@ -214,6 +214,12 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	case st.State.Lost() && st.State != conn.LostReconnecting, st.State.Failed() && st.State != conn.FailedRetrying,
 		st.State == conn.Exhausted, st.State == conn.Halted:
 		b.WriteString("; mcpfsm will not reconnect: fix the server, then restart mcpfsm")
+	case st.State == conn.NeedsAuthorization:
+		b.WriteString("; sign in, then try again")
+		var ae *conn.AuthError
+		if errors.As(st.LastErr, &ae) && ae.SignIn != "" {
+			b.WriteString(": " + ae.SignIn)
+		}
 	case st.State == conn.Disposing, st.State == conn.Disposed:
 		b.WriteString("; mcpfsm is shutting down")
 	default:

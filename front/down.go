@@ -38,7 +38,7 @@ func (c *client) downMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		text := c.f.describe(be, toolOp(call.Params.Name), nil, "")
-		if st.LastErr != nil {
+		if st.LastErr != nil && st.State != conn.NeedsAuthorization { // describe said how to sign in
 			text += c.f.opts.Redact(fmt.Sprintf(" (last error: %v)", st.LastErr))
 		}
 		return errorResult(text), nil

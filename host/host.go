@@ -36,6 +36,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/health"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -95,6 +96,23 @@ type Options struct {
 	// what the host shows: [Host.Status], [Host.Health], the stderr lines
 	// it logs and keeps.
 	Secrets Secrets
+	// SignIn, if set, returns the OAuth handler of an http server (nil
+	// for none): the host gives it to the server's conn.HTTP transport,
+	// shared instance and per-client ones alike, unless the server's
+	// headers carry an Authorization of their own or its oauth says
+	// "enabled": false. Package signin's Handler is one.
+	SignIn func(s config.Server) auth.OAuthHandler
+}
+
+// signIn sets the OAuth handler of c's transport for s (Options.SignIn).
+func (o *Options) signIn(s config.Server, c *conn.Config) {
+	tr, ok := c.Transport.(*conn.HTTP)
+	if !ok || o.SignIn == nil || tr.OAuthHandler != nil || s.Headers.Get("Authorization") != "" || (s.OAuth != nil && s.OAuth.Disabled) {
+		return
+	}
+	if hd := o.SignIn(s); hd != nil {
+		tr.OAuthHandler = hd
+	}
 }
 
 // Secrets is a registry of secret values, hidden by value wherever String
@@ -210,6 +228,7 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 func (h *Host) startOne(ctx context.Context, st *server) (*conn.Supervisor, error) {
 	o := h.opts
 	c := ConnConfig(st.cfg, st.stderr)
+	o.signIn(st.cfg, &c)
 	c.Registry, c.Logger, c.OnTransition, c.Catalog = h.reg, o.Logger, o.OnTransition, o.Catalog
 	for _, uri := range st.cfg.Roots {
 		c.Roots = append(c.Roots, &mcp.Root{URI: uri}) //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.

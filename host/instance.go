@@ -34,6 +34,7 @@ func (h *Host) StartInstance(ctx context.Context, server string, configure func(
 		return nil, fmt.Errorf("host: unknown server %q", server)
 	}
 	c := ConnConfig(st.cfg, st.stderr)
+	h.opts.signIn(st.cfg, &c)
 	c.Logger = h.log.With("instance", "per-client")
 	configure(&c)
 	st.mu.Lock()

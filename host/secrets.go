@@ -11,7 +11,8 @@ import (
 // every env and envFile value (as "NAME.env.KEY"), every header value
 // and the credentials after its scheme ("NAME.header.Authorization"), the
 // URL's user and password ("NAME.url.password") and query values
-// ("NAME.url.query.KEY"). Values under 8 bytes are not kept (see
+// ("NAME.url.query.KEY"), and an OAuth client secret
+// ("NAME.oauth.clientSecret"). Values under 8 bytes are not kept (see
 // internal/redact.MinSecretLen).
 func AddSecrets(s Secrets, srv config.Server) {
 	for _, kv := range srv.Env {
@@ -26,6 +27,9 @@ func AddSecrets(s Secrets, srv config.Server) {
 				s.Add(srv.Name+".header."+k, strings.TrimSpace(cred))
 			}
 		}
+	}
+	if srv.OAuth != nil && srv.OAuth.ClientSecret != "" {
+		s.Add(srv.Name+"."+srv.OAuth.Key+".clientSecret", srv.OAuth.ClientSecret)
 	}
 	u, err := url.Parse(srv.URL)
 	if err != nil || srv.URL == "" {

@@ -169,7 +169,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, stderr)})
 	_ = hs.Start(ctx, cfg)
 	printTools(stdout, reg.Tools())
 	failed := reportFailures(stderr, "tools", hs)
@@ -237,7 +237,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, stderr)})
 	_ = hs.Start(ctx, &config.Config{Servers: []config.Server{srv}})
 	code = exitOK
 	if reportFailures(stderr, "call", hs) {

@@ -133,7 +133,8 @@ func newHostConsole(flags consoleFlags, ln net.Listener, logger *slog.Logger) (*
 // console's transitions and metrics.
 func (h *hostConsole) hostOptions(hf *hostFlags, logger *slog.Logger, reg conn.Registry) host.Options {
 	return host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Secrets: secrets,
-		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance}
+		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance,
+		SignIn: signInHandlers(hf.cmd, *hf.path, hf.stderr)}
 }
 
 // start starts a server's shared instance, measured with -http.

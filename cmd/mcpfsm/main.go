@@ -49,6 +49,9 @@ Usage:
   mcpfsm status [-http ADDR] [-json]             the servers of a running host
   mcpfsm reconnect [-http ADDR] NAME | -all      reconnect a running host's server now
   mcpfsm probe [-url URL]                        is a running host ready (its /readyz)
+  mcpfsm auth login NAME -config FILE            sign in to a remote server that needs OAuth
+  mcpfsm auth status -config FILE                which servers are signed in
+  mcpfsm auth logout NAME -config FILE           forget a server's credential
   mcpfsm demo                                    watch a crash and a recovery (no setup)
 
 Run 'mcpfsm COMMAND -h' for a command's flags and examples.
@@ -218,8 +221,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdReconnect(ctx, args[1:], stdout, stderr)
 	case "probe":
 		return cmdProbe(ctx, args[1:], stdout, stderr)
+	case "auth":
+		return cmdAuth(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect, probe\nrun 'mcpfsm -h' for usage\n", args[0])
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect, probe, auth\nrun 'mcpfsm -h' for usage\n", args[0])
 	return exitUsage
 }
 
@@ -282,6 +287,7 @@ type hostFlags struct {
 	cmd                 string
 	path, format, level *string
 	reading             *loadFlags
+	stderr              io.Writer // load's: where a sign-in's one line goes
 }
 
 func addHostFlags(fs *flag.FlagSet, cmd, level string) *hostFlags {
@@ -317,6 +323,7 @@ func (l *loadFlags) options() *config.Options {
 // ends with code.
 func (h *hostFlags) load(stderr io.Writer) (*slog.Logger, *config.Config, io.Writer, int) {
 	stderr = &syncWriter{w: stderr}
+	h.stderr = stderr
 	logger, err := newLogger(stderr, *h.format, *h.level)
 	if err != nil {
 		return nil, nil, stderr, usageErr(stderr, h.cmd, "%v", err)

@@ -21,6 +21,9 @@ import (
 // test binary runs main, so end-to-end tests run mcpfsm as a real process
 // without building it.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(testBrowserEnv); mode != "" {
+		os.Exit(testBrowser(mode, os.Args[1:]))
+	}
 	if os.Getenv("MCPFSM_TEST_MAIN") == "1" || os.Getenv(demoServerEnv) != "" {
 		main()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,6 +42,9 @@ func NewHTTP(endpoint string, client *http.Client, header http.Header, oauth aut
 		client = http.DefaultClient
 	}
 	watch := &authWatch{}
+	if oauth != nil {
+		oauth = &signInWatch{OAuthHandler: oauth, watch: watch}
+	}
 	hc := *client
 	next := client.Transport
 	if next == nil {
@@ -62,8 +66,72 @@ func (t *HTTP) Refused() int { return t.watch.refused() }
 // LastAnswer returns the server's last error answer to a POST, or nil.
 func (t *HTTP) LastAnswer() *Answer { return t.rec.answer() }
 
-// authWatch records the status of the latest HTTP answer.
-type authWatch struct{ status atomic.Int32 }
+// SignIn returns the error with which the OAuth handler last said that it
+// holds no usable credential (one matching [ErrNeedsAuthorization]), or
+// nil when its last Authorize did not say so.
+func (t *HTTP) SignIn() error {
+	if p := t.watch.signIn.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setToken adds the OAuth handler's access token to req, as the SDK does
+// to its own requests.
+func setToken(ctx context.Context, h auth.OAuthHandler, req *http.Request) error {
+	if h == nil {
+		return nil
+	}
+	ts, err := h.TokenSource(ctx)
+	if err != nil || ts == nil {
+		return err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		return nil // the server's 401 goes to the handler's Authorize
+	}
+	if tok != nil && tok.AccessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
+	return nil
+}
+
+// Handler returns the OAuth handler the transport was given, or nil.
+func (t *HTTP) Handler() auth.OAuthHandler {
+	if w, ok := t.OAuthHandler.(*signInWatch); ok {
+		return w.OAuthHandler
+	}
+	return t.OAuthHandler
+}
+
+// ErrNeedsAuthorization is matched by the error an OAuth handler's
+// Authorize returns when it holds no usable credential and a person must
+// sign in (conn's ErrNeedsAuthorization).
+var ErrNeedsAuthorization = errors.New("sign-in required")
+
+// authWatch records the status of the latest HTTP answer, and whether the
+// OAuth handler last asked for a sign-in.
+type authWatch struct {
+	status atomic.Int32
+	signIn atomic.Pointer[error]
+}
+
+// signInWatch is the OAuth handler of a generation's transport: it
+// records what its Authorize said about signing in.
+type signInWatch struct {
+	auth.OAuthHandler
+	watch *authWatch
+}
+
+func (h *signInWatch) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	err := h.OAuthHandler.Authorize(ctx, req, resp)
+	if err != nil && errors.Is(err, ErrNeedsAuthorization) {
+		h.watch.signIn.Store(&err)
+	} else {
+		h.watch.signIn.Store(nil)
+	}
+	return err
+}
 
 // refused returns the status of the latest answer if it refused
 // authorization (401 or 403), else 0.
@@ -229,6 +297,9 @@ func DiscoverHTTP(ctx context.Context, st *mcp.StreamableClientTransport, protoc
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", protocol)
 	req.Header.Set("Mcp-Method", MethodDiscover)
+	if err := setToken(ctx, st.OAuthHandler, req); err != nil {
+		return err
+	}
 	c := st.HTTPClient
 	if c == nil {
 		c = http.DefaultClient
@@ -236,6 +307,15 @@ func DiscoverHTTP(ctx context.Context, st *mcp.StreamableClientTransport, protoc
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
+	}
+	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && st.OAuthHandler != nil {
+		// The handler refreshes the token for the next request, or says
+		// that a person must sign in: then the probe failed. It closes
+		// the body.
+		if err := st.OAuthHandler.Authorize(ctx, req, resp); errors.Is(err, ErrNeedsAuthorization) {
+			return fmt.Errorf("%s answered HTTP %d: %w", MethodDiscover, resp.StatusCode, err)
+		}
+		return nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	_ = resp.Body.Close()
