@@ -91,17 +91,6 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	}
 }
 
-// rootsAnswered takes note that c's instance of server answered a
-// roots/list now.
-func (c *client) rootsAnswered(server string) {
-	c.mu.Lock()
-	in := c.instances[server]
-	c.mu.Unlock()
-	if in != nil {
-		in.RootsAnswered()
-	}
-}
-
 // knownRoots are c's roots, if they were read.
 //
 //lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.

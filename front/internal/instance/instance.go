@@ -80,19 +80,11 @@ var machines = sync.OnceValue(func() *fsm.Compiled[State, Event, useData] {
 // ErrEnded: the client ended while its request waited for the instance.
 var ErrEnded = errors.New("the client's session ended")
 
-// RootsSettle is how long after a starting server's roots/list was
-// answered the request that started it waits before it is sent: the
-// time a server such as server-filesystem takes to apply the roots it
-// was given (it checks each directory), which a request sent sooner
-// finds without them.
-const RootsSettle = 200 * time.Millisecond
-
 // Options configure an [Instance].
 type Options struct {
 	// Server names the server, for the logs.
 	Server string
-	// Clock times the idle close and the settle. Nil means the real
-	// clock.
+	// Clock times the idle close. Nil means the real clock.
 	Clock clock.Clock
 	// Idle closes the instance after that long without a request;
 	// negative never. Zero means 10 minutes.
@@ -129,10 +121,6 @@ type Instance struct {
 	idle    *clock.Timer
 	idleSeq uint64 // which arming of idle is current
 	listed  bool   // its supervisor was established since it started
-	// rootsAt is when the server's roots/list was last answered: a
-	// server that asks for roots as it starts applies them after its
-	// answer, and the request that started it waits for that (Settle).
-	rootsAt time.Time
 }
 
 // New returns an absent instance.
@@ -188,7 +176,7 @@ func (in *Instance) Use(ctx context.Context) (sup *conn.Supervisor, started bool
 		if err != nil {
 			return nil, false, nil, err
 		}
-		in.sup, in.release, in.listed, in.rootsAt = sup, release, false, time.Time{}
+		in.sup, in.release, in.listed = sup, release, false
 		started = true
 	}
 	in.busy++
@@ -231,36 +219,6 @@ func (in *Instance) Running() *conn.Supervisor {
 		return nil
 	}
 	return in.sup
-}
-
-// RootsAnswered takes note that the instance's server was answered a
-// roots/list now.
-func (in *Instance) RootsAnswered() {
-	in.mu.Lock()
-	in.rootsAt = in.o.Clock.Now()
-	in.mu.Unlock()
-}
-
-// Settle waits, for the request that started the instance, until a
-// roots/list its server sent as it started has had RootsSettle to take
-// effect, or ctx ends.
-func (in *Instance) Settle(ctx context.Context) {
-	in.mu.Lock()
-	at := in.rootsAt
-	in.mu.Unlock()
-	if at.IsZero() {
-		return
-	}
-	wait := RootsSettle - in.o.Clock.Since(at)
-	if wait <= 0 {
-		return
-	}
-	timer := in.o.Clock.Timer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-	}
 }
 
 // done ends one request's hold; the last one arms the idle timer.
