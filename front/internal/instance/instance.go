@@ -8,6 +8,7 @@ package instance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -89,7 +90,8 @@ type Options struct {
 	// Idle closes the instance after that long without a request;
 	// negative never. Zero means 10 minutes.
 	Idle time.Duration
-	// Logger receives the instance's logs. Nil discards them.
+	// Logger receives the instance's logs: why it closed. Give it what
+	// names the instance's client. Nil discards them.
 	Logger *slog.Logger
 	// Start starts the supervisor, with observe as (or called from) its
 	// conn.Config.OnTransition, and returns the function that frees its
@@ -168,7 +170,7 @@ func (in *Instance) Use(ctx context.Context) (sup *conn.Supervisor, started bool
 	}
 	if in.m.State() == Running && in.sup.State() == conn.Disposed {
 		in.fire(Closed, useData{})
-		in.drop()
+		in.drop("its supervisor was closed from outside (a reload changed or removed the server); this request starts a new one")
 	}
 	if in.m.State() != Running {
 		sup, release, err := in.o.Start(ctx, in.observe)
@@ -243,8 +245,7 @@ func (in *Instance) expire(seq uint64) {
 		return
 	}
 	in.fire(Expire, useData{})
-	in.drop()
-	in.o.Logger.Debug("per-client instance closed: idle", "server", in.o.Server)
+	in.drop(fmt.Sprintf("no request of its client for %v (the instance idle time)", in.o.Idle))
 }
 
 // End closes the instance for good: its client ended.
@@ -255,13 +256,23 @@ func (in *Instance) End() {
 		return
 	}
 	in.fire(End, useData{})
-	in.drop()
+	in.drop("its client ended")
 }
 
 // drop closes the supervisor, off the caller's goroutine, and frees its
-// slot once it is closed; in.mu is held.
-func (in *Instance) drop() {
+// slot once it is closed; in.mu is held. It logs why: at warning level
+// when requests of the client still use the instance (its client is
+// active), so that their failure explains itself.
+func (in *Instance) drop(why string) {
 	sup, release := in.sup, in.release
+	if sup != nil {
+		level := slog.LevelInfo
+		if in.busy > 0 {
+			level = slog.LevelWarn
+		}
+		in.o.Logger.Log(context.Background(), level, "per-client instance closed: "+why,
+			"server", in.o.Server, "requests", in.busy)
+	}
 	in.sup, in.release, in.listed = nil, nil, false
 	in.idleSeq++
 	if in.idle != nil {
