@@ -235,6 +235,7 @@ func TestFilesystemClientsSeeOnlyTheirOwnRoots(t *testing.T) {
 				// without them, as a direct client's would be, but never
 				// with another client's.
 				got, _ := tool(t, c.sess, "list_allowed_directories", map[string]any{})
+				t.Logf("client of %s: its first call got %q", c.own, got) // how often server-filesystem had not applied its roots yet
 				if strings.Contains(got, dirs[c.else_]) {
 					t.Errorf("client of %s: allowed directories %q at its instance's start", c.own, got)
 				}

@@ -182,15 +182,15 @@ func requestCapabilities(req mcp.Request) *mcp.ClientCapabilities {
 	return nil
 }
 
-// askRoots asks a modern client for its roots, in its call under ctx,
-// when the call is about to start the client's instance of server and
-// the client's roots are not known: the client answers in its next round
-// trip (an input request of the call's result), and the instance starts
-// with the answer as its roots (configure), so its server's roots/list
-// is answered with them at once. A classic client's roots are read
-// before its call goes on (rootsMiddleware); a call that cannot carry a
-// request (not bridged), or a client that declared no roots, is not
-// asked.
+// askRoots asks a modern client for its roots, in its call under ctx
+// to its instance of server, when they are not known: the client answers
+// in its next round trip (an input request of the call's result), and an
+// instance the call starts has the answer as its roots from its start
+// (configure), so its server's roots/list is answered with them at once.
+// An instance that runs already (started by a request that could not
+// ask) is given them now. A classic client's roots are read before its
+// call goes on (rootsMiddleware); a call that cannot carry a request
+// (not bridged), or a client that declared no roots, is not asked.
 func (c *client) askRoots(ctx context.Context, server string) error {
 	if c.kind != subjectClient || ctx.Value(offersRootsKey{}) == nil {
 		return nil
@@ -202,8 +202,21 @@ func (c *client) askRoots(ctx context.Context, server string) error {
 	if b == nil {
 		return nil
 	}
-	_, err := c.rootsFrom(ctx, b, server)
-	return err
+	res, err := c.rootsFrom(ctx, b, server)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	instances := c.instanceSet()
+	c.mu.Unlock()
+	for _, in := range instances {
+		if sup := in.Running(); sup != nil {
+			if err := sup.SetRoots(res.Roots...); err != nil {
+				c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
+			}
+		}
+	}
+	return nil
 }
 
 // rootsFrom asks the client of the bridged call b for its roots, on
