@@ -108,6 +108,17 @@ func startServeLog(t *testing.T, args ...string) (*exec.Cmd, string, *lineLog) {
 	return cmd, strings.Trim(strings.Fields(rest)[0], `"`), log
 }
 
+// awaitShared waits until the shared instance of fs is established: serve
+// starts serving after a bounded wait for its servers (on a loaded
+// machine node may take longer to start), and a client's first call to a
+// tool not listed yet is refused as unknown.
+func (is *isolated) awaitShared(t *testing.T) {
+	t.Helper()
+	is.log.awaitN(t, 0, 1, "the shared instance of fs established", func(l string) bool {
+		return contains(" server=fs state=established ")(l) && !strings.Contains(l, "instance=per-client")
+	})
+}
+
 // started returns the PIDs of the backend processes started so far.
 func (is *isolated) started(t *testing.T) []int { return fixture.PIDs(t, is.pids) }
 
@@ -218,6 +229,7 @@ func TestFilesystemClientsSeeOnlyTheirOwnRoots(t *testing.T) {
 		}
 		t.Run(era, func(t *testing.T) {
 			is := serveIsolated(t, []string{"node", entry}, nil, "-log-level", "debug")
+			is.awaitShared(t)
 			dirs := fsTree(t, is.dir, "b", "c")
 			alice := is.client(t, "alice", protocol, dirs["b"])
 			bob := is.client(t, "bob", protocol, dirs["c"])
@@ -267,7 +279,11 @@ func TestSharedFilesystemHasTheConfiguredRoot(t *testing.T) {
 	entry := filesystemServer(t)
 	root := t.TempDir()
 	dirs := fsTree(t, root, "shared", "b")
-	is := serveIsolated(t, []string{"node", entry}, map[string]any{"isolation": "shared", "roots": []string{"file://" + dirs["shared"]}})
+	is := serveIsolated(t, []string{"node", entry}, map[string]any{"isolation": "shared", "roots": []string{"file://" + dirs["shared"]}},
+		"-log-level", "debug")
+	is.awaitShared(t)
+	// It applies them after it was answered, off its reader, and says so.
+	is.log.awaitN(t, 0, 1, "server-filesystem's roots applied", contains("Updated allowed directories from MCP roots: 1 valid"))
 	alice := is.client(t, "alice", conn.ClassicProtocolVersion, dirs["b"])
 	bob := is.client(t, "bob", "", dirs["b"])
 	for name, sess := range map[string]*mcp.ClientSession{"alice": alice, "bob": bob} {
