@@ -41,6 +41,7 @@ type isolated struct {
 	issuer *fixture.Issuer
 	pids   string // the backends' PIDs, one line per process started
 	dir    string
+	log    *lineLog // serve's
 }
 
 const isolatedResource = "http://127.0.0.1/mcp"
@@ -67,40 +68,29 @@ func serveIsolated(t *testing.T, command []string, keys map[string]any, flags ..
 	}
 	args := append([]string{"serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0",
 		"-oauth-issuer", is.issuer.URL, "-oauth-resource", isolatedResource}, flags...)
-	is.cmd, is.url = startServe(t, args...)
+	is.cmd, is.url, is.log = startServeLog(t, args...)
 	return is
 }
 
 // startServe starts mcpfsm with args, which serve Streamable HTTP, and
 // returns it and its URL; it is stopped (SIGTERM, then killed) at the end
 // of the test, and every backend process it started is gone by then.
+// Its log is printed if the test fails (serveOutput).
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	cmd, url, _ := startServeLog(t, args...)
+	return cmd, url
+}
+
+// startServeLog is startServe, and serve's log, to wait on.
+func startServeLog(t *testing.T, args ...string) (*exec.Cmd, string, *lineLog) {
+	t.Helper()
+	log := serveOutput(t, "serve")
 	cmd := exec.Command(fixture.BuildHost(t), args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	found := make(chan string, 1)
-	done := make(chan struct{})
-	var log strings.Builder // read once done is closed
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "serving MCP over Streamable HTTP at "); ok {
-				found <- strings.Trim(strings.Fields(rest)[0], `"`)
-			}
-			if testing.Verbose() {
-				t.Log(sc.Text())
-			} else {
-				log.WriteString(sc.Text() + "\n")
-			}
-		}
-	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		exited := make(chan struct{})
@@ -111,18 +101,22 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
-		<-done
-		if t.Failed() && log.Len() > 0 {
-			t.Logf("%s's stderr:\n%s", cmd.Path, log.String())
-		}
 	})
-	select {
-	case url := <-found:
-		return cmd, url
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve -listen did not start serving within 30s")
-	}
-	return nil, ""
+	const serving = "serving MCP over Streamable HTTP at "
+	at := log.awaitNWithin(t, 30*time.Second, 0, 1, "serve's URL", contains(serving))
+	_, rest, _ := strings.Cut(log.lines(at - 1)[0], serving)
+	return cmd, strings.Trim(strings.Fields(rest)[0], `"`), log
+}
+
+// awaitShared waits until the shared instance of fs is established: serve
+// starts serving after a bounded wait for its servers (on a loaded
+// machine node may take longer to start), and a client's first call to a
+// tool not listed yet is refused as unknown.
+func (is *isolated) awaitShared(t *testing.T) {
+	t.Helper()
+	is.log.awaitN(t, 0, 1, "the shared instance of fs established", func(l string) bool {
+		return contains(" server=fs state=established ")(l) && !strings.Contains(l, "instance=per-client")
+	})
 }
 
 // started returns the PIDs of the backend processes started so far.
@@ -234,15 +228,31 @@ func TestFilesystemClientsSeeOnlyTheirOwnRoots(t *testing.T) {
 			era = conn.DefaultProtocolVersion
 		}
 		t.Run(era, func(t *testing.T) {
-			is := serveIsolated(t, []string{"node", entry}, nil)
+			is := serveIsolated(t, []string{"node", entry}, nil, "-log-level", "debug")
+			is.awaitShared(t)
 			dirs := fsTree(t, is.dir, "b", "c")
 			alice := is.client(t, "alice", protocol, dirs["b"])
 			bob := is.client(t, "bob", protocol, dirs["c"])
+			applied := 0 // serve's log up to the last instance's "roots applied"
 			for _, c := range []struct {
 				sess       *mcp.ClientSession
 				own, else_ string
 			}{{alice, "b", "c"}, {bob, "c", "b"}} {
+				// The first call starts the client's instance, which has
+				// the client's roots from its start (a 2026-07-28
+				// client's asked in this call first). server-filesystem
+				// applies them after it was answered, off its reader (it
+				// checks each directory), and says so on its stderr,
+				// which serve logs: a call it reads before is served
+				// without them, as a direct client's would be, but never
+				// with another client's.
 				got, _ := tool(t, c.sess, "list_allowed_directories", map[string]any{})
+				t.Logf("client of %s: its first call got %q", c.own, got) // how often server-filesystem had not applied its roots yet
+				if strings.Contains(got, dirs[c.else_]) {
+					t.Errorf("client of %s: allowed directories %q at its instance's start", c.own, got)
+				}
+				applied = is.log.awaitN(t, applied, 1, "server-filesystem's roots applied", contains("Updated allowed directories from MCP roots: 1 valid"))
+				got, _ = tool(t, c.sess, "list_allowed_directories", map[string]any{})
 				if !strings.Contains(got, dirs[c.own]) || strings.Contains(got, dirs[c.else_]) {
 					t.Errorf("client of %s: allowed directories %q", c.own, got)
 				}
@@ -269,7 +279,11 @@ func TestSharedFilesystemHasTheConfiguredRoot(t *testing.T) {
 	entry := filesystemServer(t)
 	root := t.TempDir()
 	dirs := fsTree(t, root, "shared", "b")
-	is := serveIsolated(t, []string{"node", entry}, map[string]any{"isolation": "shared", "roots": []string{"file://" + dirs["shared"]}})
+	is := serveIsolated(t, []string{"node", entry}, map[string]any{"isolation": "shared", "roots": []string{"file://" + dirs["shared"]}},
+		"-log-level", "debug")
+	is.awaitShared(t)
+	// It applies them after it was answered, off its reader, and says so.
+	is.log.awaitN(t, 0, 1, "server-filesystem's roots applied", contains("Updated allowed directories from MCP roots: 1 valid"))
 	alice := is.client(t, "alice", conn.ClassicProtocolVersion, dirs["b"])
 	bob := is.client(t, "bob", "", dirs["b"])
 	for name, sess := range map[string]*mcp.ClientSession{"alice": alice, "bob": bob} {
@@ -348,7 +362,10 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 // input requests of its calls itself.
 func rawModern(t *testing.T, is *isolated, subject string) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	// No roots: the call that starts its instance would ask for them
+	// first, and the tests that use it are about elicitation.
+	c := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{}, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: is.url,

@@ -215,7 +215,9 @@ func TestVSCodeSandboxedServe(t *testing.T) {
 			args = append(args, "-sandbox-all")
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v1"}, nil)
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(fixture.BuildHost(t), args...)}, nil)
+		cmd := exec.Command(fixture.BuildHost(t), args...)
+		cmd.Stderr = serveOutput(t, fmt.Sprint(args))
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			t.Fatalf("connect to serve %v: %v", args, err)
 		}

@@ -65,6 +65,7 @@ func serveHTTP(t *testing.T, cfg string) string {
 // end of the test.
 func serveListening(t *testing.T, cfg string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
+	out := serveOutput(t, "serve")
 	cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw", "-listen", "127.0.0.1:0", "-unauthenticated")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -79,6 +80,7 @@ func serveListening(t *testing.T, cfg string) (*exec.Cmd, string, <-chan string)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			_, _ = out.Write([]byte(sc.Text() + "\n"))
 			if _, rest, ok := strings.Cut(sc.Text(), "serving MCP over Streamable HTTP at "); ok {
 				found <- strings.Trim(strings.Fields(rest)[0], `"`)
 				continue
@@ -118,7 +120,9 @@ func connectServe(t *testing.T, front, cfg, url, protocol string) *eraClient {
 	})
 	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url}
 	if front == "stdio" {
-		tr = &mcp.CommandTransport{Command: exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw")}
+		cmd := exec.Command(fixture.BuildHost(t), "serve", "-config", cfg, "-names", "raw")
+		cmd.Stderr = serveOutput(t, "serve")
+		tr = &mcp.CommandTransport{Command: cmd}
 	}
 	var opts *mcp.ClientSessionOptions
 	if protocol != "" {

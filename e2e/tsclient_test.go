@@ -87,7 +87,7 @@ func TestTSClientThroughServe(t *testing.T) {
 	}
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
-			serveLog := newLineLog() // serve's stderr, with its backends'
+			serveLog := serveOutput(t, "serve") // serve's stderr, with its backends'
 			target := []string{"stdio", host, "serve", "-config", cfg, "-names", "raw", "-log-level", "debug"}
 			var serve *exec.Cmd
 			if front == "http" {
@@ -118,6 +118,7 @@ func TestTSClientThroughServe(t *testing.T) {
 			if front == "http" {
 				perServer = 2
 			}
+			mark := serveLog.len() // the reconnections are the lines after the kill
 			var killed []int
 			for _, fx := range []bool{true, false} {
 				pids := serveLog.pids(pidPattern(fx))
@@ -132,12 +133,10 @@ func TestTSClientThroughServe(t *testing.T) {
 				}
 				waitGone(t, pid, wait)
 			}
+			// Each instance logs its own reconnection: perServer distinct
+			// lines of each server's.
 			for _, name := range []string{"fx", "ev"} {
-				for range perServer {
-					serveLog.await(t, 0, name+"'s reconnection", func(l string) bool {
-						return strings.Contains(l, " server="+name+" state=established ") && strings.Contains(l, " generation=2 ")
-					})
-				}
+				serveLog.awaitN(t, mark, perServer, name+"'s reconnections", contains(" server="+name+" state=established ", " generation=2 "))
 			}
 			c.exercise(t)
 

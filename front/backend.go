@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 )
@@ -58,6 +59,12 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 			return shared, errServerDown
 		}
 	}
+	// The instance starts with its client's roots, or not at all: a
+	// server such as server-filesystem reads them as it starts, and
+	// serves nothing of the client's without them.
+	if err := c.askRoots(ctx, server); err != nil {
+		return backend{}, fmt.Errorf("server %q: the instance for this client was not used: the client's roots were not read: %w", server, err)
+	}
 	sup, started, done, err := in.Use(ctx)
 	if err != nil {
 		return backend{}, err
@@ -68,13 +75,13 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	_ = sup.Ready(ctx)
 	if started {
 		// The request that started the instance finds it as its client
-		// left the shared one: its logging level set, its roots applied.
+		// left the shared one: its logging level set. Its roots it had
+		// from its start (configure).
 		if level := c.levelOf(); level != "" {
 			if err := setLevel(ctx, sup, level); err != nil {
 				f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", server, "level", level)
 			}
 		}
-		in.Settle(ctx)
 	}
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
 }

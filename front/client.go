@@ -36,6 +36,7 @@ const (
 // per-client instances. Nothing of one client's reaches another.
 type client struct {
 	f       *Front
+	id      uint64 // names it in the logs of its instances (logAttrs)
 	kind    clientKind
 	subject string       // the caller's subject; "" without credentials
 	caller  authz.Caller // whom its lists are for: the caller that opened it
@@ -87,7 +88,7 @@ type inflight struct {
 // newClient makes a client, serving what the registry lists now; add
 // makes it one of the front's.
 func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
-	c := &client{f: f, kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
+	c := &client{f: f, id: clientIDs.Add(1), kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
 		calls: map[string][]*inflight{}, instances: map[string]*instance.Instance{},
 		subs: map[target]map[string]bool{}}
 	if f.opts.Catalog != nil {

@@ -34,10 +34,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // connectRaw connects a modern client as subject name that does not run
-// the round trips of a bridged call itself: it sees input_required.
+// the round trips of a bridged call itself: it sees input_required. It
+// declares no roots (go-sdk's client does by default), so the call that
+// starts its instance is not asked for them first (askRoots).
 func (r *relayRig) connectRaw(t *testing.T, name string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil

@@ -104,9 +104,6 @@ func (f *Front) clientMiddleware(server string, only *client) []mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			if method == "roots/list" {
-				if only != nil {
-					defer only.rootsAnswered(server)
-				}
 				return f.answerRoots(ctx, server, only, func() (mcp.Result, error) { return next(ctx, method, req) })
 			}
 			return next(ctx, method, req)
@@ -254,7 +251,8 @@ func (f *Front) forwardSampling(ctx context.Context, server string, only *client
 // and a classic client's instance, get what their supervisor holds
 // (next): the configured roots, or the client's as it last read them. A
 // modern client's instance gets the client's roots as it gave them last,
-// asked during its call the first time.
+// asked during its call the first time (before the instance started, see
+// askRoots, or now).
 func (f *Front) answerRoots(ctx context.Context, server string, only *client, next func() (mcp.Result, error)) (mcp.Result, error) {
 	f.mu.Lock()
 	owned := only != nil || f.shared != nil
@@ -276,18 +274,7 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if b == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
-	r, err := b.Ask(ctx, server, &mcp.ListRootsParams{})
-	if err != nil {
-		return nil, wireError(err)
-	}
-	res, ok := r.(*mcp.ListRootsResult)
-	if !ok {
-		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
-	}
-	c.mu.Lock()
-	c.roots, c.rootsSeen = cloneRoots(res.Roots), true
-	c.mu.Unlock()
-	return res, nil
+	return c.rootsFrom(ctx, b, server)
 }
 
 // keptKey carries a *kept to keepAnswer.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync/atomic"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
@@ -27,7 +28,7 @@ func (c *client) instanceOf(server string) (*instance.Instance, error) {
 	if in == nil {
 		f := c.f
 		var err error
-		in, err = instance.New(instance.Options{Server: server, Clock: f.opts.Clock, Idle: f.opts.InstanceIdle, Logger: f.opts.Logger,
+		in, err = instance.New(instance.Options{Server: server, Clock: f.opts.Clock, Idle: f.opts.InstanceIdle, Logger: f.opts.Logger.With(c.logAttrs()...),
 			Start: func(ctx context.Context, observe func(conn.Transition)) (*conn.Supervisor, func(), error) {
 				return c.startInstance(ctx, server, observe)
 			},
@@ -71,8 +72,27 @@ func (c *client) instanceSet() map[string]*instance.Instance {
 	return maps.Clone(c.instances)
 }
 
+// clientIDs numbers the clients of every front, for the logs.
+var clientIDs atomic.Uint64
+
+// logAttrs name c in the logs of its instances: its number, its kind
+// and its caller's subject, if it has one (a name, never a credential).
+// A line of an instance that went down (its transitions, with their
+// cause, and its closes, with theirs) says whose it was.
+func (c *client) logAttrs() []any {
+	kinds := map[clientKind]string{stdioClient: "stdio", sessionClient: "2025-11-25 session", subjectClient: "2026-07-28 subject"}
+	attrs := []any{"client", c.id, "client_kind", kinds[c.kind]}
+	if c.subject != "" {
+		attrs = append(attrs, "subject", c.subject)
+	}
+	return attrs
+}
+
 // configure sets what of c's instance of server's conn.Config is c's.
 func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Transition)) {
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With(c.logAttrs()...) // its transitions say whose it is
+	}
 	cfg.Registry, cfg.Catalog = c.reg, c.cat
 	cfg.Client, cfg.ClientMiddleware = c.clientOptions(server), c.clientMiddleware(server)
 	cfg.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
@@ -88,17 +108,6 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 			next(t)
 		}
 		observe(t)
-	}
-}
-
-// rootsAnswered takes note that c's instance of server answered a
-// roots/list now.
-func (c *client) rootsAnswered(server string) {
-	c.mu.Lock()
-	in := c.instances[server]
-	c.mu.Unlock()
-	if in != nil {
-		in.RootsAnswered()
 	}
 }
 

@@ -38,6 +38,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
+	s.AddReceivingMiddleware(c.offerMiddleware) // inside the bridge: a bridged call's context has its mark
 	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)

@@ -8,6 +8,7 @@ package instance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -80,24 +81,17 @@ var machines = sync.OnceValue(func() *fsm.Compiled[State, Event, useData] {
 // ErrEnded: the client ended while its request waited for the instance.
 var ErrEnded = errors.New("the client's session ended")
 
-// RootsSettle is how long after a starting server's roots/list was
-// answered the request that started it waits before it is sent: the
-// time a server such as server-filesystem takes to apply the roots it
-// was given (it checks each directory), which a request sent sooner
-// finds without them.
-const RootsSettle = 200 * time.Millisecond
-
 // Options configure an [Instance].
 type Options struct {
 	// Server names the server, for the logs.
 	Server string
-	// Clock times the idle close and the settle. Nil means the real
-	// clock.
+	// Clock times the idle close. Nil means the real clock.
 	Clock clock.Clock
 	// Idle closes the instance after that long without a request;
 	// negative never. Zero means 10 minutes.
 	Idle time.Duration
-	// Logger receives the instance's logs. Nil discards them.
+	// Logger receives the instance's logs: why it closed. Give it what
+	// names the instance's client. Nil discards them.
 	Logger *slog.Logger
 	// Start starts the supervisor, with observe as (or called from) its
 	// conn.Config.OnTransition, and returns the function that frees its
@@ -129,10 +123,6 @@ type Instance struct {
 	idle    *clock.Timer
 	idleSeq uint64 // which arming of idle is current
 	listed  bool   // its supervisor was established since it started
-	// rootsAt is when the server's roots/list was last answered: a
-	// server that asks for roots as it starts applies them after its
-	// answer, and the request that started it waits for that (Settle).
-	rootsAt time.Time
 }
 
 // New returns an absent instance.
@@ -180,7 +170,7 @@ func (in *Instance) Use(ctx context.Context) (sup *conn.Supervisor, started bool
 	}
 	if in.m.State() == Running && in.sup.State() == conn.Disposed {
 		in.fire(Closed, useData{})
-		in.drop()
+		in.drop("its supervisor was closed from outside (a reload changed or removed the server); this request starts a new one")
 	}
 	if in.m.State() != Running {
 		sup, release, err := in.o.Start(ctx, in.observe)
@@ -188,7 +178,7 @@ func (in *Instance) Use(ctx context.Context) (sup *conn.Supervisor, started bool
 		if err != nil {
 			return nil, false, nil, err
 		}
-		in.sup, in.release, in.listed, in.rootsAt = sup, release, false, time.Time{}
+		in.sup, in.release, in.listed = sup, release, false
 		started = true
 	}
 	in.busy++
@@ -233,36 +223,6 @@ func (in *Instance) Running() *conn.Supervisor {
 	return in.sup
 }
 
-// RootsAnswered takes note that the instance's server was answered a
-// roots/list now.
-func (in *Instance) RootsAnswered() {
-	in.mu.Lock()
-	in.rootsAt = in.o.Clock.Now()
-	in.mu.Unlock()
-}
-
-// Settle waits, for the request that started the instance, until a
-// roots/list its server sent as it started has had RootsSettle to take
-// effect, or ctx ends.
-func (in *Instance) Settle(ctx context.Context) {
-	in.mu.Lock()
-	at := in.rootsAt
-	in.mu.Unlock()
-	if at.IsZero() {
-		return
-	}
-	wait := RootsSettle - in.o.Clock.Since(at)
-	if wait <= 0 {
-		return
-	}
-	timer := in.o.Clock.Timer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-}
-
 // done ends one request's hold; the last one arms the idle timer.
 func (in *Instance) done() {
 	in.mu.Lock()
@@ -285,8 +245,7 @@ func (in *Instance) expire(seq uint64) {
 		return
 	}
 	in.fire(Expire, useData{})
-	in.drop()
-	in.o.Logger.Debug("per-client instance closed: idle", "server", in.o.Server)
+	in.drop(fmt.Sprintf("no request of its client for %v (the instance idle time)", in.o.Idle))
 }
 
 // End closes the instance for good: its client ended.
@@ -297,13 +256,23 @@ func (in *Instance) End() {
 		return
 	}
 	in.fire(End, useData{})
-	in.drop()
+	in.drop("its client ended")
 }
 
 // drop closes the supervisor, off the caller's goroutine, and frees its
-// slot once it is closed; in.mu is held.
-func (in *Instance) drop() {
+// slot once it is closed; in.mu is held. It logs why: at warning level
+// when requests of the client still use the instance (its client is
+// active), so that their failure explains itself.
+func (in *Instance) drop(why string) {
 	sup, release := in.sup, in.release
+	if sup != nil {
+		level := slog.LevelInfo
+		if in.busy > 0 {
+			level = slog.LevelWarn
+		}
+		in.o.Logger.Log(context.Background(), level, "per-client instance closed: "+why,
+			"server", in.o.Server, "requests", in.busy)
+	}
 	in.sup, in.release, in.listed = nil, nil, false
 	in.idleSeq++
 	if in.idle != nil {

@@ -1,8 +1,11 @@
 package instance
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,4 +158,75 @@ func TestFailedStartStaysAbsent(t *testing.T) {
 	done()
 	in.End()
 	<-r.dropped
+}
+
+// An instance closed while a request of its client uses it says so at
+// warning level, with the server and the cause, in the logger its owner
+// gave it (which names the client); an idle close says so too.
+func TestCloseSaysWhy(t *testing.T) {
+	r := newRig(t)
+	var buf syncBuffer
+	o := r.options(time.Minute)
+	o.Logger = slog.New(slog.NewTextHandler(&buf, nil)).With("client", 7)
+	in, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_, _, done, err := in.Use(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	r.clk.Add(time.Minute)
+	r.awaitDropped(t)
+	_, _, done, err = in.Use(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.End() // its request still runs
+	done()
+	r.awaitDropped(t)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{
+		`level=INFO msg="per-client instance closed: no request of its client for 1m0s (the instance idle time)" client=7 server=s requests=0`,
+		`level=WARN msg="per-client instance closed: its client ended" client=7 server=s requests=1`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("log:\n%s\nwant %d lines", buf.String(), len(want))
+	}
+	for i, w := range want {
+		if _, rest, _ := strings.Cut(lines[i], " "); rest != w {
+			t.Errorf("line %d: %q, want %q", i, rest, w)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// awaitDropped waits for a close of an instance of r to be done.
+func (r *rig) awaitDropped(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.dropped:
+	case <-time.After(limit):
+		t.Fatal("no close done")
+	}
 }

@@ -1,0 +1,85 @@
+//lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still relayed, and tested.
+
+package front
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The call of a 2026-07-28 client that starts its instance of a server
+// asks the client for its roots before the instance starts, and the
+// instance starts with them: its server (server-filesystem reads them as
+// it starts) never serves the client without them, whatever the timing.
+// The test holds the client's answer: the instance must not have started
+// while the client is asked.
+func TestModernClientsInstanceStartsWithItsRoots(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	// go-sdk's client declares roots by default.
+	alice, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true, HTTPClient: asSubject("alice")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = alice.Close() }()
+	res := asked(t, alice, "roots")
+	if n := len(r.bs.instances()); n != 0 {
+		t.Fatalf("%d instances of alice's started before she was asked for her roots, want none", n)
+	}
+	answers := mcp.InputResponseMap{}
+	for id, req := range res.InputRequests {
+		if _, ok := req.(*mcp.ListRootsParams); !ok {
+			t.Fatalf("input request %q is a %T, want a roots request", id, req)
+		}
+		answers[id] = &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///alice"}}}
+	}
+	got := callText(t, alice, &mcp.CallToolParams{Name: "roots", Arguments: map[string]any{},
+		RequestState: res.RequestState, InputResponses: answers})
+	if got != "file:///alice" {
+		t.Errorf("alice's server saw roots %q, want file:///alice", got)
+	}
+	started := r.bs.instances()
+	if len(started) != 1 {
+		t.Fatalf("%d instances of alice's, want 1", len(started))
+	}
+	var uris []string
+	for _, root := range started[0].Roots() {
+		uris = append(uris, root.URI)
+	}
+	if diff := cmp.Diff([]string{"file:///alice"}, uris); diff != "" {
+		t.Errorf("the roots alice's instance started with (-want +got):\n%s", diff)
+	}
+	// Her next call is served at once: her roots are known.
+	again, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "roots", Arguments: map[string]any{}})
+	if err != nil || again.NeedsInput() {
+		t.Fatalf("alice's second call: %+v, %v; want a result", again, err)
+	}
+}
+
+// A 2026-07-28 client that declares no roots is not asked for them: its
+// call starts its instance at once.
+func TestModernClientWithoutRootsIsNotAsked(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	c := mcp.NewClient(&mcp.Implementation{Name: "bob"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{}, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true, HTTPClient: asSubject("bob")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close() }()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
+	if err != nil || res.NeedsInput() || res.IsError {
+		t.Fatalf("bob's call: %+v, %v; want its result at once", res, err)
+	}
+	if n := len(r.bs.instances()); n != 1 {
+		t.Errorf("%d instances of bob's, want 1", n)
+	}
+}
