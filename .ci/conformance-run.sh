@@ -1,13 +1,13 @@
 #!/bin/sh
-# Runs the MCP conformance suite's client scenarios of both requirement
-# sets (2025-11-25 and 2026-07-28), each scenario as the suite's
-# --requirements mode runs it (--spec-version REV --force), against a host
-# and beside it a floor client, and prints a Markdown table of the
-# outcomes, then a line per set "REV: host N/M, floor K/M".
+# Runs the MCP conformance suite's required client scenarios of both
+# requirement sets (2025-11-25 and 2026-07-28) in the suite's own
+# requirements mode (conformance client --requirements REV, its scenarios
+# in parallel) against a host and, beside it, a floor client; prints a
+# Markdown table of the outcomes (a failure with its failed checks' ids),
+# then a line per set "REV: host N/M, floor K/M".
 # Usage: conformance-run.sh HOST FLOOR
-# It exits non-zero when the host passes fewer scenarios of a set than
-# the floor does. A scenario passes when the suite reports it passed
-# (every check, and the client's exit). The suite is installed by
+# It exits non-zero when the host passes fewer required scenarios of a set
+# than the floor does, or a set lists none. The suite is installed by
 # .ci/conformance.sh.
 set -eu
 
@@ -21,19 +21,25 @@ export PATH
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# run CLIENT SCENARIO REV: prints "pass", or "FAIL" with the failing
-# checks' ids from the tool's summary lines.
-run() {
-	if (cd "$out" && "$conformance" client --command "$1" --scenario "$2" --spec-version "$3" --force \
-		--timeout 30000 -o "$out/results" >"$out/log" 2>&1); then
-		echo pass
-		return
-	fi
-	why=$(sed 's/\x1b\[[0-9;]*m//g' "$out/log" | sed -n 's/.*\[\([^]]*\)\] *FAILURE.*/\1/p' | tr -d ' ' | sort -u | paste -sd, -)
-	if grep -q 'CLIENT EXITED WITH ERROR' "$out/log"; then
-		why="${why:+$why, }exit status"
-	fi
-	echo "FAIL${why:+ ($why)}"
+# score CLIENT DIR REV: runs the set REV against CLIENT, results in DIR,
+# its output in DIR.log. Its exit status is ignored: result reads each
+# scenario's line of the summary ("✓ NAME: ..." or "✗ NAME: ...").
+score() {
+	mkdir -p "$2"
+	(cd "$out" && "$conformance" client --command "$1" --requirements "$3" -o "$2" >"$2.log" 2>&1) || true
+}
+
+# result DIR SCENARIO: "pass", or "FAIL" with the failed checks' ids.
+result() {
+	mark=$(sed 's/\x1b\[[0-9;]*m//g' "$1.log" | awk -v n="$2:" '$2 == n && ($1 == "✓" || $1 == "✗") { print $1; exit }')
+	case $mark in
+	"✓") echo pass ;;
+	"") echo "FAIL (no result)" ;;
+	*)
+		ids=$(node "$root/.ci/conformance-checks.mjs" "$1" "$2")
+		echo "FAIL${ids:+ ($ids)}"
+		;;
+	esac
 }
 
 summary=""
@@ -46,13 +52,15 @@ for rev in 2025-11-25 2026-07-28; do
 	# "  - NAME", up to the next blank line.
 	scenarios=$("$conformance" list --client --requirements "$rev" |
 		sed -n '/^Client scenarios/,/^$/p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
+	score "$host" "$out/host-$rev" "$rev"
+	score "$floor" "$out/floor-$rev" "$rev"
 	total=0
 	passed=0
 	floored=0
 	for s in $scenarios; do
 		total=$((total + 1))
-		h=$(run "$host" "$s" "$rev")
-		f=$(run "$floor" "$s" "$rev")
+		h=$(result "$out/host-$rev" "$s")
+		f=$(result "$out/floor-$rev" "$s")
 		[ "$h" = pass ] && passed=$((passed + 1))
 		[ "$f" = pass ] && floored=$((floored + 1))
 		echo "| $rev | \`$s\` | $h | $f |"
