@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -469,5 +470,47 @@ func TestRoundInFlightWhenTheServerIsLost(t *testing.T) {
 	}
 	if !errors.Is(round.err, mcp.ErrConnectionClosed) {
 		t.Errorf("round error %q: want it to match mcp.ErrConnectionClosed", round.err)
+	}
+}
+
+// A host with handlers still reaches a server of the classic era only: it
+// refuses server/discover, so the SDK initializes the classic way, and the
+// server's requests during a call reach the same handlers.
+func TestHandlersOnAClassicOnlyServer(t *testing.T) {
+	srv := conntest.NewServer()
+	defer srv.Close()
+	srv.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "server/discover" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	srv.MCP.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who?", RequestedSchema: map[string]any{"type": "object"}})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(res.Content["name"])}}}, nil
+		})
+	reg := conn.NewRegistry()
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: "m", Transport: srv.Transport(), Registry: reg, FailOnStartupError: true, Clock: clock.NewMock(), Logger: quiet(),
+		Client: &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sup.Close(context.Background()) }()
+	if got := sup.Status().Protocol; got != conn.ClassicProtocolVersion {
+		t.Errorf("negotiated protocol %q, want %s", got, conn.ClassicProtocolVersion)
+	}
+	res, err := reg.Call(context.Background(), conn.PublicToolName("m", "ask"), map[string]any{})
+	if got := resultOf(t, res, err); got != "ada" {
+		t.Errorf("result %q, want ada", got)
 	}
 }
