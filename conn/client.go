@@ -105,9 +105,9 @@ func (g *generation) newClient() *mcp.Client {
 	opts.LoggingMessageHandler = queuedOrNil(cb, user.LoggingMessageHandler)
 	opts.ProgressNotificationHandler = queuedOrNil(cb, user.ProgressNotificationHandler)
 	opts.ElicitationCompleteHandler = queuedOrNil(cb, user.ElicitationCompleteHandler)
-	opts.ElicitationHandler = guarded(cb, user.ElicitationHandler)
-	opts.CreateMessageHandler = guarded(cb, user.CreateMessageHandler)
-	opts.CreateMessageWithToolsHandler = guarded(cb, user.CreateMessageWithToolsHandler)
+	opts.ElicitationHandler = inRound(guarded(cb, user.ElicitationHandler))
+	opts.CreateMessageHandler = inRound(guarded(cb, user.CreateMessageHandler))
+	opts.CreateMessageWithToolsHandler = inRound(guarded(cb, user.CreateMessageWithToolsHandler))
 
 	impl := defaultImplementation()
 	if s.cfg.Implementation != nil {
@@ -259,6 +259,24 @@ func guarded[Req, Res any](c *callbacks, h func(context.Context, Req) (Res, erro
 				return zero, context.Cause(ctx)
 			}
 		}
+	}
+}
+
+// inRound returns h, which the SDK calls for a server's request, marked
+// as a round of the call it answers for (enterRound), so that a lost
+// session retires the call while h runs; nil for a nil h.
+func inRound[Req, Res any](h func(context.Context, Req) (Res, error)) func(context.Context, Req) (Res, error) {
+	if h == nil {
+		return nil
+	}
+	return func(ctx context.Context, req Req) (Res, error) {
+		exit, ok := enterRound(ctx)
+		if !ok {
+			var zero Res
+			return zero, fmt.Errorf("the session ended before the host answered the server's input request: %w", mcp.ErrConnectionClosed)
+		}
+		res, err := h(ctx, req)
+		return res, exit(err)
 	}
 }
 

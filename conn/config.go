@@ -74,12 +74,15 @@ type Config struct {
 	// ProtocolVersion pins the MCP protocol version to request on every
 	// attempt. Empty means DefaultProtocolVersion, with the fallback to
 	// ClassicProtocolVersion learned from a server that dies on the
-	// server/discover probe; but ClassicProtocolVersion when Roots or an
-	// elicitation or sampling handler in Client is set, since servers
-	// written for the classic protocol make those requests during a call,
-	// which a 2026-07-28 session refuses. A pinned version is never
-	// changed by the supervisor. Servers that speak an older version answer with it and
-	// the session uses theirs; Status.Protocol says which was negotiated.
+	// server/discover probe. Roots and Client's elicitation and sampling
+	// handlers answer a 2026-07-28 server's input requests (the
+	// input_required results of a call, SEP-2322) as they answer a classic
+	// server's requests during a call. Pin ClassicProtocolVersion for a
+	// server that answers server/discover yet still sends its requests
+	// during a call, which a 2026-07-28 session refuses. A pinned version
+	// is never changed by the supervisor. Servers that speak an older
+	// version answer with it and the session uses theirs; Status.Protocol
+	// says which was negotiated.
 	ProtocolVersion string
 	// KeepAlive, if positive, pings the server at this interval on Clock,
 	// each ping bounded by the same interval; a server that does not

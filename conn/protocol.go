@@ -29,29 +29,19 @@ func newProtocol(version string) bool { return version >= StatelessProtocolVersi
 
 // requestVersion is the protocol version the next attempt asks for, and
 // whether a server dying on its probe teaches the supervisor to use the
-// classic handshake: only when no version is pinned.
+// classic handshake: only when no version is pinned. The host's handlers
+// (Config.Roots, Client's elicitation and sampling handlers) do not change
+// it: on 2026-07-28 a server asks for input in a call's result
+// (input_required, SEP-2322), and the SDK's client answers each round
+// through those same handlers and sends the call again.
 func (s *Supervisor) requestVersion() (version string, learn bool) {
 	if s.cfg.ProtocolVersion != "" {
 		return s.cfg.ProtocolVersion, false
 	}
-	if s.classic.Load() || s.cfg.asksDuringCalls() {
+	if s.classic.Load() {
 		return ClassicProtocolVersion, false
 	}
 	return DefaultProtocolVersion, true
-}
-
-// asksDuringCalls reports whether the host answers requests a server makes
-// while it serves a call (elicitation, sampling, roots). Servers written
-// for the classic protocol make them that way, and a 2026-07-28 session
-// refuses them (the server must return input requests instead), so such
-// a host gets the classic protocol unless it pins a version.
-func (c Config) asksDuringCalls() bool {
-	if len(c.Roots) > 0 {
-		return true
-	}
-	o := c.Client
-	//lint:ignore SA1019 sampling is deprecated upstream (SEP-2577) but still served.
-	return o != nil && (o.ElicitationHandler != nil || o.CreateMessageHandler != nil || o.CreateMessageWithToolsHandler != nil)
 }
 
 // handshake connects a fresh client over t at the version the supervisor

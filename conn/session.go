@@ -529,15 +529,21 @@ func (c *calls) expire(clk clock.Clock) {
 // close refuses new calls and stops the timer. With cancel it also
 // retires every in-flight call; without, the calls stay until they end by
 // themselves (the session ended and the SDK retires them), since cancelling
-// would race a reply that did arrive.
+// would race a reply that did arrive. A call between the rounds of a
+// multi round-trip request (its host is answering the server's input
+// requests, see enterRound) waits for no reply, and no SDK would retire
+// it: it is retired either way.
 func (c *calls) close(cancel bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for cancel && c.head != nil {
-		n := c.head
-		c.unlink(n)
-		n.cancel(byShutdown, context.Canceled)
+	for n := c.head; n != nil; {
+		next := n.next
+		if cancel || n.rounds > 0 {
+			c.unlink(n)
+			n.cancel(byShutdown, context.Canceled)
+		}
+		n = next
 	}
 	if c.timer != nil {
 		c.timer.Stop()
@@ -568,6 +574,7 @@ type callCtx struct {
 
 	// Guarded by the calls' mutex.
 	prev, next *callCtx
+	rounds     int // host handlers answering the server's input requests (enterRound)
 
 	mu     sync.Mutex
 	done   chan struct{} // nil until Done is first called
@@ -631,9 +638,55 @@ func (x *callCtx) Err() error {
 	return x.parent.Err()
 }
 
-// Value returns the caller's values. (context.Cause of a call's context
-// is its Err, or the caller's cause once the caller's context has ended.)
-func (x *callCtx) Value(key any) any { return x.parent.Value(key) }
+// Value returns the caller's values, and the call itself under
+// callCtxKey. (context.Cause of a call's context is its Err, or the
+// caller's cause once the caller's context has ended.)
+func (x *callCtx) Value(key any) any {
+	if _, ok := key.(callCtxKey); ok {
+		return x
+	}
+	return x.parent.Value(key)
+}
+
+// callCtxKey finds a call's callCtx in a context derived from it.
+type callCtxKey struct{}
+
+// enterRound records that a host handler answers an input request of
+// the server (an input_required result, SEP-2322) for the call whose
+// context ctx is or derives from, and returns its exit. On protocol
+// 2026-07-28 the SDK runs the handlers between two requests of the call,
+// so no reply is awaited that a lost session would end: the generation's
+// shutdown retires such a call itself (calls.close). ok is false when
+// the generation is shutting down already. A request the server sends
+// during a call (the classic protocol) has a context of its own, which
+// the SDK cancels when the session ends: it is not tracked.
+//
+// exit takes the handler's error and returns the one to give the SDK: a
+// handler that failed because the shutdown retired its call failed
+// because the connection is gone (mcp.ErrConnectionClosed), which is how
+// the call then ends (see generation.request).
+func enterRound(ctx context.Context) (exit func(error) error, ok bool) {
+	n, _ := ctx.Value(callCtxKey{}).(*callCtx)
+	if n == nil {
+		return func(err error) error { return err }, true
+	}
+	c := n.calls
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false
+	}
+	n.rounds++
+	return func(err error) error {
+		c.mu.Lock()
+		n.rounds--
+		c.mu.Unlock()
+		if err != nil && n.retired() {
+			return fmt.Errorf("the session ended while the host answered the server's input request: %w", mcp.ErrConnectionClosed)
+		}
+		return err
+	}, true
+}
 
 // AfterFunc arranges for f to run in its own goroutine once the call is
 // cancelled, so that a context derived from the call's needs no goroutine
@@ -722,6 +775,13 @@ func (x *callCtx) finish() {
 	if recycle != nil {
 		x.calls.putChan(recycle)
 	}
+}
+
+// retired reports whether the generation's shutdown cancelled the call.
+func (x *callCtx) retired() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.reason == byShutdown
 }
 
 // expired reports whether CallTimeout cancelled the call.

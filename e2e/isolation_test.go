@@ -151,12 +151,12 @@ func awaitGone(t *testing.T, pid int, what string) {
 
 // client connects to serve as subject, on protocol ("" for the SDK's
 // default, 2026-07-28), offering roots, answering elicitations with its
-// subject as username.
+// subject as username and name.
 func (is *isolated) client(t *testing.T, subject, protocol string, roots ...string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": subject}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": subject, "name": subject}}, nil
 		},
 	})
 	for _, r := range roots {
@@ -299,15 +299,16 @@ func TestSharedFilesystemHasTheConfiguredRoot(t *testing.T) {
 
 // Two clients whose calls elicit at once on one server each get their
 // own answer; another client's requestState is refused without naming
-// the call's input requests.
+// the call's input requests. The server asks as a 2026-07-28 server does,
+// in the call's result, and serve's backend speaks 2026-07-28 to it.
 func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 	is := serveIsolated(t, []string{everything(t)}, nil)
 	var wg sync.WaitGroup
 	for _, who := range []string{"alice", "bob"} {
 		sess := is.client(t, who, conn.ClassicProtocolVersion)
 		wg.Go(func() {
-			got, isErr := tool(t, sess, "test_elicitation", map[string]any{"message": "who?"})
-			if isErr || !strings.Contains(got, "username:"+who) {
+			got, isErr := tool(t, sess, "test_input_required_result_elicitation", map[string]any{"message": "who?"})
+			if isErr || !strings.Contains(got, "Hello, "+who) {
 				t.Errorf("%s's elicitation answered %q (error %v)", who, got, isErr)
 			}
 		})
@@ -320,18 +321,18 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 	mallory := rawModern(t, is, "mallory")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"}})
+	res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"}})
 	if err != nil || !res.NeedsInput() || res.RequestState == "" {
 		t.Fatalf("alice's modern call: %+v, %v; want input_required", res, err)
 	}
 	answers := func(name string) mcp.InputResponseMap {
 		m := mcp.InputResponseMap{}
 		for id := range res.InputRequests {
-			m[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": name}}
+			m[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}
 		}
 		return m
 	}
-	_, err = mallory.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+	_, err = mallory.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"},
 		RequestState: res.RequestState, InputResponses: answers("mallory")})
 	if err == nil {
 		t.Fatal("mallory's replay of alice's requestState was served")
@@ -341,19 +342,19 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 			t.Errorf("the refusal names alice's input request %q: %v", id, err)
 		}
 	}
-	got, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+	got, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"},
 		RequestState: res.RequestState, InputResponses: answers("alice")})
-	if err != nil || !strings.Contains(fmt.Sprint(got.Content[0].(*mcp.TextContent).Text), "username:alice") {
+	if err != nil || !strings.Contains(fmt.Sprint(got.Content[0].(*mcp.TextContent).Text), "Hello, alice") {
 		t.Fatalf("alice's own answer: %+v, %v", got, err)
 	}
 
 	// Alice abandons a round: bob's elicitation on his own instance goes
 	// through at once.
-	if res, err = alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "again?"}}); err != nil || !res.NeedsInput() {
+	if res, err = alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "again?"}}); err != nil || !res.NeedsInput() {
 		t.Fatalf("alice's second call: %+v, %v", res, err)
 	}
 	bob := is.client(t, "bob", "")
-	if got, isErr := tool(t, bob, "test_elicitation", map[string]any{"message": "who?"}); isErr || !strings.Contains(got, "username:bob") {
+	if got, isErr := tool(t, bob, "test_input_required_result_elicitation", map[string]any{"message": "who?"}); isErr || !strings.Contains(got, "Hello, bob") {
 		t.Errorf("bob's elicitation beside alice's abandoned round answered %q (error %v)", got, isErr)
 	}
 }

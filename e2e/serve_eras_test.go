@@ -112,7 +112,7 @@ func connectServe(t *testing.T, front, cfg, url, protocol string) *eraClient {
 	c := &eraClient{progress: make(chan string, 16)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "era-test"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada"}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			c.progress <- fmt.Sprintf("%v %v/%v", req.Params.ProgressToken, req.Params.Progress, req.Params.Total)
@@ -166,7 +166,8 @@ func (c *eraClient) call(t *testing.T, tool string, args any, meta mcp.Meta) str
 // its answer the backend (for the modern client as an input request of
 // the call's result), and the backend's progress reaches the client
 // under the client's own token. The backend (the conformance suite's
-// go-sdk server) speaks 2025-11-25 to serve.
+// go-sdk server) speaks 2026-07-28 to serve and asks in the call's result
+// (input_required), which serve's bridges turn into the client's era.
 func TestServeOnBothErasAndBothFronts(t *testing.T) {
 	cfg := serveConfig(t)
 	url := serveHTTP(t, cfg)
@@ -181,9 +182,9 @@ func TestServeOnBothErasAndBothFronts(t *testing.T) {
 				if got := c.sess.InitializeResult().ProtocolVersion; got != want {
 					t.Fatalf("negotiated %q, want %q", got, want)
 				}
-				got := c.call(t, "test_elicitation", map[string]any{"message": "who?"}, nil)
-				if wantText := "Elicitation result: action=accept, content=map[username:ada]"; got != wantText {
-					t.Errorf("test_elicitation = %q, want %q", got, wantText)
+				got := c.call(t, "test_input_required_result_elicitation", map[string]any{}, nil)
+				if wantText := "Hello, ada!"; got != wantText {
+					t.Errorf("test_input_required_result_elicitation = %q, want %q", got, wantText)
 				}
 				if got := c.call(t, "test_tool_with_progress", map[string]any{}, mcp.Meta{"progressToken": "p1"}); strings.Contains(got, "p1") {
 					t.Errorf("the backend saw the client's own progress token: %q", got)

@@ -110,8 +110,10 @@ func newCatalogRig(t *testing.T, names ...Names) *catalogRig {
 		},
 		roots: []*mcp.Root{{URI: "file:///project"}},
 		// Roots, like elicitation, are server-to-client requests: protocol
-		// 2025-11-25 and older.
+		// 2025-11-25 and older, for the client and for the backends (on
+		// 2026-07-28 a server asks for roots only in a call's result).
 		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: conn.ClassicProtocolVersion},
+		protocol: conn.ClassicProtocolVersion,
 	})
 	return cr
 }

@@ -58,6 +58,7 @@ type rigOptions struct {
 	audit      *audit.Log
 	names      Names
 	logger     *slog.Logger
+	protocol   string // the backends' Config.ProtocolVersion
 }
 
 func newRigWith(t *testing.T, o rigOptions) *rig {
@@ -80,7 +81,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		sup, err := conn.Start(context.Background(), conn.Config{
 			Name: name, Transport: b.srv.Transport(), Registry: r.reg, Reconnect: &p, Clock: r.clk,
 			Logger: b.rec.Logger(), OnTransition: func(t conn.Transition) { b.rec.OnTransition(t); f.Observe(t) }, Catalog: o.catalog,
-			Client: f.ClientOptionsFor(name), ClientMiddleware: f.ClientMiddlewareFor(name),
+			Client: f.ClientOptionsFor(name), ClientMiddleware: f.ClientMiddlewareFor(name), ProtocolVersion: o.protocol,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -40,20 +40,23 @@ func addSession(opts *mcp.ServerOptions) func(*mcp.Server) {
 		srv.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from " + pid}}}}, nil
 		})
+		// ask and roots ask for input as a 2026-07-28 server does, in the
+		// call's result (input_required, SEP-2322); the SDK's server asks
+		// a client of an older protocol itself, during the call.
 		mcp.AddTool(srv, &mcp.Tool{Name: "ask", Description: "elicits a name and returns it"},
-			func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
-					"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
-				if err != nil {
-					return nil, nil, err
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				res, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+						"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil, nil
 				}
 				return text(fmt.Sprint(res.Action, " ", res.Content["name"])), nil, nil
 			})
 		mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "returns the client's root URIs"},
-			func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				res, err := req.Session.ListRoots(ctx, nil)
-				if err != nil {
-					return nil, nil, err
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				res, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult)
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil, nil
 				}
 				var uris []string
 				for _, r := range res.Roots {

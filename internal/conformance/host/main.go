@@ -1,11 +1,17 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still served; a host with every handler answers them.
+
 // Command host is the MCP conformance suite's client under test, built
 // only on package conn's public API: conn.Start, conn.HTTP and
-// Config.Client. It behaves as a plain host would: it connects, lists the
-// server's tools and calls each of them with arguments built from its
-// input schema, accepts every elicitation with the requested schema's
-// defaults, and authorizes with the go-sdk's OAuth handlers. The suite runs
-// it as "host URL", with the scenario in MCP_CONFORMANCE_SCENARIO and its
-// parameters (JSON) in MCP_CONFORMANCE_CONTEXT; see .ci/conformance-run.sh.
+// Config.Client. It behaves as a plain host with every handler would: it
+// connects, lists the server's tools and calls each of them with
+// arguments built from its input schema (or, when the scenario's context
+// lists toolCalls, makes those calls), accepts every elicitation with the
+// requested schema's defaults, answers sampling with a fixed message,
+// offers one root, and authorizes with the go-sdk's OAuth handlers. A
+// failed call is logged and the next one made, as go-sdk's conformance
+// client does. The suite runs it as "host URL", with the scenario in
+// MCP_CONFORMANCE_SCENARIO and its parameters (JSON) in
+// MCP_CONFORMANCE_CONTEXT; see .ci/conformance-run.sh.
 package main
 
 import (
@@ -59,8 +65,10 @@ func run(ctx context.Context, url, scenario, rawContext string) error {
 		Reconnect:          &policy.Policy{Enabled: false, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 1},
 		FailOnStartupError: true,
 		Logger:             logger,
+		Roots:              []*mcp.Root{{URI: "file:///conformance", Name: "conformance"}},
 		Client: &mcp.ClientOptions{
-			ElicitationHandler: acceptDefaults,
+			ElicitationHandler:   acceptDefaults,
+			CreateMessageHandler: sample,
 		},
 	})
 	if err != nil {
@@ -71,14 +79,61 @@ func run(ctx context.Context, url, scenario, rawContext string) error {
 			logger.Error("close", "err", err)
 		}
 	}()
-	for _, t := range reg.Tools() {
-		res, err := t.Call(ctx, arguments(t.Raw.InputSchema))
-		if err != nil {
-			return fmt.Errorf("call %s: %w", t.Raw.Name, err)
+	calls, err := toolCalls(params)
+	if err != nil {
+		return err
+	}
+	if calls == nil {
+		for _, t := range reg.Tools() {
+			calls = append(calls, toolCall{Name: t.Raw.Name, Arguments: arguments(t.Raw.InputSchema)})
 		}
-		logger.Info("tool called", "tool", t.Raw.Name, "is_error", res.IsError)
+	}
+	for _, c := range calls {
+		res, err := reg.Call(ctx, conn.PublicToolName("conformance", c.Name), c.Arguments)
+		if err != nil {
+			logger.Warn("tool call failed", "tool", c.Name, "err", err)
+			continue
+		}
+		logger.Info("tool called", "tool", c.Name, "is_error", res.IsError)
 	}
 	return nil
+}
+
+// toolCall is one call a scenario asks for.
+type toolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// toolCalls returns the calls listed under "toolCalls" in the scenario's
+// context, or nil when it lists none.
+func toolCalls(params map[string]any) ([]toolCall, error) {
+	raw, ok := params["toolCalls"]
+	if !ok {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var calls []toolCall
+	if err := json.Unmarshal(b, &calls); err != nil {
+		return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: toolCalls is not a list of {name, arguments}: %w", err)
+	}
+	for i, c := range calls {
+		if c.Name == "" {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: toolCalls[%d] has no name", i)
+		}
+		if c.Arguments == nil {
+			calls[i].Arguments = map[string]any{}
+		}
+	}
+	return calls, nil
+}
+
+// sample answers a sampling request with a fixed assistant message.
+func sample(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return &mcp.CreateMessageResult{Model: "conformance", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
 }
 
 // acceptDefaults accepts an elicitation with the default of every
