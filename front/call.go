@@ -107,6 +107,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.
 	if meta := callMeta(req.Params.Meta, more); len(meta) > 0 {
 		ctx = conn.WithCallMeta(ctx, meta)
 	}
+	ctx = passInput(ctx, req.Params.InputResponses, req.Params.RequestState)
 	res, err = t.Call(ctx, args)
 	if err == nil && relayed != nil {
 		c.f.quietFor(ctx, relayed)

@@ -69,6 +69,10 @@ func (c *client) clientMiddleware(server string) []mcp.Middleware {
 // shared one when only is nil, only's own otherwise.
 func (f *Front) clientOptions(server string, only *client) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
+		// A 2026-07-28 server's input_required result goes to the client
+		// as it came (see passInput), never answered here under keys the
+		// client does not see.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return f.forwardElicit(ctx, server, only, req.Params)
 		},
@@ -127,7 +131,14 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 		}
 	}
 	if only != nil {
-		return only, only.newest(server), nil
+		n, in := only.inFlight(server)
+		if n > 1 && only.kind == subjectClient {
+			// The requests of one subject may be several clients': without
+			// a session, nothing tells which call this is for.
+			return nil, nil, fmt.Errorf("%w: %d calls of 2026-07-28 clients are in flight on server %q, which they share as one caller, and it cannot tell which one this request is for",
+				ErrNoPeer, n, server)
+		}
+		return only, in, nil
 	}
 	f.mu.Lock()
 	owner := f.shared
@@ -253,8 +264,10 @@ func (f *Front) forwardSampling(ctx context.Context, server string, only *client
 // answerRoots answers a server's roots/list. A shared server over HTTP,
 // and a classic client's instance, get what their supervisor holds
 // (next): the configured roots, or the client's as it last read them. A
-// modern client's instance gets the client's roots as it gave them last,
-// asked during its call the first time.
+// modern client's instance gets the roots of the client whose call is in
+// flight, asked of it during that call every time the server asks (an
+// input request of the call's round): a 2026-07-28 client has no
+// session, so no list it gave before is known to be this one's.
 func (f *Front) answerRoots(ctx context.Context, server string, only *client, next func() (mcp.Result, error)) (mcp.Result, error) {
 	f.mu.Lock()
 	owned := only != nil || f.shared != nil
@@ -269,9 +282,6 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if ss := c.sessionFor(in); c.kind != subjectClient && (ss == nil || !modern(ss)) {
 		return next()
 	}
-	if roots, ok := c.knownRoots(); ok {
-		return &mcp.ListRootsResult{Roots: roots}, nil
-	}
 	b := bridgeFor(in)
 	if b == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
@@ -284,9 +294,6 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if !ok {
 		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
 	}
-	c.mu.Lock()
-	c.roots, c.rootsSeen = cloneRoots(res.Roots), true
-	c.mu.Unlock()
 	return res, nil
 }
 
