@@ -83,3 +83,11 @@ func passCapabilities(out mcp.Meta, client map[string]any) {
 		out[mcp.MetaKeyClientCapabilities] = caps
 	}
 }
+
+// serverError is a backend's JSON-RPC error as the client gets it: its
+// code, message and data as the server sent them (the data of
+// MissingRequiredClientCapabilities names what to declare; that of
+// resource-not-found, the URI), without the SDK client's wrapping.
+func (f *Front) serverError(wire *jsonrpc.Error) error {
+	return &jsonrpc.Error{Code: wire.Code, Message: f.opts.Redact(wire.Message), Data: wire.Data}
+}

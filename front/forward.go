@@ -130,15 +130,18 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 			return owner, &inflight{ctx: b.Context(), b: b}, nil
 		}
 	}
-	if only != nil {
-		n, in := only.inFlight(server)
-		if n > 1 && only.kind == subjectClient {
-			// The requests of one subject may be several clients': without
-			// a session, nothing tells which call this is for.
+	if only != nil && only.kind == subjectClient {
+		// The requests of one subject may be several clients': without a
+		// session, only the one call with the backend can be this one's.
+		n, in := only.withBackend(server)
+		if n > 1 {
 			return nil, nil, fmt.Errorf("%w: %d calls of 2026-07-28 clients are in flight on server %q, which they share as one caller, and it cannot tell which one this request is for",
 				ErrNoPeer, n, server)
 		}
 		return only, in, nil
+	}
+	if only != nil {
+		return only, only.newest(server), nil
 	}
 	f.mu.Lock()
 	owner := f.shared
@@ -163,6 +166,23 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 		return owner, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: no call of a client of mcpfsm is in flight on server %q, which its clients share", ErrNoPeer, server)
+}
+
+// withBackend counts c's requests in flight on server that are with the
+// backend, not awaiting c's answers to their input requests (a backend's
+// new request is not theirs), and returns the newest.
+func (c *client) withBackend(server string) (int, *inflight) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	var newest *inflight
+	for _, in := range c.calls[server] {
+		if in.b != nil && in.b.Awaiting() {
+			continue
+		}
+		n, newest = n+1, in
+	}
+	return n, newest
 }
 
 // bridgeFor is the bridged call that carries a request to c, if any.

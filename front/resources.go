@@ -150,7 +150,7 @@ func (f *Front) requestError(ctx context.Context, be backend, op operation, err 
 		}
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, err, "")}
 	case errors.As(err, &wire):
-		return err
+		return f.serverError(wire)
 	case ctx.Err() != nil:
 		return err
 	}

@@ -221,6 +221,11 @@ func (c *Call) Owner() any { return c.set.o.Owner }
 // Context is the call's context on the backend.
 func (c *Call) Context() context.Context { return c.ctx }
 
+// Awaiting reports whether c's requests are out to its client, whose
+// answers the backend awaits: a new request of the backend is not c's
+// (the requests of a round come together, see [Options.Gather]).
+func (c *Call) Awaiting() bool { return c.m.State() == InputRequired }
+
 // MarkLost records that the backend's connection ended during the call:
 // its end is then reported as lost.
 func (c *Call) MarkLost() {
