@@ -4,7 +4,7 @@
 # Idempotent. Prints the path of the conformance command on stdout.
 set -eu
 
-CONFORMANCE_VERSION=0.1.16
+CONFORMANCE_VERSION=0.2.0-alpha.12
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${MCPFSM_CONFORMANCE:-"$root/.cache/conformance"}
