@@ -91,3 +91,18 @@ func passCapabilities(out mcp.Meta, client map[string]any) {
 func (f *Front) serverError(wire *jsonrpc.Error) error {
 	return &jsonrpc.Error{Code: wire.Code, Message: f.opts.Redact(wire.Message), Data: wire.Data}
 }
+
+// pinEra makes c's own instance speak c's era to its server, unless the
+// server's configuration pins a protocol version: a classic client's
+// (stdio, or a 2025-11-25 session) initializes at
+// conn.ClassicProtocolVersion, so that a server that sends its requests
+// during a call (as servers written for that era do, and may still do
+// after answering server/discover) serves it as it would serve it
+// alone; a 2026-07-28 client's asks for conn's default, whose input
+// requests come back in the call's result under the server's keys, as
+// they would to that client alone.
+func (c *client) pinEra(cfg *conn.Config) {
+	if cfg.ProtocolVersion == "" && c.kind != subjectClient {
+		cfg.ProtocolVersion = conn.ClassicProtocolVersion
+	}
+}

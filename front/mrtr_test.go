@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -213,5 +215,56 @@ func TestDeclaredCapabilitiesAreEnforcedAndPassedOn(t *testing.T) {
 	_, body = postWith(t, r.url, "tools/call", "meta", `"name":"meta","arguments":{}`, `{"sampling":{}}`)
 	if !strings.Contains(body, `io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}}`) {
 		t.Errorf("the backend's _meta, as it answered: %s; want the request's client capabilities in it", body)
+	}
+}
+
+// A backend's JSON-RPC error reaches the client as the server sent it:
+// its code, message and data (here MissingRequiredClientCapabilities,
+// whose data names what to declare), with the HTTP status the code
+// calls for.
+func TestBackendErrorKeepsItsData(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	// The shared instance re-lists on the change; the per-client one
+	// starts at the first call and lists it.
+	r.srv.MCP.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required",
+				Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
+		})
+	eventually(t, "the shared instance's listing of needs_sampling", func() bool {
+		_, ok := r.f.opts.Registry.Lookup(conn.PublicToolName("a", "needs_sampling"))
+		return ok
+	})
+	status, body := postWith(t, r.url, "tools/call", "needs_sampling", `"name":"needs_sampling","arguments":{}`, `{}`)
+	want := `"error":{"code":-32021,"message":"sampling required","data":{"requiredCapabilities":{"sampling":{}}}}`
+	if status != http.StatusBadRequest || !strings.Contains(body, want) {
+		t.Errorf("answered %d %s; want 400 and %s", status, body, want)
+	}
+}
+
+// A client's own instance speaks the client's era to its server unless
+// the configuration pins a version: classic for a stdio client or a
+// 2025-11-25 session (a server may send it requests during a call, as it
+// would alone), conn's default for a 2026-07-28 client.
+func TestOwnInstancesSpeakTheirClientsEra(t *testing.T) {
+	f := New(Options{Registry: conn.NewRegistry(), Backends: newFakeBackends()})
+	defer func() { _ = f.Close(context.Background()) }()
+	for _, tc := range []struct {
+		kind   clientKind
+		pinned string
+		want   string
+	}{
+		{stdioClient, "", conn.ClassicProtocolVersion},
+		{sessionClient, "", conn.ClassicProtocolVersion},
+		{subjectClient, "", ""},
+		{sessionClient, conn.StatelessProtocolVersion, conn.StatelessProtocolVersion},
+	} {
+		c := f.newClient(tc.kind, authz.Caller{})
+		cfg := conn.Config{ProtocolVersion: tc.pinned}
+		c.configure("a", &cfg, func(conn.Transition) {})
+		if cfg.ProtocolVersion != tc.want {
+			t.Errorf("client kind %d, pinned %q: the instance asks for %q, want %q", tc.kind, tc.pinned, cfg.ProtocolVersion, tc.want)
+		}
+		c.close()
 	}
 }
