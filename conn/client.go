@@ -115,6 +115,7 @@ func (g *generation) newClient() *mcp.Client {
 	}
 	client := mcp.NewClient(&impl, &opts)
 	client.AddReceivingMiddleware(s.cfg.ClientMiddleware...)
+	client.AddSendingMiddleware(sendInput)
 	if s.cfg.Propagate != nil {
 		client.AddSendingMiddleware(propagating(s.cfg.Propagate))
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -360,13 +361,18 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 }
 
 // rawModern is a 2026-07-28 client of serve as subject that sees the
-// input requests of its calls itself.
+// input requests of its calls itself. It declares elicitation in its
+// requests' _meta: an input request a client did not declare is never
+// sent to it.
 func rawModern(t *testing.T, is *isolated, subject string) *mcp.ClientSession {
 	t.Helper()
 	// No roots: the call that starts its instance would ask for them
 	// first, and the tests that use it are about elicitation.
 	c := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{}, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		Capabilities: &mcp.ClientCapabilities{}, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not reached: the test answers the input requests itself")
+		}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: is.url,

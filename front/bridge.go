@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,9 @@ const (
 // newBridges is c's set of bridged calls.
 func (c *client) newBridges() *bridge.Set {
 	return bridge.NewSet(bridge.Options{Clock: c.f.opts.Clock, Logger: c.f.opts.Logger, Owner: c,
+		// The requests a backend makes at once arrive within moments of
+		// each other, on the real clock whatever the front's.
+		GatherClock: clock.New(),
 		Wait: func(server string) time.Duration {
 			if server != "" && !c.isolated(server) {
 				return sharedInputWait // a shared backend's other clients wait too
@@ -78,7 +82,8 @@ func (c *client) bridgeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		return c.bridges.Round(ctx, method, name, state, answers, func(ctx context.Context) (mcp.Result, error) {
+		caps := bridge.CapabilitiesOf(req.GetParams().GetMeta())
+		return c.bridges.Round(ctx, method, name, state, answers, caps, func(ctx context.Context) (mcp.Result, error) {
 			return next(ctx, method, req)
 		})
 	}

@@ -80,7 +80,7 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 		}
 		return errorResult(f.describe(be, toolOp(name), err, "")), nil
 	case errors.As(err, &wire):
-		return nil, err // the server's own answer, such as invalid params
+		return nil, f.serverError(wire) // the server's own answer, such as invalid params
 	case ctx.Err() != nil:
 		return nil, err // the client cancelled: nobody reads the result
 	}
@@ -107,6 +107,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.
 	if meta := callMeta(req.Params.Meta, more); len(meta) > 0 {
 		ctx = conn.WithCallMeta(ctx, meta)
 	}
+	ctx = passInput(ctx, req.Params.InputResponses, req.Params.RequestState)
 	res, err = t.Call(ctx, args)
 	if err == nil && relayed != nil {
 		c.f.quietFor(ctx, relayed)

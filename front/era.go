@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -54,4 +56,53 @@ func wireError(err error) error {
 		return err
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// passInput returns ctx carrying, for the backend, the answers and the
+// requestState of a client's round trip that a 2026-07-28 backend's
+// input_required result asked for (it reached the client as it came):
+// the backend's call continues where its last round left it. A state of
+// the front's own bridge names a call the front runs itself and never
+// goes on.
+func passInput(ctx context.Context, responses mcp.InputResponseMap, state string) context.Context {
+	if bridge.Ours(state) {
+		return ctx
+	}
+	return conn.WithInput(ctx, responses, state)
+}
+
+// passCapabilities copies the client capabilities a 2026-07-28 request
+// declared in its _meta (client) into out, the _meta of the request to
+// the backend: a 2026-07-28 backend checks them itself (the SDK's client
+// sends its own only when the request has none), and a go-sdk backend
+// of the classic era reads them as the request's, so that it asks the
+// client only for what it can answer, or refuses with
+// MissingRequiredClientCapabilities (-32021) as it would alone.
+func passCapabilities(out mcp.Meta, client map[string]any) {
+	if caps, ok := client[mcp.MetaKeyClientCapabilities]; ok && caps != nil {
+		out[mcp.MetaKeyClientCapabilities] = caps
+	}
+}
+
+// serverError is a backend's JSON-RPC error as the client gets it: its
+// code, message and data as the server sent them (the data of
+// MissingRequiredClientCapabilities names what to declare; that of
+// resource-not-found, the URI), without the SDK client's wrapping.
+func (f *Front) serverError(wire *jsonrpc.Error) error {
+	return &jsonrpc.Error{Code: wire.Code, Message: f.opts.Redact(wire.Message), Data: wire.Data}
+}
+
+// pinEra makes c's own instance speak c's era to its server, unless the
+// server's configuration pins a protocol version: a classic client's
+// (stdio, or a 2025-11-25 session) initializes at
+// conn.ClassicProtocolVersion, so that a server that sends its requests
+// during a call (as servers written for that era do, and may still do
+// after answering server/discover) serves it as it would serve it
+// alone; a 2026-07-28 client's asks for conn's default, whose input
+// requests come back in the call's result under the server's keys, as
+// they would to that client alone.
+func (c *client) pinEra(cfg *conn.Config) {
+	if cfg.ProtocolVersion == "" && c.kind != subjectClient {
+		cfg.ProtocolVersion = conn.ClassicProtocolVersion
+	}
 }

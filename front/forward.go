@@ -69,6 +69,10 @@ func (c *client) clientMiddleware(server string) []mcp.Middleware {
 // shared one when only is nil, only's own otherwise.
 func (f *Front) clientOptions(server string, only *client) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
+		// A 2026-07-28 server's input_required result goes to the client
+		// as it came (see passInput), never answered here under keys the
+		// client does not see.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return f.forwardElicit(ctx, server, only, req.Params)
 		},
@@ -123,6 +127,16 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 			return owner, &inflight{ctx: b.Context(), b: b}, nil
 		}
 	}
+	if only != nil && only.kind == subjectClient {
+		// The requests of one subject may be several clients': without a
+		// session, only the one call with the backend can be this one's.
+		n, in := only.withBackend(server)
+		if n > 1 {
+			return nil, nil, fmt.Errorf("%w: %d calls of 2026-07-28 clients are in flight on server %q, which they share as one caller, and it cannot tell which one this request is for",
+				ErrNoPeer, n, server)
+		}
+		return only, in, nil
+	}
 	if only != nil {
 		return only, only.newest(server), nil
 	}
@@ -149,6 +163,23 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 		return owner, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: no call of a client of mcpfsm is in flight on server %q, which its clients share", ErrNoPeer, server)
+}
+
+// withBackend counts c's requests in flight on server that are with the
+// backend, not awaiting c's answers to their input requests (a backend's
+// new request is not theirs), and returns the newest.
+func (c *client) withBackend(server string) (int, *inflight) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	var newest *inflight
+	for _, in := range c.calls[server] {
+		if in.b != nil && in.b.Awaiting() {
+			continue
+		}
+		n, newest = n+1, in
+	}
+	return n, newest
 }
 
 // bridgeFor is the bridged call that carries a request to c, if any.
@@ -250,9 +281,12 @@ func (f *Front) forwardSampling(ctx context.Context, server string, only *client
 // answerRoots answers a server's roots/list. A shared server over HTTP,
 // and a classic client's instance, get what their supervisor holds
 // (next): the configured roots, or the client's as it last read them. A
-// modern client's instance gets the client's roots as it gave them last,
-// asked during its call the first time (before the instance started, see
-// askRoots, or now).
+// modern client's instance gets the roots of the client whose call is in
+// flight, asked of it during that call every time the server asks (an
+// input request of the call's round): a 2026-07-28 client has no
+// session, so no list it gave before is known to be this one's. The
+// answer is also kept as the client's, for the start of its next
+// instance (see askRoots).
 func (f *Front) answerRoots(ctx context.Context, server string, only *client, next func() (mcp.Result, error)) (mcp.Result, error) {
 	f.mu.Lock()
 	owned := only != nil || f.shared != nil
@@ -266,9 +300,6 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	}
 	if ss := c.sessionFor(in); c.kind != subjectClient && (ss == nil || !modern(ss)) {
 		return next()
-	}
-	if roots, ok := c.knownRoots(); ok {
-		return &mcp.ListRootsResult{Roots: roots}, nil
 	}
 	b := bridgeFor(in)
 	if b == nil {

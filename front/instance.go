@@ -95,6 +95,7 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	}
 	cfg.Registry, cfg.Catalog = c.reg, c.cat
 	cfg.Client, cfg.ClientMiddleware = c.clientOptions(server), c.clientMiddleware(server)
+	c.pinEra(cfg)
 	cfg.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
 	if tr := c.f.opts.Tracer; tr != nil {
 		cfg.Propagate = tr.Propagate

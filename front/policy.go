@@ -166,10 +166,12 @@ func (f *Front) traced(ctx context.Context, server, method, name string, call fu
 
 // callMeta is the _meta a call to a backend carries: the trace context
 // of the client's request (with tracing, the call's own span replaces it
-// through conn.Config.Propagate), and more.
+// through conn.Config.Propagate), the client capabilities a 2026-07-28
+// request declared (see passCapabilities), and more.
 func callMeta(client map[string]any, more mcp.Meta) mcp.Meta {
 	out := mcp.Meta{}
 	tracectx.Copy(out, client)
+	passCapabilities(out, client)
 	for k, v := range more {
 		out[k] = v
 	}

@@ -24,7 +24,7 @@ func (c *client) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "resources/read" || !ok || rr.Params == nil {
 			return next(ctx, method, req)
 		}
-		res, err := c.read(ctx, rr.Session, rr.Extra, rr.Params.URI)
+		res, err := c.read(passInput(ctx, rr.Params.InputResponses, rr.Params.RequestState), rr.Session, rr.Extra, rr.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -35,7 +35,7 @@ func (c *client) readMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // readHandler is the handler of every served resource and template; the
 // middleware answers reads before the SDK would call it.
 func (c *client) readHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return c.read(ctx, req.Session, req.Extra, req.Params.URI)
+	return c.read(passInput(ctx, req.Params.InputResponses, req.Params.RequestState), req.Session, req.Extra, req.Params.URI)
 }
 
 // read routes a read of the front URI uri to its server.
@@ -75,10 +75,12 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 }
 
 func notFound(uri string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, // resource not found (SEP-2164)
+	data, _ := json.Marshal(map[string]string{"uri": uri}) // a map of strings always marshals
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, // resource not found (SEP-2164), with data.uri
 		Message: fmt.Sprintf(
 			"resource %q: no supervised server lists it or a template that matches it; name a server's resource as %s<server>/<uri>",
-			uri, RoutePrefix)}
+			uri, RoutePrefix),
+		Data: data}
 }
 
 // promptHandler routes prompts/get of the prompt served as name.
@@ -108,7 +110,7 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 			if meta := callMeta(req.Params.Meta, nil); len(meta) > 0 {
 				ctx = conn.WithCallMeta(ctx, meta)
 			}
-			return p.Get(ctx, req.Params.Arguments)
+			return p.Get(passInput(ctx, req.Params.InputResponses, req.Params.RequestState), req.Params.Arguments)
 		})
 		res, _ := r.(*mcp.GetPromptResult)
 		end()
@@ -148,7 +150,7 @@ func (f *Front) requestError(ctx context.Context, be backend, op operation, err 
 		}
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: f.describe(be, op, err, "")}
 	case errors.As(err, &wire):
-		return err
+		return f.serverError(wire)
 	case ctx.Err() != nil:
 		return err
 	}

@@ -14,8 +14,14 @@
 //
 // The calls of one client are a [Set]. A call's requestState is a random
 // 128-bit value kept by its Set alone, with the method and name it was
-// made for: another client (another Set), or another call of the same
-// client, cannot name it. Each call is a small declared machine
+// made for and the round it answers: another client (another Set),
+// another call of the same client, or another round of the same call,
+// cannot name it; each round gets a new one. The backend's requests that
+// come together (a backend that asks for several inputs at once sends
+// them concurrently) are gathered into one round, and each is checked
+// against the client capabilities the round trip declared: a request the
+// client cannot answer ends the call with MissingRequiredClientCapabilities
+// (-32021), and is never sent. Each call is a small declared machine
 // ([Spec]): a backend lost while its request is out ends the call as
 // lost, reported to the client; it is never sent again.
 package bridge
@@ -29,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +125,17 @@ type Options struct {
 	Gone func(*Call)
 	// Owner tags the Set's calls ([Call.Owner]).
 	Owner any
+	// Gather is how long a round waits, after a request of the backend,
+	// for another before it answers the client: the requests a backend
+	// makes at once arrive one by one. Each new request restarts the
+	// wait, up to ten times Gather in all. Zero means DefaultGather.
+	Gather time.Duration
+	// GatherClock times Gather. Nil means Clock.
+	GatherClock clock.Clock
 }
+
+// DefaultGather is the wait for a backend's next request of a round.
+const DefaultGather = 20 * time.Millisecond
 
 // Set is the bridged calls of one client, by requestState.
 type Set struct {
@@ -141,13 +158,19 @@ func NewSet(o Options) *Set {
 	if o.Wait == nil {
 		o.Wait = func(string) time.Duration { return 5 * time.Minute }
 	}
+	if o.Gather <= 0 {
+		o.Gather = DefaultGather
+	}
+	if o.GatherClock == nil {
+		o.GatherClock = o.Clock
+	}
 	return &Set{o: o, by: map[string]*Call{}}
 }
 
 // Call is one call bridged to a client.
 type Call struct {
 	set    *Set
-	state  string // the requestState the client echoes
+	state  string // the requestState the client echoes, of the current round; guarded by set.mu
 	method string // tools/call, prompts/get or resources/read
 	name   string // the tool, prompt or resource the call is of
 	m      *fsm.Machine[State, Event, struct{}]
@@ -156,13 +179,16 @@ type Call struct {
 	cancel func()       // ends the call on the backend
 	ctx    context.Context
 	nextID atomic.Uint64 // input request ids
+	sent   atomic.Int32  // the backend's requests handed to the rounds
 	waitMu sync.Mutex    // one round trip of the client is served at a time
 
 	mu     sync.Mutex // guards what follows
 	pend   map[string]*ask
-	expiry func() bool // stops the timer of the wait for the client
-	server string      // the server that asked, once one did
-	lost   bool        // the backend's connection ended during the call
+	expiry func() bool  // stops the timer of the wait for the client
+	server string       // the server that asked, once one did
+	lost   bool         // the backend's connection ended during the call
+	caps   Capabilities // what the client's current round trip declared
+	rounds int          // the input_required results the client got
 }
 
 // ask is one request of the backend, out to the client.
@@ -170,6 +196,7 @@ type ask struct {
 	id     string
 	req    mcp.InputRequest
 	answer chan mcp.InputResponse
+	refuse chan error // the request cannot be sent to the client
 }
 
 // outcome is what a call's client gets.
@@ -194,6 +221,11 @@ func (c *Call) Owner() any { return c.set.o.Owner }
 // Context is the call's context on the backend.
 func (c *Call) Context() context.Context { return c.ctx }
 
+// Awaiting reports whether c's requests are out to its client, whose
+// answers the backend awaits: a new request of the backend is not c's
+// (the requests of a round come together, see [Options.Gather]).
+func (c *Call) Awaiting() bool { return c.m.State() == InputRequired }
+
 // MarkLost records that the backend's connection ended during the call:
 // its end is then reported as lost.
 func (c *Call) MarkLost() {
@@ -213,20 +245,31 @@ func ErrNoCall(method, name string) error {
 // errEnded answers a round trip of a client that has ended.
 var errEnded = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpfsm: the client ended"}
 
-// Round serves a round trip of a client's call of method and name: the
-// first (no state) starts run on the backend, detached from ctx; a later
-// one (its requestState names the call) carries the answers back. Either
-// returns what comes first: an input_required result for the backend's
-// requests, or the call's own outcome.
-func (s *Set) Round(ctx context.Context, method, name, state string, answers mcp.InputResponseMap,
+// Ours reports whether state is a requestState of a bridged call's (of
+// some Set's): any other is a backend's own, which the client echoes to
+// the backend that made it.
+func Ours(state string) bool { return strings.HasPrefix(state, statePrefix) }
+
+const statePrefix = "mcpfsm-"
+
+// Round serves a round trip of a client's call of method and name, which
+// declared caps: the first (no state, or a backend's own) starts run on
+// the backend, detached from ctx; a later one (its requestState names
+// the call's current round) carries the answers back. Either returns
+// what comes first: an input_required result for the backend's requests,
+// or the call's own outcome.
+func (s *Set) Round(ctx context.Context, method, name, state string, answers mcp.InputResponseMap, caps Capabilities,
 	run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
-	if state != "" {
+	if Ours(state) {
 		s.mu.Lock()
 		c := s.by[state]
 		s.mu.Unlock()
 		if c == nil || c.method != method || c.name != name {
 			return nil, ErrNoCall(method, name)
 		}
+		c.mu.Lock()
+		c.caps = caps
+		c.mu.Unlock()
 		if err := c.deliver(ctx, answers); err != nil {
 			return nil, err
 		}
@@ -237,7 +280,7 @@ func (s *Set) Round(ctx context.Context, method, name, state string, answers mcp
 		return nil, err
 	}
 	c := &Call{set: s, state: randomState(), method: method, name: name, m: m,
-		asks: make(chan *ask, 16), done: make(chan outcome, 1), pend: map[string]*ask{}}
+		asks: make(chan *ask, 16), done: make(chan outcome, 1), pend: map[string]*ask{}, caps: caps}
 	// The call outlives this round trip: the client's next one carries
 	// the answers.
 	cctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
@@ -288,7 +331,7 @@ func (s *Set) Len() int {
 func randomState() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "mcpfsm-" + hex.EncodeToString(b[:])
+	return statePrefix + hex.EncodeToString(b[:])
 }
 
 // inputResult is the input_required result of method: the requests the
@@ -323,14 +366,16 @@ func (c *Call) await(ctx context.Context) (mcp.Result, error) {
 	defer c.waitMu.Unlock()
 	select {
 	case a := <-c.asks:
-		asks := []*ask{a}
-		for more := true; more; {
-			select {
-			case a := <-c.asks:
-				asks = append(asks, a)
-			default:
-				more = false
+		asks := c.gather(ctx, a)
+		c.mu.Lock()
+		caps := c.caps
+		c.mu.Unlock()
+		if err := caps.check(asks); err != nil {
+			for _, a := range asks {
+				a.refuse <- err // buffered: the backend's handler may have gone
 			}
+			c.lose("the client did not declare a capability the server's request needs")
+			return nil, err
 		}
 		reqs := mcp.InputRequestMap{}
 		c.mu.Lock()
@@ -340,9 +385,15 @@ func (c *Call) await(ctx context.Context) (mcp.Result, error) {
 		}
 		c.stopExpiry()
 		c.expiry = s.o.Clock.AfterFunc(s.o.Wait(c.server), func() { c.lose("the client's answer did not come in time") }).Stop
+		c.rounds++
+		next := c.rounds > 1
 		c.mu.Unlock()
+		state, ok := c.nextState(next)
+		if !ok {
+			return nil, ErrNoCall(c.method, c.name) // lost meanwhile
+		}
 		c.fire(Ask)
-		return inputResult(c.method, reqs, c.state), nil
+		return inputResult(c.method, reqs, state), nil
 	case o := <-c.done:
 		c.finish()
 		return o.res, o.err
@@ -350,6 +401,57 @@ func (c *Call) await(ctx context.Context) (mcp.Result, error) {
 		c.lose("the client cancelled the call")
 		return nil, ctx.Err()
 	}
+}
+
+// gather returns first and the requests of the backend that follow it
+// within the set's Gather of each other (at most ten Gathers in all): the
+// requests of one round.
+func (c *Call) gather(ctx context.Context, first *ask) []*ask {
+	s := c.set
+	asks := []*ask{first}
+	end := s.o.GatherClock.Timer(10 * s.o.Gather)
+	defer end.Stop()
+	for {
+		quiet := s.o.GatherClock.Timer(s.o.Gather)
+		select {
+		case a := <-c.asks:
+			quiet.Stop()
+			asks = append(asks, a)
+			continue
+		case <-quiet.C:
+		case <-end.C:
+			quiet.Stop()
+		case <-ctx.Done():
+			quiet.Stop()
+		}
+		// What came meanwhile is of the round too.
+		for {
+			select {
+			case a := <-c.asks:
+				asks = append(asks, a)
+			default:
+				return asks
+			}
+		}
+	}
+}
+
+// nextState is the requestState of c's round now out: a new one, in
+// place of the last, when fresh (a round after the first), so that no
+// round's state names another's. It reports false if c is gone.
+func (c *Call) nextState(fresh bool) (string, bool) {
+	s := c.set
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by[c.state] != c {
+		return "", false
+	}
+	if fresh {
+		delete(s.by, c.state)
+		c.state = randomState()
+		s.by[c.state] = c
+	}
+	return c.state, true
 }
 
 // forget removes c from its set, and reports whether it was there.
@@ -451,9 +553,10 @@ func (c *Call) Ask(ctx context.Context, server string, req mcp.InputRequest) (mc
 		c.server = server
 	}
 	c.mu.Unlock()
-	a := &ask{id: fmt.Sprintf("r%d", c.nextID.Add(1)), req: req, answer: make(chan mcp.InputResponse, 1)}
+	a := &ask{id: fmt.Sprintf("r%d", c.nextID.Add(1)), req: req, answer: make(chan mcp.InputResponse, 1), refuse: make(chan error, 1)}
 	select {
 	case c.asks <- a:
+		c.sent.Add(1)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.ctx.Done():
@@ -462,6 +565,8 @@ func (c *Call) Ask(ctx context.Context, server string, req mcp.InputRequest) (mc
 	select {
 	case r := <-a.answer:
 		return r, nil
+	case err := <-a.refuse:
+		return nil, err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.ctx.Done():
