@@ -347,6 +347,14 @@ func (f *Front) supervisors() []*conn.Supervisor {
 // host.Options.Configure.
 func (f *Front) Configure(server string, c *conn.Config) {
 	c.Client, c.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
+	// A shared instance serves clients of both eras through one session,
+	// so it speaks the classic era unless the server's configuration pins
+	// one: a server written for that era sends its requests during a call,
+	// which a 2026-07-28 session would refuse, and the era bridge turns
+	// them into input requests for a 2026-07-28 client.
+	if c.ProtocolVersion == "" {
+		c.ProtocolVersion = conn.ClassicProtocolVersion
+	}
 	if f.opts.Tracer != nil {
 		c.Propagate = f.opts.Tracer.Propagate
 	}

@@ -268,3 +268,24 @@ func TestOwnInstancesSpeakTheirClientsEra(t *testing.T) {
 		c.close()
 	}
 }
+
+// TestSharedInstancesSpeakTheClassicEra checks that a shared instance,
+// which serves clients of both eras through one session, initializes at
+// the classic era unless its configuration pins one: a server that sends
+// its requests during a call (sampling, elicitation) would have them
+// refused on a 2026-07-28 session, and the era bridge serves 2026-07-28
+// clients from a classic backend.
+func TestSharedInstancesSpeakTheClassicEra(t *testing.T) {
+	f := New(Options{Registry: conn.NewRegistry(), Backends: newFakeBackends()})
+	defer func() { _ = f.Close(context.Background()) }()
+	for _, tc := range []struct{ pinned, want string }{
+		{"", conn.ClassicProtocolVersion},
+		{conn.StatelessProtocolVersion, conn.StatelessProtocolVersion},
+	} {
+		cfg := conn.Config{ProtocolVersion: tc.pinned}
+		f.Configure("a", &cfg)
+		if cfg.ProtocolVersion != tc.want {
+			t.Errorf("pinned %q: the shared instance asks for %q, want %q", tc.pinned, cfg.ProtocolVersion, tc.want)
+		}
+	}
+}
