@@ -32,6 +32,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
+	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
 	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a

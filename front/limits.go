@@ -1,0 +1,4 @@
+package front
+
+// ResultLimits bound the size of tool results.
+type ResultLimits struct{}
