@@ -120,7 +120,9 @@ func TestSearchFollowsListChanges(t *testing.T) {
 	}
 	changed := r.f.opts.Registry.Changed()
 	r.srv.MCP.AddTool(&mcp.Tool{Name: "weather", Description: "The forecast for a city.", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	deadline := time.After(limit)
 	for _, ok := r.f.opts.Registry.Lookup("mcp__a__weather"); !ok; _, ok = r.f.opts.Registry.Lookup("mcp__a__weather") {
 		select {

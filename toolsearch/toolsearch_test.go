@@ -205,9 +205,9 @@ func TestServerFilter(t *testing.T) {
 
 func TestWords(t *testing.T) {
 	for in, want := range map[string]string{
-		"read_text_file":             "read text file",
-		"get-pull-request":           "get pull request",
-		"getFileInfo":                "get File Info",
+		"read_text_file":            "read text file",
+		"get-pull-request":          "get pull request",
+		"getFileInfo":               "get File Info",
 		"mcp__fs__readHTTPResponse": "mcp  fs  read HTTP Response",
 	} {
 		if got := Words(in); got != want {

@@ -30,7 +30,10 @@ type server struct {
 func main() {
 	dir := os.Args[1]
 	mods := filepath.Join(dir, "node_modules", "@modelcontextprotocol")
-	specs := []struct{ name, pkg, entry string; args []string }{
+	specs := []struct {
+		name, pkg, entry string
+		args             []string
+	}{
 		{"filesystem", "server-filesystem", "dist/index.js", []string{os.TempDir()}},
 		{"everything", "server-everything", "dist/index.js", []string{"stdio"}},
 		{"memory", "server-memory", "dist/index.js", nil},
