@@ -197,6 +197,7 @@ func (c *client) close() {
 		in.End()
 	}
 	c.search.close()
+	c.f.results.forget(c)
 	c.stop()
 	c.release()
 	c.f.wg.Go(func() { c.bridges.Wait(); c.wg.Wait() })

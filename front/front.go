@@ -185,6 +185,8 @@ type Front struct {
 	subs     sharedSubs     // the clients' subscriptions to shared resources
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
+
+	results results // the cut results kept for their callers (limits.go)
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first

@@ -22,6 +22,9 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		RootsListChangedHandler: c.rootsChanged,
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
+	if f.opts.Limits.on() { // a cut result is read as a resource (limits.go)
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
+	}
 	if f.opts.Catalog != nil {
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
 		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
@@ -32,7 +35,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
-	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
+	s.AddReceivingMiddleware(c.searchMiddleware, c.resultMiddleware) // innermost: a found tool, called by its name; a kept result
 	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
