@@ -89,6 +89,10 @@ type Server struct {
 	// MaxConcurrentCalls bounds the server's calls in flight at once;
 	// zero means no bound.
 	MaxConcurrentCalls int
+	// MaxResultBytes bounds the size of one tool result that mcpfsm serve
+	// passes whole: a larger one is cut, and kept whole for its caller as
+	// a resource for a while. Zero means serve's -max-result-bytes.
+	MaxResultBytes int
 
 	// Isolation says how the clients of mcpfsm serve's HTTP front share
 	// the server: IsolationPerClient (or "", the default) gives each its

@@ -32,9 +32,11 @@ import (
 type ResultLimits struct {
 	// MaxBytes is the default limit of every server; zero means none.
 	MaxBytes int
-	// PerServer are servers' own limits (maxResultBytes), over MaxBytes;
-	// a negative one means none.
-	PerServer map[string]int
+	// PerServer, if set, returns a server's own limit (its
+	// maxResultBytes) and true when it has one, which MaxBytes yields
+	// to; a negative one means none. It is asked at every result, so a
+	// reload's new limit holds from the next call.
+	PerServer func(server string) (int, bool)
 	// Keep is how long a cut result is kept; zero means DefaultResultKeep.
 	Keep time.Duration
 	// KeepCount and KeepBytes bound what is kept across every client;
@@ -58,23 +60,17 @@ const ResultURIPrefix = "mcpfsm-result://"
 
 // limitOf is server's limit, zero for none.
 func (l ResultLimits) limitOf(server string) int {
-	if n, ok := l.PerServer[server]; ok {
-		return max(n, 0)
+	if l.PerServer != nil {
+		if n, ok := l.PerServer(server); ok {
+			return max(n, 0)
+		}
 	}
 	return l.MaxBytes
 }
 
 // on reports whether any limit is set.
 func (l ResultLimits) on() bool {
-	if l.MaxBytes > 0 {
-		return true
-	}
-	for _, n := range l.PerServer {
-		if n > 0 {
-			return true
-		}
-	}
-	return false
+	return l.MaxBytes > 0 || l.PerServer != nil
 }
 
 // contentSize is what c puts into the context: text by its bytes, binary

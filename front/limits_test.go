@@ -49,7 +49,7 @@ func TestALargeResultIsCutAndKeptForItsCaller(t *testing.T) {
 	const max = 1 << 20
 	var cuts []int
 	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, clock: clk,
-		limits: ResultLimits{MaxBytes: 64 << 20, PerServer: map[string]int{"a": max}, Keep: time.Minute,
+		limits: ResultLimits{MaxBytes: 64 << 20, PerServer: func(s string) (int, bool) { return max, s == "a" }, Keep: time.Minute,
 			OnCut: func(_ string, _, cut int) { cuts = append(cuts, cut) }}})
 	whole := bigText(5 << 20)
 	r.addTool(t, &mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}},

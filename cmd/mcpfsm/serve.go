@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -141,9 +142,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	ho := hc.hostOptions(hf, logger, reg)
 	ho.Catalog, ho.StartTimeout = cat, *sv.timeout
+	var hs *host.Host
 	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
 		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
-		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
+		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String,
+		Tools: sv.toolsOptions(), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut)})
 	if err := hc.attach(hs, sf, reg); err != nil {
 		return fail(err)
 	}
@@ -213,6 +216,8 @@ type serveFlags struct {
 	maxSessions, perSubject      *int
 	auditPath                    *string
 	auditArgs                    *bool
+	tools, pin                   *string
+	maxResultBytes               *int
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -226,6 +231,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		instanceIdle:   fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again"),
 		auditPath:      fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`"),
 		auditArgs:      fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)"),
+		tools:          fs.String("tools", "full", "list every tool (`full`), or a search tool and a call tool (search) that find and call them"),
+		pin:            fs.String("pin", "", "with -tools search, also list these tools (a comma-separated `LIST` of their names)"),
+		maxResultBytes: fs.Int("max-result-bytes", 0, "cut a tool result larger than `N` bytes (a server's maxResultBytes wins) and keep it whole for its caller as a resource (0: no limit)"),
 	}
 	fs.Var(&sv.names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
 	return sv
@@ -238,8 +246,39 @@ func (sv *serveFlags) check() string {
 		return "-timeout must be positive"
 	case *sv.auditArgs && *sv.auditPath == "":
 		return "-audit-args needs -audit FILE"
+	case *sv.tools != "full" && *sv.tools != "search":
+		return fmt.Sprintf("-tools %q: give full or search", *sv.tools)
+	case *sv.pin != "" && *sv.tools != "search":
+		return "-pin needs -tools search"
+	case *sv.maxResultBytes < 0:
+		return "-max-result-bytes must be 0 (no limit) or a positive number of bytes"
 	}
 	return ""
+}
+
+// toolsOptions say how the front lists tools (-tools, -pin).
+func (sv *serveFlags) toolsOptions() front.ToolsOptions {
+	o := front.ToolsOptions{Search: *sv.tools == "search"}
+	for _, name := range strings.Split(*sv.pin, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			o.Pin = append(o.Pin, name)
+		}
+	}
+	return o
+}
+
+// resultLimits are the front's result limits: -max-result-bytes, and each
+// server's maxResultBytes as the host's current configuration has it.
+func (sv *serveFlags) resultLimits(hs func() *host.Host, onCut func(server string, size, cut int)) front.ResultLimits {
+	return front.ResultLimits{MaxBytes: *sv.maxResultBytes, OnCut: onCut,
+		PerServer: func(server string) (int, bool) {
+			if h := hs(); h != nil {
+				if srv, ok := h.Config(server); ok && srv.MaxResultBytes > 0 {
+					return srv.MaxResultBytes, true
+				}
+			}
+			return 0, false
+		}}
 }
 
 // httpOptions are the -listen front's options.
