@@ -52,6 +52,17 @@ two servers list is the first's (by name), the other's copy is listed as
 mcpfsm:<server>/<uri>. Reads, prompts, completions and subscriptions go
 to the right server.
 
+With -tools search the client is listed two tools instead of all of
+them: mcpfsm_search_tools (a query in words, an optional server, a limit)
+answers the best matches with their input schemas, among the tools this
+caller may see and use, and mcpfsm_call_tool (name, arguments) calls one
+as a direct call would (scopes, rate limits, audit, outage answers);
+-pin LIST lists some tools as well. -max-result-bytes N (or a server's
+"maxResultBytes") cuts a larger tool result at a content boundary with a
+note saying how much was cut, and keeps the whole of it for a while as a
+resource only its caller can read (resources/read, paged with
+?offset=N&length=M).
+
 Both protocol eras are served on both fronts (2026-07-28 and 2025-11-25),
 whatever each server speaks. A server's elicitation, sampling and roots
 requests, progress and log messages during a call go to the client that
