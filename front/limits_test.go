@@ -59,10 +59,14 @@ func TestALargeResultIsCutAndKeptForItsCaller(t *testing.T) {
 	alice := r.connectCaller(t, conn.ClassicProtocolVersion, "alice")
 	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob")
 	// 5 MB through two JSON-RPC hops takes seconds under the race
-	// detector: a deadline of its own, for a slow machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*limit)
-	defer cancel()
-	res, err := alice.sess.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{}})
+	// detector: each request has a deadline of its own, for a slow
+	// machine.
+	ctx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*limit)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	res, err := alice.sess.CallTool(ctx(), &mcp.CallToolParams{Name: "big", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v, %v", res, err)
 	}
@@ -89,7 +93,7 @@ func TestALargeResultIsCutAndKeptForItsCaller(t *testing.T) {
 	var got strings.Builder
 	uri, pages := link.URI+"?length=1048576", 0
 	for uri != "" {
-		page, err := alice.sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		page, err := alice.sess.ReadResource(ctx(), &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
 			t.Fatalf("alice's read of %s: %v", uri, err)
 		}
@@ -101,12 +105,12 @@ func TestALargeResultIsCutAndKeptForItsCaller(t *testing.T) {
 		t.Errorf("read back %d bytes in %d pages, want the %d bytes of the result in 5", got.Len(), pages, len(whole))
 	}
 	// Another caller cannot.
-	if _, err := bob.sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: link.URI}); err == nil || !strings.Contains(err.Error(), "no result is kept") {
+	if _, err := bob.sess.ReadResource(ctx(), &mcp.ReadResourceParams{URI: link.URI}); err == nil || !strings.Contains(err.Error(), "no result is kept") {
 		t.Errorf("bob's read of alice's result: %v; want it refused as unknown", err)
 	}
 	// Past its time it is gone.
 	clk.Add(time.Minute)
-	if _, err := alice.sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: link.URI}); err == nil {
+	if _, err := alice.sess.ReadResource(ctx(), &mcp.ReadResourceParams{URI: link.URI}); err == nil {
 		t.Error("alice read her result after it expired")
 	}
 }
