@@ -137,3 +137,29 @@ func TestSearchFollowsListChanges(t *testing.T) {
 		t.Errorf("after the change (-want +got):\n%s", diff)
 	}
 }
+
+// A hit of a server in an outage says so, as a call would.
+func TestSearchHitSaysTheServerIsDown(t *testing.T) {
+	clk := clock.NewMock()
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, clock: clk, tools: ToolsOptions{Search: true}})
+	r.bs.status = func(string) (conn.Status, bool) {
+		return conn.Status{State: conn.LostReconnecting, Attempt: 2, MaxAttempts: 5, NextRetry: clk.Now().Add(3 * time.Second)}, true
+	}
+	alice := r.connectCaller(t, conn.ClassicProtocolVersion, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := alice.sess.CallTool(ctx, &mcp.CallToolParams{Name: SearchToolName, Arguments: map[string]any{"query": "progress"}})
+	if err != nil || res.IsError {
+		t.Fatalf("search: %+v, %v", res, err)
+	}
+	var out struct {
+		Tools []searchHit `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Tools) != 1 || out.Tools[0].Name != "progress" ||
+		!strings.Contains(out.Tools[0].Status, "reconnecting in 3s (attempt 2/5)") {
+		t.Errorf("hits %+v; want progress, saying its server reconnects in 3s", out.Tools)
+	}
+}
