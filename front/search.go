@@ -53,6 +53,9 @@ const (
 	MaxSearchLimit     = 50
 )
 
+// maxQueryBytes bounds a search's query: a task in words is short.
+const maxQueryBytes = 4096
+
 // searchState is a client's searchable tools in search mode: every tool
 // its caller may see (served name -> definition), and the index over
 // them, built at the first search after a change.
@@ -179,6 +182,8 @@ func (c *client) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: the arguments are not an object of query, server and limit: %v", SearchToolName, err)}
 	}
 	switch {
+	case len(args.Query) > maxQueryBytes:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: the query has %d bytes: say what the tool should do in at most %d", SearchToolName, len(args.Query), maxQueryBytes)}
 	case args.Limit == 0:
 		args.Limit = DefaultSearchLimit
 	case args.Limit < 0 || args.Limit > MaxSearchLimit:
