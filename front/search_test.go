@@ -163,3 +163,19 @@ func TestSearchHitSaysTheServerIsDown(t *testing.T) {
 		t.Errorf("hits %+v; want progress, saying its server reconnects in 3s", out.Tools)
 	}
 }
+
+// A change of the rules changes what a client's search finds, without a
+// new session.
+func TestSearchFollowsARulesChange(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, tools: ToolsOptions{Search: true}})
+	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"})})
+	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob", "a:use")
+	if diff := cmp.Diff([]string{"ask", "progress"}, bob.searchFor(t, "ask progress")); diff != "" {
+		t.Fatalf("before the change (-want +got):\n%s", diff)
+	}
+	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, searchRules)})
+	r.f.Update() // what a reload does (host.Options.OnApply)
+	if diff := cmp.Diff([]string{"progress"}, bob.searchFor(t, "ask progress")); diff != "" {
+		t.Errorf("after ask needs a:ask (-want +got):\n%s", diff)
+	}
+}
