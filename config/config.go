@@ -49,6 +49,9 @@ type Config struct {
 	Format Format
 	// Servers in the order the file lists them; disabled ones are left out.
 	Servers []Server
+	// Tools say how mcpfsm serve lists tools: the top-level
+	// "toolList" block.
+	Tools Tools
 	// Warnings are the keys that a known host uses but mcpfsm ignores,
 	// and other harmless oddities, each naming its JSON path. They are not
 	// errors: the file loads.
@@ -301,12 +304,13 @@ func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
 	}
 	p.sandboxAll(cfg)
+	cfg.Tools = p.tools
 	cfg.Warnings = p.warnings
 	return cfg, nil
 }
 
 // topKeys are the top-level keys Parse reads.
-var topKeys = []string{string(MCPServers), string(Servers), "inputs", "sandbox"}
+var topKeys = []string{string(MCPServers), string(Servers), "inputs", "sandbox", "toolList"}
 
 // topIgnored are top-level keys of known hosts' files that hold no
 // servers: a warning, not an error.
@@ -320,6 +324,10 @@ var topIgnored = map[string]string{
 func hostSetting(p *parser, m member) {
 	if m.Key == "sandbox" {
 		p.topSandbox = p.sandboxBlock(m.Value, "sandbox")
+		return
+	}
+	if m.Key == "toolList" {
+		p.tools = p.toolsBlock(m.Value, "toolList")
 		return
 	}
 	if host, ok := topIgnored[m.Key]; ok {

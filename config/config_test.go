@@ -57,7 +57,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "both layouts", in: `{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "x"}}}`, errs: []string{
 			`config has both "mcpServers" and "servers": list every server under one of them`}},
 		{name: "unknown top key", in: `{"servers": {"a": {"command": "x"}}, "x y": 1, "mcpServer": {}}`, errs: []string{
-			`"x y" is not a config key (known keys: mcpServers, servers, inputs, sandbox)`,
+			`"x y" is not a config key (known keys: mcpServers, servers, inputs, sandbox, toolList)`,
 			`mcpServer is not a config key (did you mean mcpServers?)`}},
 		{name: "servers not object", in: `{"servers": ["a"]}`, errs: []string{"servers must be a JSON object, not an array"}},
 		{

@@ -25,3 +25,25 @@ func TestMaxResultBytes(t *testing.T) {
 		}
 	}
 }
+
+// The "toolList" block says how serve lists tools; a bad one is an error
+// naming its path and the fix.
+func TestToolsBlock(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "toolList": {"mode": "search", "pin": ["mcp__a__read"]}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tools.Mode != ToolsSearch || len(cfg.Tools.Pin) != 1 || cfg.Tools.Pin[0] != "mcp__a__read" {
+		t.Errorf("Tools = %+v", cfg.Tools)
+	}
+	for bad, want := range map[string]string{
+		`{"mode": "all"}`:            `toolList.mode is "all": give "full"`,
+		`{"pin": ["x"]}`:             `toolList: pin lists tools in search mode only`,
+		`{"mode": "search", "x": 1}`: `toolList.x is not a toolList key`,
+	} {
+		_, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "toolList": `+bad+`}`), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("toolList %s: %v; want %q", bad, err, want)
+		}
+	}
+}

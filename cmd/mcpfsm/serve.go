@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -157,7 +158,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
 		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
 		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String,
-		Tools: sv.toolsOptions(), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut)})
+		Tools: sv.toolsOptions(cfg), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut)})
 	if err := hc.attach(hs, sf, reg); err != nil {
 		return fail(err)
 	}
@@ -242,8 +243,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		instanceIdle:   fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again"),
 		auditPath:      fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`"),
 		auditArgs:      fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)"),
-		tools:          fs.String("tools", "full", "list every tool (`full`), or a search tool and a call tool (search) that find and call them"),
-		pin:            fs.String("pin", "", "with -tools search, also list these tools (a comma-separated `LIST` of their names)"),
+		tools:          fs.String("tools", "", "list every tool (`full`, the default), or a search tool and a call tool (search) that find and call them; over the config's \"toolList\": {\"mode\": ...}"),
+		pin:            fs.String("pin", "", "in search mode, also list these tools (a comma-separated `LIST` of their names); over the config's \"toolList\": {\"pin\": [...]}"),
 		maxResultBytes: fs.Int("max-result-bytes", 0, "cut a tool result larger than `N` bytes (a server's maxResultBytes wins) and keep it whole for its caller as a resource (0: no limit)"),
 	}
 	fs.Var(&sv.names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
@@ -257,25 +258,32 @@ func (sv *serveFlags) check() string {
 		return "-timeout must be positive"
 	case *sv.auditArgs && *sv.auditPath == "":
 		return "-audit-args needs -audit FILE"
-	case *sv.tools != "full" && *sv.tools != "search":
+	case *sv.tools != "" && *sv.tools != config.ToolsFull && *sv.tools != config.ToolsSearch:
 		return fmt.Sprintf("-tools %q: give full or search", *sv.tools)
-	case *sv.pin != "" && *sv.tools != "search":
-		return "-pin needs -tools search"
+	case *sv.pin != "" && *sv.tools == config.ToolsFull:
+		return "-pin lists tools in search mode only: give -tools search, or drop -pin"
 	case *sv.maxResultBytes < 0:
 		return "-max-result-bytes must be 0 (no limit) or a positive number of bytes"
 	}
 	return ""
 }
 
-// toolsOptions say how the front lists tools (-tools, -pin).
-func (sv *serveFlags) toolsOptions() front.ToolsOptions {
-	o := front.ToolsOptions{Search: *sv.tools == "search"}
-	for _, name := range strings.Split(*sv.pin, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			o.Pin = append(o.Pin, name)
+// toolsOptions say how the front lists tools: -tools and -pin, over the
+// config's "toolList".
+func (sv *serveFlags) toolsOptions(cfg *config.Config) front.ToolsOptions {
+	mode, pin := *sv.tools, cfg.Tools.Pin
+	if mode == "" {
+		mode = cfg.Tools.Mode
+	}
+	if *sv.pin != "" {
+		pin = nil
+		for _, name := range strings.Split(*sv.pin, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				pin = append(pin, name)
+			}
 		}
 	}
-	return o
+	return front.ToolsOptions{Search: mode == config.ToolsSearch, Pin: pin}
 }
 
 // resultLimits are the front's result limits: -max-result-bytes, and each
