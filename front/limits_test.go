@@ -48,7 +48,7 @@ func TestALargeResultIsCutAndKeptForItsCaller(t *testing.T) {
 	clk := clock.NewMock()
 	const max = 1 << 20
 	var cuts []int
-	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, clock: clk,
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, clock: clk, catalog: true,
 		limits: ResultLimits{MaxBytes: 64 << 20, PerServer: func(s string) (int, bool) { return max, s == "a" }, Keep: time.Minute,
 			OnCut: func(_ string, _, cut int) { cuts = append(cuts, cut) }}})
 	whole := bigText(5 << 20)

@@ -35,13 +35,14 @@ func (f *Front) newServer(c *client) *mcp.Server {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
-	s.AddReceivingMiddleware(c.searchMiddleware, c.resultMiddleware) // innermost: a found tool, called by its name; a kept result
+	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
 	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
+	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
 	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
