@@ -61,6 +61,11 @@ type Record struct {
 	ArgBytes int `json:"argBytes"`
 	// Args are the arguments themselves, only with Options.Args.
 	Args json.RawMessage `json:"args,omitempty"`
+	// MaxResultBytes is the limit of a tool result's size (zero for
+	// none), ResultBytes its size, and CutBytes what the front cut of it.
+	MaxResultBytes int `json:"maxResultBytes,omitempty"`
+	ResultBytes    int `json:"resultBytes,omitempty"`
+	CutBytes       int `json:"cutBytes,omitempty"`
 }
 
 // Options configure a [Log].

@@ -49,6 +49,9 @@ type Config struct {
 	Format Format
 	// Servers in the order the file lists them; disabled ones are left out.
 	Servers []Server
+	// Tools say how mcpfsm serve lists tools: the top-level
+	// "toolList" block.
+	Tools Tools
 	// Warnings are the keys that a known host uses but mcpfsm ignores,
 	// and other harmless oddities, each naming its JSON path. They are not
 	// errors: the file loads.
@@ -92,6 +95,10 @@ type Server struct {
 	// MaxConcurrentCalls bounds the server's calls in flight at once;
 	// zero means no bound.
 	MaxConcurrentCalls int
+	// MaxResultBytes bounds the size of one tool result that mcpfsm serve
+	// passes whole: a larger one is cut, and kept whole for its caller as
+	// a resource for a while. Zero means serve's -max-result-bytes.
+	MaxResultBytes int
 
 	// Isolation says how the clients of mcpfsm serve's HTTP front share
 	// the server: IsolationPerClient (or "", the default) gives each its
@@ -300,12 +307,13 @@ func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
 	}
 	p.sandboxAll(cfg)
+	cfg.Tools = p.tools
 	cfg.Warnings = p.warnings
 	return cfg, nil
 }
 
 // topKeys are the top-level keys Parse reads.
-var topKeys = []string{string(MCPServers), string(Servers), "inputs", "sandbox"}
+var topKeys = []string{string(MCPServers), string(Servers), "inputs", "sandbox", "toolList"}
 
 // topIgnored are top-level keys of known hosts' files that hold no
 // servers: a warning, not an error.
@@ -319,6 +327,10 @@ var topIgnored = map[string]string{
 func hostSetting(p *parser, m member) {
 	if m.Key == "sandbox" {
 		p.topSandbox = p.sandboxBlock(m.Value, "sandbox")
+		return
+	}
+	if m.Key == "toolList" {
+		p.tools = p.toolsBlock(m.Value, "toolList")
 		return
 	}
 	if host, ok := topIgnored[m.Key]; ok {

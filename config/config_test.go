@@ -57,7 +57,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "both layouts", in: `{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "x"}}}`, errs: []string{
 			`config has both "mcpServers" and "servers": list every server under one of them`}},
 		{name: "unknown top key", in: `{"servers": {"a": {"command": "x"}}, "x y": 1, "mcpServer": {}}`, errs: []string{
-			`"x y" is not a config key (known keys: mcpServers, servers, inputs, sandbox)`,
+			`"x y" is not a config key (known keys: mcpServers, servers, inputs, sandbox, toolList)`,
 			`mcpServer is not a config key (did you mean mcpServers?)`}},
 		{name: "servers not object", in: `{"servers": ["a"]}`, errs: []string{"servers must be a JSON object, not an array"}},
 		{
@@ -97,7 +97,7 @@ func TestParseConfig(t *testing.T) {
 				"servers.types.closeTimeoutMs must be a number of milliseconds, not a string",
 				"servers.types.callTimeoutMs must be a positive integer number of milliseconds, at most 2147483647",
 				"servers.types.Command is not a server option (did you mean command?)",
-				"servers.types.foo is not a server option (known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit)",
+				"servers.types.foo is not a server option (known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit, maxResultBytes)",
 				"servers.types.keepAlive is not a server option (did you mean keepAliveMs?)",
 				"servers.pol.reconnect.initialDelayMs must be a number of milliseconds, not a string",
 				"servers.dup.command is given more than once",

@@ -33,6 +33,7 @@ type parser struct {
 	// said "sandboxEnabled": false, and the blocks of those that said
 	// nothing (for Options.SandboxAll).
 	topSandbox   *sandboxBlock
+	tools        Tools // the top-level "toolList" block (tools.go)
 	unsandboxed  map[string]bool
 	serverBlocks map[string]*sandboxBlock
 }

@@ -33,7 +33,7 @@ var hostKeys = []string{
 	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
 	"includeTools", "excludeTools", "maxConcurrentCalls", "isolation", "maxInstances", "roots",
-	"allowScopes", "toolScopes", "rateLimit",
+	"allowScopes", "toolScopes", "rateLimit", "maxResultBytes",
 }
 
 // hostFields are the server keys of the JSON hosts, with mcpfsm's
@@ -77,6 +77,7 @@ var extensions = map[string]setter{
 	"allowScopes":        allowScopes,
 	"toolScopes":         toolScopes,
 	"rateLimit":          rateLimit,
+	"maxResultBytes":     maxResultBytes,
 }
 
 // hostIgnored are server keys of other hosts that mcpfsm does not use,
@@ -156,6 +157,14 @@ func failOnStartupError(p *parser, e *entry, m member, path string) {
 
 func includeTools(p *parser, e *entry, m member, path string) {
 	e.s.IncludeTools = p.toolList(m.Value, path)
+}
+
+// maxResultBytesLimit bounds maxResultBytes (1 TiB).
+const maxResultBytesLimit = 1 << 40
+
+func maxResultBytes(p *parser, e *entry, m member, path string) {
+	e.s.MaxResultBytes = p.whole(m.Value, path, "a positive number of bytes (the largest tool result passed whole)",
+		maxResultBytesLimit, "omit it for serve's -max-result-bytes")
 }
 
 func maxConcurrentCalls(p *parser, e *entry, m member, path string) {

@@ -13,6 +13,12 @@ import (
 // is one.
 func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
 	args json.RawMessage, res *mcp.CallToolResult, err error) {
+	c.auditedWith(ss, extra, kind, server, name, start, args, res, err, nil)
+}
+
+// auditedWith is audited, with more set in the record.
+func (c *client) auditedWith(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
+	args json.RawMessage, res *mcp.CallToolResult, err error, more func(*audit.Record)) {
 	f := c.f
 	if f.opts.Audit == nil {
 		return
@@ -26,6 +32,9 @@ func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, s
 	}
 	if extra != nil && extra.TokenInfo != nil {
 		r.Subject = extra.TokenInfo.UserID
+	}
+	if more != nil {
+		more(&r)
 	}
 	f.opts.Audit.Record(r)
 }

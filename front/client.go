@@ -42,6 +42,7 @@ type client struct {
 	caller  authz.Caller // whom its lists are for: the caller that opened it
 	server  *mcp.Server
 	view    view
+	search  searchState // its searchable tools, in search mode
 
 	// reg and cat receive the tools and catalog of the client's own
 	// instances.
@@ -196,6 +197,8 @@ func (c *client) close() {
 	for _, in := range instances {
 		in.End()
 	}
+	c.search.close()
+	c.f.results.forget(c)
 	c.stop()
 	c.release()
 	c.f.wg.Go(func() { c.bridges.Wait(); c.wg.Wait() })

@@ -150,6 +150,12 @@ type Options struct {
 	// Tracer, if set, traces every request and the backend calls it
 	// makes. Nil traces nothing, and costs nothing.
 	Tracer Tracer
+	// Tools say how tools are listed: every tool (the default), or a
+	// search tool and a call tool (see [ToolsOptions]).
+	Tools ToolsOptions
+	// Limits bound what one tool result puts into a client's context
+	// (see [ResultLimits]).
+	Limits ResultLimits
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused
@@ -179,6 +185,8 @@ type Front struct {
 	subs     sharedSubs     // the clients' subscriptions to shared resources
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
+
+	results results // the cut results kept for their callers (limits.go)
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first

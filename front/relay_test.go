@@ -59,6 +59,8 @@ type relayOptions struct {
 	// asCaller).
 	bearer bool
 	tracer Tracer
+	tools  ToolsOptions // the front's (search.go)
+	limits ResultLimits // the front's (limits.go)
 }
 
 // newRelayRigWith is newRelayRig as o says.
@@ -74,7 +76,7 @@ func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 	var sup *conn.Supervisor
 	bs := newFakeBackends()
 	f := New(Options{Registry: reg, Catalog: cat, Names: NamesRaw, Logger: slog.New(slog.NewTextHandler(&r.logs, nil)), Backends: bs,
-		Clock: o.clock, InstanceIdle: o.idle, Tracer: o.tracer})
+		Clock: o.clock, InstanceIdle: o.idle, Tracer: o.tracer, Tools: o.tools, Limits: o.limits})
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -22,6 +22,9 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		RootsListChangedHandler: c.rootsChanged,
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
+	if f.opts.Limits.on() { // a cut result is read as a resource (limits.go)
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
+	}
 	if f.opts.Catalog != nil {
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
 		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
@@ -32,13 +35,15 @@ func (f *Front) newServer(c *client) *mcp.Server {
 			RoutePrefix + "<server>/<uri> when an earlier server lists the same URI."
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
+	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
 	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
-	s.AddReceivingMiddleware(c.offerMiddleware) // inside the bridge: a bridged call's context has its mark
+	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
+	s.AddReceivingMiddleware(c.offerMiddleware)  // inside the bridge: a bridged call's context has its mark
 	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)

@@ -108,6 +108,9 @@ func (c *client) syncTools(tools []conn.Tool) {
 		want[name], defs[name], public[name] = def, raw, t.Name
 	}
 	v.toolPublic, v.hidden = public, hidden
+	if c.f.opts.Tools.Search {
+		want, defs = c.listed(want, defs) // search.go
+	}
 	var gone []string
 	for name := range v.served {
 		if _, ok := want[name]; !ok {
@@ -125,7 +128,7 @@ func (c *client) syncTools(tools []conn.Tool) {
 		if old, ok := v.served[name]; ok && string(old) == string(defs[name]) {
 			continue
 		}
-		c.server.AddTool(want[name], c.handler(name))
+		c.server.AddTool(want[name], c.toolHandler(name))
 		v.served[name] = defs[name]
 	}
 }

@@ -52,6 +52,8 @@ type Metrics struct {
 	countInst   atomic.Pointer[func() map[string]int]
 	reg         metric.Registration
 	refusals    refusals
+	cuts        metric.Int64Counter // results.go
+	cutBytes    metric.Int64Counter
 
 	callsMu sync.RWMutex
 	servers map[string]*serverCalls // call recorders, by server name
@@ -92,6 +94,14 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.refusals.counter, err = meter.Int64Counter("mcpfsm.caller.refusals",
 		metric.WithUnit("{refusal}"),
 		metric.WithDescription("Requests of a caller refused by a server's per-caller policy, by server and reason."))
+	add(err)
+	m.cuts, err = meter.Int64Counter("mcpfsm.tool.result.cuts",
+		metric.WithUnit("{result}"),
+		metric.WithDescription("Tool results cut to their server's maxResultBytes, by server."))
+	add(err)
+	m.cutBytes, err = meter.Int64Counter("mcpfsm.tool.result.cut_bytes",
+		metric.WithUnit("By"),
+		metric.WithDescription("Bytes cut of tool results past their server's maxResultBytes, by server."))
 	add(err)
 	m.state, err = meter.Int64ObservableGauge("mcpfsm.connection.state",
 		metric.WithUnit("{state}"),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -128,12 +129,13 @@ func summarise(w io.Writer, s config.Server) {
 	}
 }
 
-const toolsUsage = `Usage: mcpfsm tools -config FILE [-timeout 30s] [-log-level warn] [-log-format text]
+const toolsUsage = `Usage: mcpfsm tools -config FILE [-search QUERY [-limit 5]] [-timeout 30s] [-log-level warn] [-log-format text]
 
 Starts every server of FILE on one tool registry, waits (at most -timeout)
 for each one's first connection attempt, prints the registered tools
 (public name, server, first line of the description), then stops every
-server. Servers with failOnStartupError wait for their first attempt
+server. With -search it prints the tools that best match QUERY instead,
+best first, as serve's search tool (-tools search) ranks them. Servers with failOnStartupError wait for their first attempt
 during startup; the others retry in the background, but tools reports
 the outcome of their first attempt.
 
@@ -144,6 +146,7 @@ server failed.
 Examples:
   mcpfsm tools -config mcpfsm.json
   mcpfsm tools -config mcpfsm.json -timeout 2m -log-level info
+  mcpfsm tools -config mcpfsm.json -search "read a file from disk"
 `
 
 const startFlagsHelp = `
@@ -155,6 +158,8 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("tools", toolsUsage, stderr)
 	hf := addHostFlags(fs, "tools", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to come up")
+	query := fs.String("search", "", "print the tools that best match `QUERY` (words saying what the tool should do)")
+	limit := fs.Int("limit", front.DefaultSearchLimit, "with -search, print at most `N` tools")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -164,6 +169,9 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *timeout <= 0 {
 		return usageErr(stderr, "tools", "-timeout must be positive")
 	}
+	if *limit < 1 {
+		return usageErr(stderr, "tools", "-limit must be positive")
+	}
 	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
 		return code
@@ -171,8 +179,16 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg := conn.NewRegistry()
 	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, stderr)})
 	_ = hs.Start(ctx, cfg)
-	printTools(stdout, reg.Tools())
-	failed := reportFailures(stderr, "tools", hs)
+	failed := false
+	if *query != "" {
+		if err := searchTools(stdout, reg.Tools(), *query, *limit); err != nil {
+			fmt.Fprintf(stderr, "mcpfsm tools: -search %q: %v\n", *query, err)
+			failed = true
+		}
+	} else {
+		printTools(stdout, reg.Tools())
+	}
+	failed = reportFailures(stderr, "tools", hs) || failed
 	if err := hs.Close(hurryOf(ctx)); err != nil {
 		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
 		failed = true

@@ -13,11 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/audit"
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -50,6 +52,17 @@ mcp__<server>__<prompt>, resources under their servers' URIs; a URI that
 two servers list is the first's (by name), the other's copy is listed as
 mcpfsm:<server>/<uri>. Reads, prompts, completions and subscriptions go
 to the right server.
+
+With -tools search the client is listed two tools instead of all of
+them: mcpfsm_search_tools (a query in words, an optional server, a limit)
+answers the best matches with their input schemas, among the tools this
+caller may see and use, and mcpfsm_call_tool (name, arguments) calls one
+as a direct call would (scopes, rate limits, audit, outage answers);
+-pin LIST lists some tools as well. -max-result-bytes N (or a server's
+"maxResultBytes") cuts a larger tool result at a content boundary with a
+note saying how much was cut, and keeps the whole of it for a while as a
+resource only its caller can read (resources/read, paged with
+?offset=N&length=M).
 
 Both protocol eras are served on both fronts (2026-07-28 and 2025-11-25),
 whatever each server speaks. A server's elicitation, sampling and roots
@@ -141,9 +154,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	ho := hc.hostOptions(hf, logger, reg)
 	ho.Catalog, ho.StartTimeout = cat, *sv.timeout
+	var hs *host.Host
 	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
 		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
-		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String})
+		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String,
+		Tools: sv.toolsOptions(cfg), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut)})
 	if err := hc.attach(hs, sf, reg); err != nil {
 		return fail(err)
 	}
@@ -213,6 +228,8 @@ type serveFlags struct {
 	maxSessions, perSubject      *int
 	auditPath                    *string
 	auditArgs                    *bool
+	tools, pin                   *string
+	maxResultBytes               *int
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -226,6 +243,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		instanceIdle:   fs.Duration("instance-idle", front.DefaultInstanceIdle, "close a client's own instance of a server idle for `D` (0: never); its next request starts it again"),
 		auditPath:      fs.String("audit", "", "append one JSON line per tool call, resource read and prompt get to `FILE`"),
 		auditArgs:      fs.Bool("audit-args", false, "with -audit, record the arguments' values too (they may hold secrets)"),
+		tools:          fs.String("tools", "", "list every tool (`full`, the default), or a search tool and a call tool (search) that find and call them; over the config's \"toolList\": {\"mode\": ...}"),
+		pin:            fs.String("pin", "", "in search mode, also list these tools (a comma-separated `LIST` of their names); over the config's \"toolList\": {\"pin\": [...]}"),
+		maxResultBytes: fs.Int("max-result-bytes", 0, "cut a tool result larger than `N` bytes (a server's maxResultBytes wins) and keep it whole for its caller as a resource (0: no limit)"),
 	}
 	fs.Var(&sv.names, "names", "tool and prompt names: `prefixed` (mcp__<server>__<name>) or raw (the servers' own; a shared name stays prefixed for the later server)")
 	return sv
@@ -238,8 +258,46 @@ func (sv *serveFlags) check() string {
 		return "-timeout must be positive"
 	case *sv.auditArgs && *sv.auditPath == "":
 		return "-audit-args needs -audit FILE"
+	case *sv.tools != "" && *sv.tools != config.ToolsFull && *sv.tools != config.ToolsSearch:
+		return fmt.Sprintf("-tools %q: give full or search", *sv.tools)
+	case *sv.pin != "" && *sv.tools == config.ToolsFull:
+		return "-pin lists tools in search mode only: give -tools search, or drop -pin"
+	case *sv.maxResultBytes < 0:
+		return "-max-result-bytes must be 0 (no limit) or a positive number of bytes"
 	}
 	return ""
+}
+
+// toolsOptions say how the front lists tools: -tools and -pin, over the
+// config's "toolList".
+func (sv *serveFlags) toolsOptions(cfg *config.Config) front.ToolsOptions {
+	mode, pin := *sv.tools, cfg.Tools.Pin
+	if mode == "" {
+		mode = cfg.Tools.Mode
+	}
+	if *sv.pin != "" {
+		pin = nil
+		for _, name := range strings.Split(*sv.pin, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				pin = append(pin, name)
+			}
+		}
+	}
+	return front.ToolsOptions{Search: mode == config.ToolsSearch, Pin: pin}
+}
+
+// resultLimits are the front's result limits: -max-result-bytes, and each
+// server's maxResultBytes as the host's current configuration has it.
+func (sv *serveFlags) resultLimits(hs func() *host.Host, onCut func(server string, size, cut int)) front.ResultLimits {
+	return front.ResultLimits{MaxBytes: *sv.maxResultBytes, OnCut: onCut,
+		PerServer: func(server string) (int, bool) {
+			if h := hs(); h != nil {
+				if srv, ok := h.Config(server); ok && srv.MaxResultBytes > 0 {
+					return srv.MaxResultBytes, true
+				}
+			}
+			return 0, false
+		}}
 }
 
 // httpOptions are the -listen front's options.
