@@ -222,6 +222,11 @@ func (c *client) askRoots(ctx context.Context, server string) error {
 // rootsFrom asks the client of the bridged call b for its roots, on
 // behalf of server, and keeps them as c's.
 func (c *client) rootsFrom(ctx context.Context, b *bridge.Call, server string) (*mcp.ListRootsResult, error) {
+	if roots, ok := b.Roots(); ok {
+		// Asked already during this very call (to start the instance):
+		// the same request's answer, not a list of another request.
+		return &mcp.ListRootsResult{Roots: cloneRoots(roots)}, nil
+	}
 	r, err := b.Ask(ctx, server, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, wireError(err)
@@ -230,6 +235,7 @@ func (c *client) rootsFrom(ctx context.Context, b *bridge.Call, server string) (
 	if !ok {
 		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
 	}
+	b.KeepRoots(cloneRoots(res.Roots))
 	c.mu.Lock()
 	c.roots, c.rootsSeen = cloneRoots(res.Roots), true
 	c.mu.Unlock()

@@ -55,8 +55,11 @@ func TestModernClientsInstanceStartsWithItsRoots(t *testing.T) {
 	if diff := cmp.Diff([]string{"file:///alice"}, uris); diff != "" {
 		t.Errorf("the roots alice's instance started with (-want +got):\n%s", diff)
 	}
-	// Her next call is served at once: her roots are known.
-	again, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "roots", Arguments: map[string]any{}})
+	// Her next call of a tool that asks nothing is served at once: her
+	// instance runs, so she is not asked again before it. (A tool whose
+	// server asks for roots asks her again in each call: no call is
+	// answered with a list another request gave.)
+	again, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
 	if err != nil || again.NeedsInput() {
 		t.Fatalf("alice's second call: %+v, %v; want a result", again, err)
 	}

@@ -189,6 +189,8 @@ type Call struct {
 	lost   bool         // the backend's connection ended during the call
 	caps   Capabilities // what the client's current round trip declared
 	rounds int          // the input_required results the client got
+	roots  []*mcp.Root  // the roots the client gave during this call; nil until it did
+	rooted bool         // roots holds the client's answer
 }
 
 // ask is one request of the backend, out to the client.
@@ -217,6 +219,23 @@ func Of(ctx context.Context) *Call {
 
 // Owner is the tag of the call's Set.
 func (c *Call) Owner() any { return c.set.o.Owner }
+
+// KeepRoots records roots as the client's answer to a roots request
+// during this call, for the server's next roots request of the same call
+// (see Roots). Nothing outlives the call.
+func (c *Call) KeepRoots(roots []*mcp.Root) {
+	c.mu.Lock()
+	c.roots, c.rooted = roots, true
+	c.mu.Unlock()
+}
+
+// Roots returns the roots the client gave during this call, and whether
+// it gave any.
+func (c *Call) Roots() ([]*mcp.Root, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.roots, c.rooted
+}
 
 // Context is the call's context on the backend.
 func (c *Call) Context() context.Context { return c.ctx }
