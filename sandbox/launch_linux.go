@@ -51,8 +51,10 @@ const (
 
 // launcher is the child side of a Run.
 type launcher struct {
-	ctl  *net.UnixConn
-	plan plan
+	ctl    *net.UnixConn
+	ctlFD  int // the control socket's descriptor number
+	parent int // the pid of the process that started the launcher
+	plan   plan
 }
 
 func launch(fdArg string) int {
@@ -71,7 +73,7 @@ func launch(fdArg string) int {
 		fmt.Fprintln(os.Stderr, "sandbox launcher:", err)
 		return exitSetup
 	}
-	l := &launcher{ctl: c.(*net.UnixConn)}
+	l := &launcher{ctl: c.(*net.UnixConn), ctlFD: fd, parent: os.Getppid()}
 	buf := make([]byte, maxPlan)
 	n, err := l.ctl.Read(buf)
 	if err != nil {
@@ -90,6 +92,26 @@ func launch(fdArg string) int {
 	if l.plan.Probe {
 		l.send(message{Probed: true}, nil)
 		return 0
+	}
+	// Nothing of the host's reaches the program but its standard
+	// descriptors and the caller's ExtraFiles (those before the control
+	// socket): a descriptor mcpfsm inherited without close-on-exec (a
+	// shell's 7<secret) is closed by the exec.
+	if err := unix.CloseRange(uint(l.ctlFD), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		if err := closeOnExecAbove(l.ctlFD); err != nil {
+			l.fail(fmt.Errorf("closing the host's descriptors: %w", err))
+			return exitSetup
+		}
+	}
+	// The program dies with mcpfsm (the thread that started the launcher,
+	// see prctl(2)); the exec keeps this, as nothing is set-user-ID or
+	// privileged any more. If the parent is gone already, stop here.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		l.fail(fmt.Errorf("PR_SET_PDEATHSIG: %w", err))
+		return exitSetup
+	}
+	if os.Getppid() != l.parent {
+		return exitSetup
 	}
 	l.send(message{Exec: true}, nil)
 	// The data limit comes last: the launcher's own runtime maps what it
@@ -153,10 +175,13 @@ func (l *launcher) setup() ([]string, error) {
 			}
 		}
 	}
-	if !p.Spec.AllowAllUnixSockets {
-		if err := blockUnixSockets(); err != nil {
-			return nil, unavailable("a seccomp filter against Unix sockets", `use a kernel with seccomp filters, or set "allowAllUnixSockets": true`, "%v", err)
-		}
+	// A session keyring of its own: the host's keys are not the
+	// program's (the filter then refuses the keyring calls altogether).
+	if _, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0); err != nil && !errors.Is(err, unix.ENOSYS) {
+		return nil, fmt.Errorf("a session keyring of its own: %w", err)
+	}
+	if err := installFilter(filterRules{unixSockets: !p.Spec.AllowAllUnixSockets, self: os.Getpid()}); err != nil {
+		return nil, unavailable("a seccomp filter", `use a kernel with seccomp filters (and, on an architecture with socketcall(2), set "allowAllUnixSockets": true)`, "%v", err)
 	}
 	if err := dropCapabilities(); err != nil {
 		return nil, fmt.Errorf("dropping capabilities: %w", err)
@@ -290,4 +315,19 @@ func withEnv(env, extra []string) []string {
 		}
 	}
 	return append(out, extra...)
+}
+
+// closeOnExecAbove marks every open descriptor from fd up close-on-exec,
+// for kernels without close_range(2) (before 5.11).
+func closeOnExecAbove(fd int) error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
+	return nil
 }

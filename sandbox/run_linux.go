@@ -128,7 +128,11 @@ func (s *Spec) Prepare(cmd *exec.Cmd, o Options) (*Run, error) {
 	cmd.Env = []string{} // the program's is in the plan
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r.child)
 	uid, gid := os.Getuid(), os.Getgid()
-	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+	// A new IPC namespace: the host's SysV shared memory, semaphores and
+	// message queues are out of reach. The launcher dies with the thread
+	// that starts it (and sets the same for the program).
+	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC
+	sys.Pdeathsig = syscall.SIGKILL
 	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	// The launcher is not root inside unless the host is: it keeps the
