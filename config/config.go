@@ -134,6 +134,9 @@ type Options struct {
 	// "sandboxEnabled": false, as its "sandbox" blocks say (mcpfsm serve
 	// -sandbox-all).
 	SandboxAll bool
+
+	// file is the config file Load read, which no sandbox may write.
+	file string
 }
 
 // Lookup returns the server called name.
@@ -175,6 +178,9 @@ func Load(path string, o *Options) (*Config, error) {
 		if abs, err := filepath.Abs(ws); err == nil {
 			opts.WorkspaceFolder = abs
 		}
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		opts.file = abs
 	}
 	h := sniff(data)
 	h.toml = h.toml || strings.EqualFold(filepath.Ext(path), ".toml")
@@ -297,6 +303,7 @@ func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
 	}
 	p.sandboxAll(cfg)
+	p.protect(cfg)
 	cfg.Warnings = p.warnings
 	return cfg, nil
 }

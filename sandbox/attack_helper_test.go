@@ -16,6 +16,19 @@ import (
 // that a red team found (issue 46): the helper tries it inside the
 // sandbox and reports how it went, an error when it was refused.
 var attacks = map[string]func(arg string) (string, error){
+	// rename:OLD:NEW renames OLD.
+	"rename": func(arg string) (string, error) {
+		from, to, _ := strings.Cut(arg, ":")
+		return "", os.Rename(from, to)
+	},
+	// remove:PATH removes PATH and all beneath it.
+	"remove": func(path string) (string, error) {
+		return "", os.RemoveAll(path)
+	},
+	// chmod:PATH makes PATH writable by all.
+	"chmod": func(path string) (string, error) {
+		return "", os.Chmod(path, 0o777)
+	},
 	// socket64:PATH creates a socket of family 1|1<<32, which the kernel
 	// reads as AF_UNIX, and connects it to the Unix socket PATH.
 	"socket64": func(path string) (string, error) {

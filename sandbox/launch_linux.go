@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,12 +150,11 @@ func (l *launcher) setup() ([]string, error) {
 		}
 		env = withEnv(env, proxyEnv(port))
 	}
-	var needs []string
-	if p.Spec.AllowRead != nil {
-		needs = runtimeNeeds(p.Path, p.Dir, env)
+	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
+		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
 	}
 	cfg := landlockConfig(p.ABI)
-	rules, err := fsRules(&p.Spec, needs, uint64(cfg.HandledAccessFS))
+	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS))
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +328,52 @@ func closeOnExecAbove(fd int) error {
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
 			syscall.CloseOnExec(n)
+		}
+	}
+	return nil
+}
+
+// mandatory are the paths of l that the sandbox protects whatever the
+// Spec says.
+func mandatory(l []Path) []string {
+	var out []string
+	for _, p := range l {
+		if p.Added == addedMandatory {
+			out = append(out, canonical(p.Path))
+		}
+	}
+	return out
+}
+
+// protectMounts makes each of paths a read-only bind mount of itself in
+// the launcher's mount namespace (which the program inherits): nothing
+// beneath it can be written, created, removed or have its metadata
+// changed, and it cannot be renamed or removed (a mount point is busy),
+// while the directory that holds it stays as writable as the Spec says.
+// The mounts do not reach the host's namespace.
+func protectMounts(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	// Parents first: a path's mount must not hide one beneath it.
+	slices.SortFunc(paths, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	for _, p := range paths {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s: %w", p, err)
+		}
+		// A remount in a user namespace keeps the flags the mount had
+		// (they are locked), and adds read-only.
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		const locked = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME
+		flags := uintptr(st.Flags) & locked
+		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|flags, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
 		}
 	}
 	return nil

@@ -51,7 +51,7 @@ func TestDescribe(t *testing.T) {
 		{sandbox.Spec{AllowRead: []string{"/a"}, DenyRead: []string{"/a/k"}, AllowWrite: []string{"/w"}, DenyWrite: []string{"/w/.git"},
 			AllowedDomains: []string{"x.com"}, DeniedDomains: []string{"y.x.com"}, AllowAllUnixSockets: true, MemoryMB: 256, MaxFiles: 64},
 			[]string{"read: only /a, and what running needs; not /a/k", "write: /w; not /w/.git",
-				"network: x.com through mcpfsm's proxy; not y.x.com", "limits: memoryMB 256, maxFiles 64"}},
+				"network: x.com through mcpfsm's proxy; not y.x.com", "limits: memoryMB 256 (private memory only: shared memory and memfd are not bounded), maxFiles 64"}},
 	} {
 		if diff := cmp.Diff(c.want, c.spec.Describe()); diff != "" {
 			t.Errorf("Describe(%+v) (-want +got):\n%s", c.spec, diff)
