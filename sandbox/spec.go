@@ -46,7 +46,8 @@ type Spec struct {
 	// any name below it (not example.com itself). An IP address is reached
 	// only if it is listed as such. None: no network at all.
 	AllowedDomains []string `json:"allowedDomains,omitempty"`
-	// DeniedDomains are refused even when AllowedDomains matches them.
+	// DeniedDomains are refused even when AllowedDomains matches them;
+	// "evil.example.com" also refuses every name below it.
 	DeniedDomains []string `json:"deniedDomains,omitempty"`
 	// AllowAllUnixSockets lets the program create Unix sockets, and so
 	// connect to one it can name on the filesystem (a Docker socket, an
@@ -168,7 +169,8 @@ func matchDomain(pattern, host string) bool {
 func (s *Spec) Allows(host string) (ok bool, reason string) {
 	host = normalHost(host)
 	for _, d := range s.DeniedDomains {
-		if matchDomain(d, host) {
+		// A denied name covers the names below it, as "*." would.
+		if matchDomain(d, host) || !strings.HasPrefix(d, "*.") && matchDomain("*."+d, host) {
 			return false, "network.deniedDomains has " + d
 		}
 	}

@@ -14,6 +14,8 @@ func TestAllows(t *testing.T) {
 		"example.com": true, "EXAMPLE.com.": true, "www.example.com": false,
 		"api.github.com": true, "a.b.github.com": true, "github.com": false, "evil.github.com": false, "notgithub.com": false,
 		"127.0.0.1": true, "127.0.0.2": false, "[::1]": true, "localhost": false,
+		// A denied domain covers its subdomains (issue 46).
+		"x.evil.github.com": false, "a.b.evil.github.com": false, "notevil.github.com": true,
 	} {
 		if got, reason := s.Allows(host); got != want {
 			t.Errorf("Allows(%q) = %v (%s), want %v", host, got, reason, want)
