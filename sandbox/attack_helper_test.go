@@ -3,12 +3,16 @@
 package sandbox_test
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 
+	"github.com/mcpfsm/mcpfsm/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,6 +20,33 @@ import (
 // that a red team found (issue 46): the helper tries it inside the
 // sandbox and reports how it went, an error when it was refused.
 var attacks = map[string]func(arg string) (string, error){
+	// setsid starts /bin/sleep in a session of its own, holding the
+	// helper's standard output, and returns at once.
+	"setsid": func(string) (string, error) {
+		c := exec.Command("/bin/sleep", "60")
+		c.Stdout = os.Stdout
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			return "", err
+		}
+		return "started\n", c.Process.Release()
+	},
+	// host (not run in a sandbox) is mcpfsm: it starts /bin/sleep in a
+	// sandbox, holding its standard output, says "ready" and waits to be
+	// killed.
+	"host": func(string) (string, error) {
+		c := exec.Command("/bin/sleep", "60")
+		c.Stdout = os.Stdout
+		r, err := (&sandbox.Spec{}).Prepare(c, sandbox.Options{})
+		if err != nil {
+			return "", err
+		}
+		if err := r.Start(context.Background()); err != nil {
+			return "", err
+		}
+		fmt.Println("ready")
+		select {}
+	},
 	// rename:OLD:NEW renames OLD.
 	"rename": func(arg string) (string, error) {
 		from, to, _ := strings.Cut(arg, ":")

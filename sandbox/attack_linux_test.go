@@ -3,13 +3,16 @@
 package sandbox_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/sandbox"
 	"golang.org/x/sys/unix"
@@ -164,4 +167,87 @@ func limits(t *testing.T, pid int) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// waitEOF reads r until its writers are all gone, at most d; the error
+// says what still held it.
+func waitEOF(r *os.File, d time.Duration) error {
+	r.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, r)
+	return err
+}
+
+// TestAttackSetsidOutlives is the seventh finding of issue 46: a child
+// that called setsid kept running after its server ended. It holds the
+// server's standard output; the pipe ends once every process that held
+// it is gone.
+func TestAttackSetsidOutlives(t *testing.T) {
+	exe, _ := os.Executable()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=setsid")
+	cmd.Stdout = w
+	run, err := (&sandbox.Spec{}).Prepare(cmd, sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := run.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the server: %v", err)
+	}
+	if err := waitEOF(r, 10*time.Second); err != nil {
+		t.Errorf("a setsid child of the server still runs 10s after the server ended: %v", err)
+	}
+}
+
+// TestAttackOutlivesHost: the server kept running after mcpfsm was
+// killed (SIGKILL, so mcpfsm stops nothing). The helper "host" plays
+// mcpfsm.
+func TestAttackOutlivesHost(t *testing.T) {
+	exe, _ := os.Executable()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	host := exec.Command(exe)
+	host.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=host")
+	host.Stdout = w
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ready := make([]byte, 6)
+	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadFull(r, ready); err != nil || string(ready) != "ready\n" {
+		host.Process.Kill()
+		host.Wait()
+		t.Fatalf("the host did not start its server: %q, %v", ready, err)
+	}
+	host.Process.Kill()
+	host.Wait()
+	if err := waitEOF(r, 10*time.Second); err != nil {
+		t.Errorf("the server still runs 10s after its host was killed: %v", err)
+	}
+}
+
+// TestAttackHostProc: the host's /proc showed every command line, and
+// mcpfsm's ports and socket paths. The sandbox has a PID namespace and
+// a /proc of its own, where the host's processes are not.
+func TestAttackHostProc(t *testing.T) {
+	p := fmt.Sprintf("/proc/%d/cmdline", os.Getpid())
+	if got, err := run(t, sandbox.Spec{}, "read:"+p); err == nil || !strings.Contains(got, "no such file or directory") {
+		t.Errorf("read the host's %s: %q, %v; want no such file or directory", p, got, err)
+	}
+	if got, err := run(t, sandbox.Spec{}, "read:/proc/self/status"); err != nil || !strings.Contains(got, "NSpid:") {
+		t.Errorf("read its own /proc/self/status: %.100q, %v", got, err)
+	}
 }

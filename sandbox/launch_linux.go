@@ -150,9 +150,18 @@ func (l *launcher) setup() ([]string, error) {
 		}
 		env = withEnv(env, proxyEnv(port))
 	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, unavailable("a mount namespace", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "making / private: %v", err)
+	}
 	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
 		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
 	}
+	// A /proc of the sandbox's PID namespace, where the host's processes
+	// (their command lines, sockets and ports) are not listed. The kernel
+	// refuses it where the host's /proc is partly hidden (as in some
+	// containers); the host's then stays, whose processes the program
+	// can list but not signal, trace or change.
+	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	cfg := landlockConfig(p.ABI)
 	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS))
 	if err != nil {
@@ -160,7 +169,9 @@ func (l *launcher) setup() ([]string, error) {
 	}
 	ll := make([]landlock.Rule, 0, len(rules))
 	for _, r := range rules {
-		ll = append(ll, landlock.PathAccess(landlock.AccessFSSet(r.Access), r.Path))
+		// Every rule grants: a path gone since it was listed (a
+		// temporary file in a split /tmp) is granted nothing.
+		ll = append(ll, landlock.PathAccess(landlock.AccessFSSet(r.Access), r.Path).IgnoreIfMissing())
 	}
 	if err := cfg.Restrict(ll...); err != nil {
 		return nil, unavailable(fmt.Sprintf("Landlock ABI %d", p.ABI), "use a kernel whose Landlock works (Linux 6.2 or later)", "%v", err)
@@ -354,9 +365,6 @@ func mandatory(l []Path) []string {
 func protectMounts(paths []string) error {
 	if len(paths) == 0 {
 		return nil
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making / private: %w", err)
 	}
 	// Parents first: a path's mount must not hide one beneath it.
 	slices.SortFunc(paths, func(a, b string) int { return cmp.Compare(len(a), len(b)) })

@@ -137,7 +137,10 @@ func (s *Spec) Prepare(cmd *exec.Cmd, o Options) (*Run, error) {
 	// A new IPC namespace: the host's SysV shared memory, semaphores and
 	// message queues are out of reach. The launcher dies with the thread
 	// that starts it (and sets the same for the program).
-	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS
+	// A new PID namespace, whose init the program is (the launcher execs
+	// it): when it ends, the kernel kills every process left in it, one
+	// that called setsid included, and no host process can be named.
+	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
 	sys.Pdeathsig = syscall.SIGKILL
 	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
