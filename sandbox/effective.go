@@ -68,7 +68,8 @@ const (
 //     for PREFIX/bin/node, node_modules for node_modules/.bin/x); never a
 //     parent directory: an added path that is /, the home directory or an
 //     ancestor of mcpfsm's state directory is an error naming it;
-//   - DenyRead: mcpfsm's state directory (tokens, credentials);
+//   - DenyRead: mcpfsm's state directory (tokens, credentials), when it
+//     exists;
 //   - DenyWrite: [Spec.Protect], [ProtectedNames] in each writable
 //     directory and the working directory, [ProtectedHome], and mcpfsm's
 //     state and configuration directories, those that exist where a write
@@ -110,7 +111,7 @@ func (s *Spec) Effective(path, dir string, env []string) (*Effective, error) {
 		}
 	}
 	e.DenyRead = named(s.DenyRead)
-	if state != "" {
+	if _, err := os.Lstat(state); state != "" && err == nil {
 		e.DenyRead = appendNew(e.DenyRead, Path{Path: state, Added: addedState})
 	}
 	e.Write = named(s.AllowWrite)

@@ -156,12 +156,15 @@ func (l *launcher) setup() ([]string, error) {
 	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
 		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
 	}
-	// A /proc of the sandbox's PID namespace, where the host's processes
-	// (their command lines, sockets and ports) are not listed. The kernel
-	// refuses it where the host's /proc is partly hidden (as in some
-	// containers); the host's then stays, whose processes the program
-	// can list but not signal, trace or change.
-	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	// A /proc of the sandbox's PID namespace: the host's processes (their
+	// command lines, sockets and ports) are not listed, and /proc/self
+	// and getpid agree (Landlock's psx, which restricts every thread,
+	// needs that). The kernel refuses it where the host's /proc is
+	// partly hidden, as in some containers.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, unavailable("a /proc of the sandbox's own", "run mcpfsm where a user namespace may mount proc (outside a container that masks parts of /proc)", "mounting /proc: %v", err)
+	}
+
 	cfg := landlockConfig(p.ABI)
 	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS))
 	if err != nil {

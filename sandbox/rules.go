@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -110,10 +111,16 @@ func (t *fsTree) visit(p string, dir bool, granted uint64) error {
 	t.emit(p, dir, common&^granted)
 	granted |= common
 	entries, err := os.ReadDir(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		// A directory mcpfsm cannot list (another user's home): only
+		// the way to the paths beneath it is visited, and its other
+		// entries get the shared rights alone, which is never more
+		// than the Spec gives them.
+		return t.visitTowards(p, below, granted)
+	case err != nil:
 		return fmt.Errorf("sandbox: cannot list %s, which holds %s: %w", p, below[0], err)
 	}
 	for _, e := range entries {
@@ -121,6 +128,28 @@ func (t *fsTree) visit(p string, dir bool, granted uint64) error {
 			continue // Landlock checks the file a link resolves to, wherever it is
 		}
 		if err := t.visit(filepath.Join(p, e.Name()), e.IsDir(), granted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitTowards visits the entries of p that lead to the paths below it.
+func (t *fsTree) visitTowards(p string, below []string, granted uint64) error {
+	seen := map[string]bool{}
+	for _, q := range below {
+		rest := strings.TrimPrefix(strings.TrimPrefix(q, p), "/")
+		name, _, _ := strings.Cut(rest, "/")
+		next := filepath.Join(p, name)
+		if name == "" || seen[next] {
+			continue
+		}
+		seen[next] = true
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if err := t.visit(next, fi.IsDir(), granted); err != nil {
 			return err
 		}
 	}
