@@ -153,6 +153,9 @@ func (l *launcher) setup() ([]string, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, unavailable("a mount namespace", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "making / private: %v", err)
 	}
+	if err := readOnlyOutside(canonicalAll(paths(p.Effective.Write))); err != nil {
+		return nil, unavailable("a read-only view of the filesystem", "use Linux 5.12 or later (mount_setattr), outside a container whose seccomp profile forbids mount", "%v", err)
+	}
 	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
 		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
 	}
@@ -385,6 +388,33 @@ func protectMounts(paths []string) error {
 		flags := uintptr(st.Flags) & locked
 		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|flags, ""); err != nil {
 			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// readOnlyOutside makes every mount read-only in the launcher's mount
+// namespace but bind mounts of the writable paths, so that what Landlock
+// does not cover (chmod, chown, utimes, setxattr) is refused outside
+// them as writes are. Devices stay writable: a read-only mount keeps
+// their inodes, not their drivers, from change.
+func readOnlyOutside(writable []string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("making / read-only: %w", err)
+	}
+	slices.SortFunc(writable, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	clear := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, p := range writable {
+		if _, err := os.Stat(p); err != nil {
+			continue // nothing there to write
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s: %w", p, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, clear); err != nil && !errors.Is(err, unix.EPERM) {
+			// EPERM: the host's mount is read-only itself (locked).
+			return fmt.Errorf("making %s writable: %w", p, err)
 		}
 	}
 	return nil

@@ -146,3 +146,27 @@ func TestNoSilentWidening(t *testing.T) {
 		t.Errorf("Effective.Describe does not mark the program as added, or adds its prefix:\n%s", lines)
 	}
 }
+
+// TestAttackMetadata is the sixth finding of issue 46: Landlock does not
+// cover chmod, chown, utimes or setxattr, and the operator's token went
+// from 600 to 644. Outside allowWrite every mount is read-only.
+func TestAttackMetadata(t *testing.T) {
+	dir, work := t.TempDir(), t.TempDir()
+	token := filepath.Join(dir, "token")
+	os.WriteFile(token, []byte("t"), 0o600)
+	own := filepath.Join(work, "own")
+	os.WriteFile(own, []byte("o"), 0o600)
+	spec := sandbox.Spec{AllowWrite: []string{work}}
+	if got, err := run(t, spec, "chmod:"+token); err == nil || !strings.Contains(got, "read-only file system") {
+		t.Errorf("chmod outside allowWrite: %q, %v; want read-only file system", got, err)
+	}
+	if fi, err := os.Stat(token); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the token's mode is now %v, %v", fi.Mode(), err)
+	}
+	if got, err := run(t, spec, "chmod:"+own); err != nil {
+		t.Errorf("chmod inside allowWrite: %q, %v", got, err)
+	}
+	if got, err := run(t, spec, "write:/dev/null"); err != nil {
+		t.Errorf("write /dev/null: %q, %v", got, err)
+	}
+}
