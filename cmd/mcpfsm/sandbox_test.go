@@ -24,6 +24,7 @@ func TestCheckPrintsTheSandbox(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	state := filepath.Join(dir, "state")
 	t.Setenv("XDG_STATE_HOME", state)
+	os.MkdirAll(filepath.Join(state, "mcpfsm"), 0o700) // denied when it exists
 	ws := t.TempDir()
 	code, out, errOut := runCmd(t, "check", "-config", cfg, "-workspace", ws)
 	if code != exitOK || strings.Contains(errOut, "ignored") {
