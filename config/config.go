@@ -144,6 +144,9 @@ type Options struct {
 	// "sandboxEnabled": false, as its "sandbox" blocks say (mcpfsm serve
 	// -sandbox-all).
 	SandboxAll bool
+
+	// file is the config file Load read, which no sandbox may write.
+	file string
 }
 
 // Lookup returns the server called name.
@@ -185,6 +188,9 @@ func Load(path string, o *Options) (*Config, error) {
 		if abs, err := filepath.Abs(ws); err == nil {
 			opts.WorkspaceFolder = abs
 		}
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		opts.file = abs
 	}
 	h := sniff(data)
 	h.toml = h.toml || strings.EqualFold(filepath.Ext(path), ".toml")
@@ -308,6 +314,7 @@ func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
 	}
 	p.sandboxAll(cfg)
 	cfg.Tools = p.tools
+	p.protect(cfg)
 	cfg.Warnings = p.warnings
 	return cfg, nil
 }

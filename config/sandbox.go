@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -81,6 +82,41 @@ func (p *parser) sandboxAll(cfg *Config) {
 		s := &cfg.Servers[i]
 		if s.Type == TypeStdio && s.Sandbox == nil && !p.unsandboxed[s.Name] {
 			s.Sandbox = p.effectiveSandbox(p.serverBlocks[s.Name])
+		}
+	}
+}
+
+// protect gives every sandboxed server what it may never write, whatever
+// its allowWrite says (sandbox.Spec.Protect): the config file Load read
+// and every server's env file, through which it could start or change an
+// unsandboxed server. A sandboxed server without "cwd" runs in the
+// workspace (Options.WorkspaceFolder, else Options.Dir) rather than in
+// mcpfsm's working directory, which the sandbox would have to make
+// readable.
+func (p *parser) protect(cfg *Config) {
+	var files []string
+	if p.opts.file != "" {
+		files = append(files, p.opts.file)
+	}
+	for _, s := range cfg.Servers {
+		if s.EnvFile != "" {
+			if abs, err := filepath.Abs(s.EnvFile); err == nil {
+				files = append(files, abs)
+			}
+		}
+	}
+	workspace := p.opts.WorkspaceFolder
+	if workspace == "" {
+		workspace = p.opts.Dir
+	}
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		if s.Sandbox == nil {
+			continue
+		}
+		s.Sandbox.Protect = append(s.Sandbox.Protect, files...)
+		if s.Cwd == "" && workspace != "" {
+			s.Cwd = workspace
 		}
 	}
 }
@@ -243,5 +279,19 @@ func (s Server) checkSandbox() []error {
 		}
 		return []error{fmt.Errorf("server %s: %w%s", s.Name, err, fix)}
 	}
+	if _, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err != nil {
+		return []error{fmt.Errorf("server %s: %w", s.Name, err)}
+	}
 	return nil
+}
+
+// CommandPath is the program a stdio server runs, as os/exec finds it:
+// Command, searched in mcpfsm's PATH when it names no directory.
+func (s Server) CommandPath() string {
+	if !strings.Contains(s.Command, "/") {
+		if p, err := exec.LookPath(s.Command); err == nil {
+			return p
+		}
+	}
+	return s.Command
 }

@@ -20,7 +20,9 @@ func TestVSCodeSandbox(t *testing.T) {
 	}
 	ws := mustAbs(t, "testdata/vscode-sandbox")
 	top := sandbox.Spec{AllowWrite: []string{ws + "/out"}, DenyRead: []string{home + "/.ssh", "/srv/secrets"},
-		AllowedDomains: []string{"registry.npmjs.org", "*.github.com"}, DeniedDomains: []string{"evil.github.com"}}
+		AllowedDomains: []string{"registry.npmjs.org", "*.github.com"}, DeniedDomains: []string{"evil.github.com"},
+		// The config file is never writable, whatever allowWrite says.
+		Protect: []string{ws + "/.vscode/mcp.json"}}
 	fs := top
 	fs.AllowWrite = []string{ws, ws + "/.vscode/tmp"}
 	fs.AllowedDomains = []string{}
@@ -41,6 +43,11 @@ func TestVSCodeSandbox(t *testing.T) {
 		got := map[string]*sandbox.Spec{}
 		for _, s := range cfg.Servers {
 			got[s.Name] = s.Sandbox
+			// A sandboxed server without "cwd" runs in its workspace,
+			// not in mcpfsm's working directory.
+			if s.Sandbox != nil && s.Cwd != ws {
+				t.Errorf("server %s: Cwd = %q, want the workspace %s", s.Name, s.Cwd, ws)
+			}
 		}
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("sandboxes with SandboxAll %v (-want +got):\n%s", c.all, diff)
@@ -48,6 +55,33 @@ func TestVSCodeSandbox(t *testing.T) {
 		if len(cfg.Warnings) != 0 {
 			t.Errorf("warnings: %q", cfg.Warnings)
 		}
+	}
+}
+
+// TestSandboxProtectsEnvFiles checks that every server's env file is in
+// every sandbox's Protect: a sandboxed server that could write one would
+// set the environment (LD_PRELOAD, NODE_OPTIONS) of an unsandboxed one.
+func TestSandboxProtectsEnvFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "plain.env"), []byte("A=1\n"), 0o600)
+	file := filepath.Join(dir, "mcp.json")
+	os.WriteFile(file, []byte(`{"servers": {
+		"boxed": {"command": "x", "sandboxEnabled": true},
+		"plain": {"command": "y", "envFile": "plain.env"}}}`), 0o600)
+	cfg, err := Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := cfg.Lookup("boxed")
+	want := []string{file, filepath.Join(dir, "plain.env")}
+	if s.Sandbox == nil || !cmp.Equal(s.Sandbox.Protect, want) {
+		t.Errorf("Protect = %v, want %v", s.Sandbox, want)
+	}
+	if s.Cwd != dir {
+		t.Errorf("Cwd = %q, want the config's directory %s", s.Cwd, dir)
+	}
+	if p, _ := cfg.Lookup("plain"); p.Cwd != "" {
+		t.Errorf("an unsandboxed server's Cwd = %q, want mcpfsm's (empty)", p.Cwd)
 	}
 }
 

@@ -8,14 +8,19 @@
 // It needs no privileges, no Docker and no helper binary: the program
 // that starts a sandboxed command re-executes itself as a small launcher
 // (so [Init] must come first in its main, as with docker's reexec). The
-// launcher starts in new user and network namespaces (where only a
-// loopback interface exists), brings that interface up, listens there on
-// a free port and hands the listener to its parent, which serves the
-// filtering proxy on it and dials out from the host's namespace; then it
-// restricts itself with Landlock (files, and signals and abstract sockets
-// outside its domain), rlimits, no_new_privs and a seccomp filter against
-// Unix sockets (unless AllowAllUnixSockets), drops every capability, and
+// launcher starts in new user, network, IPC, mount and PID namespaces
+// (where only a loopback interface exists, and the program is the init
+// of its PID namespace, so that nothing it starts outlives it), brings
+// that interface up, listens there on a free port and hands the listener
+// to its parent, which serves the filtering proxy on it and dials out
+// from the host's namespace; then it mounts the protected paths
+// read-only and a /proc of its own, restricts itself with Landlock
+// (files, and signals and abstract sockets outside its domain), rlimits,
+// no_new_privs and a seccomp filter (no io_uring, no keyring, no change to
+// other processes, and no Unix sockets unless AllowAllUnixSockets), drops
+// every capability, closes what it inherited above standard error, and
 // execs the program, which inherits all of it, as do its children.
+// [Spec.Effective] says what the sandbox adds to a Spec's lists.
 // HTTP_PROXY and HTTPS_PROXY (and their lower-case forms) point the
 // program at the proxy; a program that ignores them has no network.
 //

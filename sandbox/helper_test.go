@@ -136,6 +136,10 @@ func try(kind, arg string) (string, error) {
 		return "", syscall.Kill(pid, 0)
 	case "env":
 		return strings.Join(os.Environ(), "\n") + "\n", nil
+	default:
+		if f, ok := attacks[kind]; ok {
+			return f(arg)
+		}
 	}
 	return "", fmt.Errorf("unknown helper action %q", kind)
 }

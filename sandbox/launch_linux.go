@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,8 +53,10 @@ const (
 
 // launcher is the child side of a Run.
 type launcher struct {
-	ctl  *net.UnixConn
-	plan plan
+	ctl    *net.UnixConn
+	ctlFD  int // the control socket's descriptor number
+	parent int // the pid of the process that started the launcher
+	plan   plan
 }
 
 func launch(fdArg string) int {
@@ -71,7 +75,7 @@ func launch(fdArg string) int {
 		fmt.Fprintln(os.Stderr, "sandbox launcher:", err)
 		return exitSetup
 	}
-	l := &launcher{ctl: c.(*net.UnixConn)}
+	l := &launcher{ctl: c.(*net.UnixConn), ctlFD: fd, parent: os.Getppid()}
 	buf := make([]byte, maxPlan)
 	n, err := l.ctl.Read(buf)
 	if err != nil {
@@ -90,6 +94,26 @@ func launch(fdArg string) int {
 	if l.plan.Probe {
 		l.send(message{Probed: true}, nil)
 		return 0
+	}
+	// Nothing of the host's reaches the program but its standard
+	// descriptors and the caller's ExtraFiles (those before the control
+	// socket): a descriptor mcpfsm inherited without close-on-exec (a
+	// shell's 7<secret) is closed by the exec.
+	if err := unix.CloseRange(uint(l.ctlFD), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		if err := closeOnExecAbove(l.ctlFD); err != nil {
+			l.fail(fmt.Errorf("closing the host's descriptors: %w", err))
+			return exitSetup
+		}
+	}
+	// The program dies with mcpfsm (the thread that started the launcher,
+	// see prctl(2)); the exec keeps this, as nothing is set-user-ID or
+	// privileged any more. If the parent is gone already, stop here.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		l.fail(fmt.Errorf("PR_SET_PDEATHSIG: %w", err))
+		return exitSetup
+	}
+	if os.Getppid() != l.parent {
+		return exitSetup
 	}
 	l.send(message{Exec: true}, nil)
 	// The data limit comes last: the launcher's own runtime maps what it
@@ -126,18 +150,34 @@ func (l *launcher) setup() ([]string, error) {
 		}
 		env = withEnv(env, proxyEnv(port))
 	}
-	var needs []string
-	if p.Spec.AllowRead != nil {
-		needs = runtimeNeeds(p.Path, p.Dir, env)
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, unavailable("a mount namespace", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "making / private: %v", err)
 	}
+	if err := readOnlyOutside(canonicalAll(paths(p.Effective.Write))); err != nil {
+		return nil, unavailable("a read-only view of the filesystem", "use Linux 5.12 or later (mount_setattr), outside a container whose seccomp profile forbids mount", "%v", err)
+	}
+	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
+		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
+	}
+	// A /proc of the sandbox's PID namespace: the host's processes (their
+	// command lines, sockets and ports) are not listed, and /proc/self
+	// and getpid agree (Landlock's psx, which restricts every thread,
+	// needs that). The kernel refuses it where the host's /proc is
+	// partly hidden, as in some containers.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, unavailable("a /proc of the sandbox's own", "run mcpfsm where a user namespace may mount proc (outside a container that masks parts of /proc)", "mounting /proc: %v", err)
+	}
+
 	cfg := landlockConfig(p.ABI)
-	rules, err := fsRules(&p.Spec, needs, uint64(cfg.HandledAccessFS))
+	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS))
 	if err != nil {
 		return nil, err
 	}
 	ll := make([]landlock.Rule, 0, len(rules))
 	for _, r := range rules {
-		ll = append(ll, landlock.PathAccess(landlock.AccessFSSet(r.Access), r.Path))
+		// Every rule grants: a path gone since it was listed (a
+		// temporary file in a split /tmp) is granted nothing.
+		ll = append(ll, landlock.PathAccess(landlock.AccessFSSet(r.Access), r.Path).IgnoreIfMissing())
 	}
 	if err := cfg.Restrict(ll...); err != nil {
 		return nil, unavailable(fmt.Sprintf("Landlock ABI %d", p.ABI), "use a kernel whose Landlock works (Linux 6.2 or later)", "%v", err)
@@ -153,10 +193,13 @@ func (l *launcher) setup() ([]string, error) {
 			}
 		}
 	}
-	if !p.Spec.AllowAllUnixSockets {
-		if err := blockUnixSockets(); err != nil {
-			return nil, unavailable("a seccomp filter against Unix sockets", `use a kernel with seccomp filters, or set "allowAllUnixSockets": true`, "%v", err)
-		}
+	// A session keyring of its own: the host's keys are not the
+	// program's (the filter then refuses the keyring calls altogether).
+	if _, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0); err != nil && !errors.Is(err, unix.ENOSYS) {
+		return nil, fmt.Errorf("a session keyring of its own: %w", err)
+	}
+	if err := installFilter(filterRules{unixSockets: !p.Spec.AllowAllUnixSockets, self: os.Getpid()}); err != nil {
+		return nil, unavailable("a seccomp filter", `use a kernel with seccomp filters (and, on an architecture with socketcall(2), set "allowAllUnixSockets": true)`, "%v", err)
 	}
 	if err := dropCapabilities(); err != nil {
 		return nil, fmt.Errorf("dropping capabilities: %w", err)
@@ -290,4 +333,89 @@ func withEnv(env, extra []string) []string {
 		}
 	}
 	return append(out, extra...)
+}
+
+// closeOnExecAbove marks every open descriptor from fd up close-on-exec,
+// for kernels without close_range(2) (before 5.11).
+func closeOnExecAbove(fd int) error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
+	return nil
+}
+
+// mandatory are the paths of l that the sandbox protects whatever the
+// Spec says.
+func mandatory(l []Path) []string {
+	var out []string
+	for _, p := range l {
+		if p.Added == addedMandatory {
+			out = append(out, canonical(p.Path))
+		}
+	}
+	return out
+}
+
+// protectMounts makes each of paths a read-only bind mount of itself in
+// the launcher's mount namespace (which the program inherits): nothing
+// beneath it can be written, created, removed or have its metadata
+// changed, and it cannot be renamed or removed (a mount point is busy),
+// while the directory that holds it stays as writable as the Spec says.
+// The mounts do not reach the host's namespace.
+func protectMounts(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	// Parents first: a path's mount must not hide one beneath it.
+	slices.SortFunc(paths, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	for _, p := range paths {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s: %w", p, err)
+		}
+		// A remount in a user namespace keeps the flags the mount had
+		// (they are locked), and adds read-only.
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		const locked = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME
+		flags := uintptr(st.Flags) & locked
+		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|flags, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// readOnlyOutside makes every mount read-only in the launcher's mount
+// namespace but bind mounts of the writable paths, so that what Landlock
+// does not cover (chmod, chown, utimes, setxattr) is refused outside
+// them as writes are. Devices stay writable: a read-only mount keeps
+// their inodes, not their drivers, from change.
+func readOnlyOutside(writable []string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("making / read-only: %w", err)
+	}
+	slices.SortFunc(writable, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	clear := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, p := range writable {
+		if _, err := os.Stat(p); err != nil {
+			continue // nothing there to write
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s: %w", p, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE, clear); err != nil && !errors.Is(err, unix.EPERM) {
+			// EPERM: the host's mount is read-only itself (locked).
+			return fmt.Errorf("making %s writable: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,15 +23,6 @@ const (
 	// fileRights are the rights that apply to a file (not a directory).
 	fileRights uint64 = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile |
 		ll.AccessFSTruncate | ll.AccessFSIoctlDev
-)
-
-// What running needs, besides the program's own files, when AllowRead
-// limits reads: the system's executables, libraries and configuration, and
-// a few devices. The devices that swallow or give nothing can be written.
-var (
-	systemReads  = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix/store"}
-	deviceReads  = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
-	deviceWrites = []string{"/dev/null", "/dev/zero", "/dev/full"}
 )
 
 // fsRule grants Access (Landlock rights) beneath Path.
@@ -58,15 +48,14 @@ type fsTree struct {
 	rules                            []fsRule
 }
 
-// fsRules returns the rules that give the rights of spec; needs are what
-// running needs (read), only read when spec.AllowRead is set. handled is
-// the set of rights the ruleset handles.
-func fsRules(spec *Spec, needs []string, handled uint64) ([]fsRule, error) {
-	t := &fsTree{readAll: spec.AllowRead == nil, handled: handled,
-		read:      canonicalAll(append(append([]string(nil), spec.AllowRead...), needs...)),
-		write:     canonicalAll(append(append([]string(nil), spec.AllowWrite...), deviceWrites...)),
-		denyRead:  canonicalAll(spec.DenyRead),
-		denyWrite: canonicalAll(spec.DenyWrite),
+// fsRules returns the rules that give the rights of e (what Prepare
+// made of a Spec). handled is the set of rights the ruleset handles.
+func fsRules(e *Effective, handled uint64) ([]fsRule, error) {
+	t := &fsTree{readAll: e.ReadAll, handled: handled,
+		read:      canonicalAll(paths(e.Read)),
+		write:     canonicalAll(append(paths(e.Write), deviceWrites...)),
+		denyRead:  canonicalAll(paths(e.DenyRead)),
+		denyWrite: canonicalAll(paths(named(e.DenyWrite))),
 	}
 	if t.readAll {
 		t.read = nil
@@ -122,10 +111,16 @@ func (t *fsTree) visit(p string, dir bool, granted uint64) error {
 	t.emit(p, dir, common&^granted)
 	granted |= common
 	entries, err := os.ReadDir(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		// A directory mcpfsm cannot list (another user's home): only
+		// the way to the paths beneath it is visited, and its other
+		// entries get the shared rights alone, which is never more
+		// than the Spec gives them.
+		return t.visitTowards(p, below, granted)
+	case err != nil:
 		return fmt.Errorf("sandbox: cannot list %s, which holds %s: %w", p, below[0], err)
 	}
 	for _, e := range entries {
@@ -133,6 +128,28 @@ func (t *fsTree) visit(p string, dir bool, granted uint64) error {
 			continue // Landlock checks the file a link resolves to, wherever it is
 		}
 		if err := t.visit(filepath.Join(p, e.Name()), e.IsDir(), granted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitTowards visits the entries of p that lead to the paths below it.
+func (t *fsTree) visitTowards(p string, below []string, granted uint64) error {
+	seen := map[string]bool{}
+	for _, q := range below {
+		rest := strings.TrimPrefix(strings.TrimPrefix(q, p), "/")
+		name, _, _ := strings.Cut(rest, "/")
+		next := filepath.Join(p, name)
+		if name == "" || seen[next] {
+			continue
+		}
+		seen[next] = true
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if err := t.visit(next, fi.IsDir(), granted); err != nil {
 			return err
 		}
 	}
@@ -149,9 +166,16 @@ func (t *fsTree) emit(p string, dir bool, a uint64) {
 	}
 }
 
-// under reports whether p is root or lies beneath it.
-func under(p, root string) bool {
-	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+// named are the paths of l that the Spec named; the mandatory ones are
+// read-only mounts (see protectMounts), not Landlock rules.
+func named(l []Path) []Path {
+	var out []Path
+	for _, p := range l {
+		if p.Added != addedMandatory {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func underAny(p string, roots []string) bool {
@@ -169,118 +193,4 @@ func canonicalAll(paths []string) []string {
 		out = append(out, canonical(p))
 	}
 	return out
-}
-
-// canonical is p with its symbolic links resolved, as far as it exists:
-// Landlock sees the file a path resolves to.
-func canonical(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	dir, base := filepath.Split(p)
-	if dir == "/" || dir == "" {
-		return p
-	}
-	return filepath.Join(canonical(dir), base)
-}
-
-// runtimeNeeds are the paths a program needs to read to run, besides
-// AllowRead: the system's (systemReads, deviceReads), the working
-// directory, and for the program and the interpreter its #! line names
-// (with "env", the program it runs), the directory of each as named and
-// as resolved, and the parent of such a directory called bin (where a
-// runtime keeps its libraries, as node's prefix or a virtualenv).
-func runtimeNeeds(path, dir string, env []string) []string {
-	out := append(append([]string(nil), systemReads...), deviceReads...)
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if dir != "" {
-		out = append(out, absIn(dir, ""))
-	}
-	add := func(prog string) {
-		prog = absIn(prog, dir)
-		for _, p := range []string{prog, canonical(prog)} {
-			d := filepath.Dir(p)
-			out = append(out, d)
-			if b := filepath.Base(d); b == "bin" || b == ".bin" {
-				out = append(out, filepath.Dir(d))
-			}
-		}
-	}
-	add(path)
-	interp, arg := shebang(absIn(path, dir))
-	if interp != "" {
-		add(interp)
-		if filepath.Base(interp) == "env" && arg != "" {
-			if p := lookPath(arg, env); p != "" {
-				add(p)
-			}
-		}
-	}
-	return out
-}
-
-// absIn is p made absolute against dir (the working directory when dir
-// is empty).
-func absIn(p, dir string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	if dir != "" {
-		return filepath.Join(dir, p)
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}
-
-// shebang returns the interpreter a script's #! line names and the first
-// argument after it that is not an option ("node" in "#!/usr/bin/env -S node").
-func shebang(path string) (interp, arg string) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
-	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil && line == "" {
-		return "", ""
-	}
-	rest, ok := strings.CutPrefix(line, "#!")
-	if !ok {
-		return "", ""
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", ""
-	}
-	for _, f := range fields[1:] {
-		if !strings.HasPrefix(f, "-") {
-			return fields[0], f
-		}
-	}
-	return fields[0], ""
-}
-
-// lookPath finds name in the PATH of env.
-func lookPath(name string, env []string) string {
-	if strings.Contains(name, "/") {
-		return name
-	}
-	var path string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }

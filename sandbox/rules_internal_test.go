@@ -38,7 +38,16 @@ func TestRulesGiveEachPathItsRights(t *testing.T) {
 		{AllowRead: []string{j("a")}, DenyRead: []string{j("a/key")}, AllowWrite: []string{j("w")}, DenyWrite: []string{j("w/ro")}},
 		{AllowRead: []string{}, AllowWrite: []string{j("w/rw")}},
 	} {
-		rules, err := fsRules(&spec, nil, all)
+		e := &Effective{ReadAll: spec.AllowRead == nil}
+		for _, l := range []struct {
+			dst *[]Path
+			src []string
+		}{{&e.Read, spec.AllowRead}, {&e.DenyRead, spec.DenyRead}, {&e.Write, spec.AllowWrite}, {&e.DenyWrite, spec.DenyWrite}} {
+			for _, p := range l.src {
+				*l.dst = append(*l.dst, Path{Path: p})
+			}
+		}
+		rules, err := fsRules(e, all)
 		if err != nil {
 			t.Fatal(err)
 		}

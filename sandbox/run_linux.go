@@ -38,13 +38,15 @@ type Run struct {
 
 // plan is what the launcher gets from its parent: what to run, and how.
 type plan struct {
-	Path  string   `json:"path"`
-	Args  []string `json:"args"`
-	Env   []string `json:"env"`
-	Dir   string   `json:"dir"`
-	Spec  Spec     `json:"spec"`
-	ABI   int      `json:"abi"`
-	Probe bool     `json:"probe,omitempty"`
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	Spec Spec     `json:"spec"`
+	// Effective are the Spec's paths with what the sandbox adds.
+	Effective Effective `json:"effective"`
+	ABI       int       `json:"abi"`
+	Probe     bool      `json:"probe,omitempty"`
 }
 
 // message is one report of the launcher to its parent.
@@ -103,6 +105,10 @@ func (s *Spec) Prepare(cmd *exec.Cmd, o Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	eff, err := s.Effective(cmd.Path, cmd.Dir, cmd.Environ())
+	if err != nil {
+		return nil, err
+	}
 	sys := cmd.SysProcAttr
 	if sys == nil {
 		sys = &syscall.SysProcAttr{}
@@ -121,20 +127,29 @@ func (s *Spec) Prepare(cmd *exec.Cmd, o Options) (*Run, error) {
 	r := &Run{spec: *s, cmd: cmd, log: log, oom: &oomWatch{},
 		ctl:   os.NewFile(uintptr(fds[0]), "sandbox-control"),
 		child: os.NewFile(uintptr(fds[1]), "sandbox-control-child"),
-		plan:  plan{Path: cmd.Path, Args: cmd.Args, Env: cmd.Environ(), Dir: cmd.Dir, Spec: *s, ABI: abi}}
+		plan:  plan{Path: cmd.Path, Args: cmd.Args, Env: cmd.Environ(), Dir: cmd.Dir, Spec: *s, Effective: *eff, ABI: abi}}
 	ctlFD := 3 + len(cmd.ExtraFiles)
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{launcherArg0, strconv.Itoa(ctlFD)}
 	cmd.Env = []string{} // the program's is in the plan
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r.child)
 	uid, gid := os.Getuid(), os.Getgid()
-	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+	// A new IPC namespace: the host's SysV shared memory, semaphores and
+	// message queues are out of reach. The launcher dies with the thread
+	// that starts it (and sets the same for the program).
+	// A new PID namespace, whose init the program is (the launcher execs
+	// it): when it ends, the kernel kills every process left in it, one
+	// that called setsid included, and no host process can be named.
+	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	sys.Pdeathsig = syscall.SIGKILL
 	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	// The launcher is not root inside unless the host is: it keeps the
 	// one capability it needs across its own exec, to bring up the
 	// loopback interface, and drops it before the program's.
-	sys.AmbientCaps = append(sys.AmbientCaps, unix.CAP_NET_ADMIN)
+	// So it keeps CAP_SYS_ADMIN, to mount the protected paths read-only
+	// in its mount namespace.
+	sys.AmbientCaps = append(sys.AmbientCaps, unix.CAP_NET_ADMIN, unix.CAP_SYS_ADMIN)
 	cmd.SysProcAttr = sys
 	return r, nil
 }

@@ -32,6 +32,13 @@ type Spec struct {
 	AllowWrite []string `json:"allowWrite,omitempty"`
 	// DenyWrite are paths inside AllowWrite that cannot be written.
 	DenyWrite []string `json:"denyWrite,omitempty"`
+	// Protect are paths that cannot be written, created or removed,
+	// whatever AllowWrite says, set by the program that reads the
+	// configuration rather than by the configuration: package config
+	// puts the config file there and every env file it names, so that a
+	// sandboxed server cannot rewrite what starts the servers. The
+	// sandbox adds its own (see [Spec.Effective]).
+	Protect []string `json:"-"`
 
 	// AllowedDomains are the hosts the program may reach, by name, through
 	// the filtering HTTP proxy that the sandbox runs (HTTP_PROXY and
@@ -39,7 +46,8 @@ type Spec struct {
 	// any name below it (not example.com itself). An IP address is reached
 	// only if it is listed as such. None: no network at all.
 	AllowedDomains []string `json:"allowedDomains,omitempty"`
-	// DeniedDomains are refused even when AllowedDomains matches them.
+	// DeniedDomains are refused even when AllowedDomains matches them;
+	// "evil.example.com" also refuses every name below it.
 	DeniedDomains []string `json:"deniedDomains,omitempty"`
 	// AllowAllUnixSockets lets the program create Unix sockets, and so
 	// connect to one it can name on the filesystem (a Docker socket, an
@@ -72,7 +80,7 @@ func (s *Spec) Validate() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"AllowRead", s.AllowRead}, {"DenyRead", s.DenyRead}, {"AllowWrite", s.AllowWrite}, {"DenyWrite", s.DenyWrite}} {
+	}{{"AllowRead", s.AllowRead}, {"DenyRead", s.DenyRead}, {"AllowWrite", s.AllowWrite}, {"DenyWrite", s.DenyWrite}, {"Protect", s.Protect}} {
 		for i, p := range l.paths {
 			if err := CheckPath(p); err != nil {
 				errs = append(errs, fmt.Errorf("sandbox: %s[%d]: %w", l.name, i, err))
@@ -161,7 +169,8 @@ func matchDomain(pattern, host string) bool {
 func (s *Spec) Allows(host string) (ok bool, reason string) {
 	host = normalHost(host)
 	for _, d := range s.DeniedDomains {
-		if matchDomain(d, host) {
+		// A denied name covers the names below it, as "*." would.
+		if matchDomain(d, host) || !strings.HasPrefix(d, "*.") && matchDomain("*."+d, host) {
 			return false, "network.deniedDomains has " + d
 		}
 	}
@@ -205,6 +214,9 @@ func (s *Spec) Describe() []string {
 	}{{"memoryMB", s.MemoryMB}, {"maxProcs", s.MaxProcs}, {"maxFiles", s.MaxFiles}} {
 		if l.n > 0 {
 			limits = append(limits, fmt.Sprintf("%s %d", l.name, l.n))
+		}
+		if l.n > 0 && l.name == "memoryMB" {
+			limits[len(limits)-1] += " (private memory only: shared memory and memfd are not bounded)"
 		}
 	}
 	if len(limits) > 0 {

@@ -14,6 +14,8 @@ func TestAllows(t *testing.T) {
 		"example.com": true, "EXAMPLE.com.": true, "www.example.com": false,
 		"api.github.com": true, "a.b.github.com": true, "github.com": false, "evil.github.com": false, "notgithub.com": false,
 		"127.0.0.1": true, "127.0.0.2": false, "[::1]": true, "localhost": false,
+		// A denied domain covers its subdomains (issue 46).
+		"x.evil.github.com": false, "a.b.evil.github.com": false, "notevil.github.com": true,
 	} {
 		if got, reason := s.Allows(host); got != want {
 			t.Errorf("Allows(%q) = %v (%s), want %v", host, got, reason, want)
@@ -51,7 +53,7 @@ func TestDescribe(t *testing.T) {
 		{sandbox.Spec{AllowRead: []string{"/a"}, DenyRead: []string{"/a/k"}, AllowWrite: []string{"/w"}, DenyWrite: []string{"/w/.git"},
 			AllowedDomains: []string{"x.com"}, DeniedDomains: []string{"y.x.com"}, AllowAllUnixSockets: true, MemoryMB: 256, MaxFiles: 64},
 			[]string{"read: only /a, and what running needs; not /a/k", "write: /w; not /w/.git",
-				"network: x.com through mcpfsm's proxy; not y.x.com", "limits: memoryMB 256, maxFiles 64"}},
+				"network: x.com through mcpfsm's proxy; not y.x.com", "limits: memoryMB 256 (private memory only: shared memory and memfd are not bounded), maxFiles 64"}},
 	} {
 		if diff := cmp.Diff(c.want, c.spec.Describe()); diff != "" {
 			t.Errorf("Describe(%+v) (-want +got):\n%s", c.spec, diff)

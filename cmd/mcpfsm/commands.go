@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -124,7 +125,13 @@ func summarise(w io.Writer, s config.Server) {
 		if s.Sandbox == nil {
 			fmt.Fprintf(w, "  sandbox:   none (\"sandboxEnabled\": true, or serve -sandbox-all, confines it)\n")
 		} else {
-			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(s.Sandbox.Describe(), "\n             "))
+			lines := s.Sandbox.Describe()
+			// The lists as the sandbox enforces them, with what it adds
+			// (marked); an error is check's to report (Server.Check).
+			if eff, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err == nil {
+				lines = append(eff.Describe(), lines[2:]...)
+			}
+			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(lines, "\n             "))
 		}
 	}
 }

@@ -18,15 +18,25 @@ func TestCheckPrintsTheSandbox(t *testing.T) {
 		"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}, "network": {"allowedDomains": ["example.com"]}},
 		"servers": {
 			"boxed": {"command": "sh", "sandboxEnabled": true, "sandbox": {"filesystem": {"allowWrite": ["${workspaceFolder}/out"]}, "limits": {"memoryMB": 256}}},
-			"free": {"command": "sh"}
+			"free": {"command": "sh"},
+			"lean": {"command": "/bin/sh", "sandboxEnabled": true, "sandbox": {"filesystem": {"allowRead": []}}}
 		}}`), 0o644)
 	home, _ := os.UserHomeDir()
-	code, out, errOut := runCmd(t, "check", "-config", cfg, "-workspace", "/ws")
+	state := filepath.Join(dir, "state")
+	t.Setenv("XDG_STATE_HOME", state)
+	os.MkdirAll(filepath.Join(state, "mcpfsm"), 0o700) // denied when it exists
+	ws := t.TempDir()
+	code, out, errOut := runCmd(t, "check", "-config", cfg, "-workspace", ws)
 	if code != exitOK || strings.Contains(errOut, "ignored") {
 		t.Fatalf("check: exit %d, stderr:\n%s", code, errOut)
 	}
 	for _, want := range []string{
-		"  sandbox:   read: everything; not " + home + "/.ssh\n             write: /ws/out\n             network: example.com through mcpfsm's proxy; no Unix sockets\n             limits: memoryMB 256\n",
+		"  sandbox:   read: everything; not " + home + "/.ssh, " + state + "/mcpfsm (mcpfsm's state)\n             write: " + ws + "/out\n             network: example.com through mcpfsm's proxy; no Unix sockets\n" +
+			"             limits: memoryMB 256 (private memory only: shared memory and memfd are not bounded)\n",
+		// What the sandbox adds is marked: the program's file, not its
+		// directory, and the working directory.
+		"  sandbox:   read: only /bin (what running needs), /sbin (what running needs), /usr (what running needs), ",
+		", " + ws + " (what running needs), /bin/sh (what running needs)",
 		"free: stdio sh",
 		`  sandbox:   none ("sandboxEnabled": true, or serve -sandbox-all, confines it)`,
 	} {
@@ -35,7 +45,7 @@ func TestCheckPrintsTheSandbox(t *testing.T) {
 		}
 	}
 	_, out, _ = runCmd(t, "check", "-config", cfg, "-sandbox-all")
-	if strings.Contains(out, "sandbox:   none") || strings.Count(out, "network: example.com") != 2 {
+	if strings.Contains(out, "sandbox:   none") || strings.Count(out, "network: example.com") != 3 {
 		t.Errorf("check -sandbox-all left a server unsandboxed:\n%s", out)
 	}
 

@@ -90,7 +90,9 @@ func main() {
 	if o.probe != "" {
 		os.Exit(runProbe(o.probe))
 	}
-	if o.pidlog != "" {
+	// As the init of a sandbox's PID namespace, its PID is 1 and no host
+	// process's: the namespace's end kills what it started.
+	if o.pidlog != "" && os.Getpid() != 1 {
 		appendLine(o.pidlog, fmt.Sprint(os.Getpid()))
 	}
 	if o.envFile != "" {
