@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still relayed.
+
 // Package bridge carries the calls of MCP clients on protocol 2026-07-28
 // across their round trips to a backend that asks them for input.
 //
