@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/redact"
-	"github.com/mcpfsm/mcpfsm/internal/servername"
 	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
@@ -35,6 +34,11 @@ type parser struct {
 	topSandbox   *sandboxBlock
 	unsandboxed  map[string]bool
 	serverBlocks map[string]*sandboxBlock
+	// keys are the server entries' keys in file order; skipped the
+	// invalid entries, whose errors, entryErrs of them, are in errs too.
+	keys      []string
+	skipped   []SkippedServer
+	entryErrs int
 }
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
@@ -236,13 +240,6 @@ func (p *parser) whole(v tree.Value, path, what string, hi int, fix string) int 
 // pathKey appends key to a dotted path, Go-quoting keys that are not
 // plain identifiers so that the path stays readable.
 func pathKey(path, key string) string { return tree.Path(path, key) }
-
-func checkName(name string) error {
-	if !servername.Valid(name) {
-		return errors.New("a server name must be " + servername.Rule + " (it becomes part of the tool names mcp__<server>__<tool>)")
-	}
-	return nil
-}
 
 // suggest names the known key that key was probably meant to be, or lists
 // them all.

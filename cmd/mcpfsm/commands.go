@@ -57,6 +57,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d server(s) (%s layout)\n", *path, len(cfg.Servers), cfg.Format)
 	code = exitOK
+	if len(cfg.Skipped) > 0 {
+		code = exitFail // reported by loadConfig
+	}
 	for _, s := range cfg.Servers {
 		summarise(stdout, s)
 		warnTiming(stderr, s)
@@ -69,6 +72,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func summarise(w io.Writer, s config.Server) {
+	if s.Key != "" {
+		fmt.Fprintf(w, "%q is served as %s (tools mcp__%s__<tool>)\n", s.Key, s.Name, s.Name)
+	}
 	if s.Type != config.TypeStdio {
 		fmt.Fprintf(w, "%s: %s %s\n", s.Name, s.Type, redact.URL(s.URL))
 		if len(s.Headers) > 0 {

@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -75,9 +77,11 @@ allowed.
     }
   }
 
-  Each server is named by its key: 1 to 64 characters of A-Z, a-z, 0-9, '_'
-  and '-', without "__" and not ending in '_'. Its tools are published as
-  mcp__<server>__<tool>. Give exactly one of:
+  Each server is named by its key, any string; its tools are published as
+  mcp__<server>__<tool>, with a key other than 1 to 64 of A-Z, a-z, 0-9, '_'
+  and '-' (no "__", no trailing '_') sanitized: "Brave Search" becomes
+  brave_search ('mcpfsm check' shows it). An invalid entry is left out with
+  its error; the others are served. Give exactly one of:
     command             program to run as a stdio server (looked up in PATH)
     url                 http:// or https:// endpoint of an HTTP server
   The hosts' options (all optional; null means omitted):
@@ -260,7 +264,12 @@ func loadConfig(cmd, path string, opts *config.Options, stderr io.Writer) (*conf
 	cfg, err := config.Load(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
-		return nil, exitFail
+		if cfg == nil {
+			return nil, exitFail
+		}
+		// Some entries are invalid: run the others.
+		fmt.Fprintf(stderr, "mcpfsm %s: %s: left out %d invalid server(s) (%s); going on with the %d valid one(s)\n",
+			cmd, path, len(cfg.Skipped), skippedKeys(cfg.Skipped), len(cfg.Servers))
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "mcpfsm %s: %s: warning: %s\n", cmd, path, w)
@@ -274,6 +283,15 @@ func loadConfig(cmd, path string, opts *config.Options, stderr io.Writer) (*conf
 		}
 	}
 	return cfg, exitOK
+}
+
+// skippedKeys lists the keys of skipped entries, quoted.
+func skippedKeys(sk []config.SkippedServer) string {
+	q := make([]string, len(sk))
+	for i, s := range sk {
+		q[i] = strconv.Quote(s.Key)
+	}
+	return strings.Join(q, ", ")
 }
 
 // hostFlags are the flags of every command that starts servers: the config
