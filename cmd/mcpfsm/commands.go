@@ -42,14 +42,14 @@ Examples:
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", checkUsage, stderr)
+	fs := newFlags("check", checkUsage)
 	path := fs.String("config", "", "the config `FILE` (JSON)")
 	lf := addLoadFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "check", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "check", fs.Arg(0))
 	}
 	cfg, code := loadConfig("check", *path, lf.options(), stderr)
 	if cfg == nil {
@@ -158,14 +158,14 @@ they include every line a stdio server writes to its stderr.
 `
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("tools", toolsUsage, stderr)
+	fs := newFlags("tools", toolsUsage)
 	hf := addHostFlags(fs, "tools", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to come up")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "tools", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "tools", fs.Arg(0))
 	}
 	if *timeout <= 0 {
 		return usageErr(stderr, "tools", "-timeout must be positive")
@@ -208,10 +208,10 @@ Examples:
 `
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("call", callUsage, stderr)
+	fs := newFlags("call", callUsage)
 	hf := addHostFlags(fs, "call", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the server to come up")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
@@ -345,15 +345,15 @@ Examples:
 `
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", runUsage, stderr)
+	fs := newFlags("run", runUsage)
 	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, false)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "run", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "run", fs.Arg(0))
 	}
 	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {

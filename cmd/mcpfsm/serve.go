@@ -85,16 +85,16 @@ Examples:
 `
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("serve", serveUsage, stderr)
+	fs := newFlags("serve", serveUsage)
 	hf := addHostFlags(fs, "serve", "info")
 	sv := addServeFlags(fs)
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "serve", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "serve", fs.Arg(0))
 	}
 	if msg := sv.check(); msg != "" {
 		return usageErr(stderr, "serve", "%s", msg)
