@@ -179,8 +179,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	_ = hs.Start(ctx, cfg)
 	printTools(stdout, reg.Tools())
 	failed := reportFailures(stderr, "tools", hs)
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
+	if closeHost(ctx, hs, "tools", stderr) {
 		failed = true
 	}
 	if failed {
@@ -251,8 +250,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		code = call(ctx, reg, tool, callArgs, stdout, stderr)
 	}
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
+	if closeHost(ctx, hs, "call", stderr) {
 		code = exitFail
 	}
 	return code
@@ -398,14 +396,46 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		reportFailures(stderr, "run", hs)
 	}
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
-		if errors.Is(err, conn.ErrIncompleteShutdown) {
-			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")
-		}
+	if closeHost(ctx, hs, "run", stderr) {
 		code = exitFail
 	}
 	return code
+}
+
+// closeHost closes hs, cut short by ctx's hurry (a second signal), and
+// reports whether closing failed. A server whose grace period a second
+// signal cut short is closed, not failed: Close kills its process group
+// before it returns, and only [conn.ErrIncompleteShutdown] says a process
+// may be left.
+func closeHost(ctx context.Context, hs *host.Host, cmd string, stderr io.Writer) (failed bool) {
+	hurry := hurryOf(ctx)
+	err := hs.Close(hurry)
+	switch {
+	case err == nil:
+		return false
+	case hurry.Err() != nil && onlyCanceled(err):
+		fmt.Fprintf(stderr, "mcpfsm %s: stopped at once on a second signal: every server process was killed\n", cmd)
+		return false
+	}
+	fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
+	if errors.Is(err, conn.ErrIncompleteShutdown) {
+		fmt.Fprintf(stderr, "mcpfsm %s: a server process may still be running\n", cmd)
+	}
+	return true
+}
+
+// onlyCanceled reports whether every error joined in err is a context
+// cancellation.
+func onlyCanceled(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyCanceled(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, context.Canceled) && !errors.Is(err, conn.ErrIncompleteShutdown)
 }
 
 // printToolLists prints reg's tools to w each time the list changes, the

@@ -177,8 +177,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ln.Close()
 	}
 	stopConsole()
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+	if closeHost(ctx, hs, "serve", stderr) {
 		code = exitFail
 	}
 	if !stopping.IsZero() {
