@@ -365,6 +365,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	defer sf.removeTokens()
 	_, ln, err := sf.listen("", cf)
 	if err != nil {
 		return fail(err)
