@@ -72,22 +72,32 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil {
 		return nil, err
 	}
+	// Until the classic handshake succeeds, the server may as well have
+	// died at start whatever it was asked (a missing token, a bad
+	// command): that is no protocol matter, and says so as its cause.
 	s.classic.Store(true)
-	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s; using the classic initialize handshake (%s) from now on",
-		transport.MethodDiscover, version, ClassicProtocolVersion),
-		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
 	if term, ok := t.(Terminator); ok {
 		select {
 		case <-term.Terminate():
 		case <-ctx.Done():
+			s.classic.Store(false)
 			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", transport.MethodDiscover, causeOf(ctx, ctx.Err()))
 		}
 	}
-	t2, err := g.open(ctx)
-	if err != nil {
-		return nil, err
+	t2, err2 := g.open(ctx)
+	if err2 != nil {
+		s.classic.Store(false)
+		return nil, err2
 	}
-	return g.connectWire(ctx, t2, ClassicProtocolVersion)
+	sess, err2 = g.connectWire(ctx, t2, ClassicProtocolVersion)
+	if err2 != nil {
+		s.classic.Store(false)
+		return nil, err2
+	}
+	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s but answered the classic initialize handshake (%s): using it from now on",
+		transport.MethodDiscover, version, ClassicProtocolVersion),
+		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
+	return sess, nil
 }
 
 // open opens a fresh transport and makes it the generation's, unless
