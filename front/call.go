@@ -195,7 +195,7 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 		fmt.Fprintf(&b, "has never started: attempt %d/%d is under way", st.Attempt, st.MaxAttempts)
 	case neverStarted:
 		wait := max(st.NextRetry.Sub(f.opts.Clock.Now()), 0)
-		fmt.Fprintf(&b, "has never started: attempt %d/%d failed, the next in %v", st.Attempt, st.MaxAttempts, roundWait(wait))
+		fmt.Fprintf(&b, "has never started: %s in %v (attempt %d/%d)", st.State.Phrase(), roundWait(wait), st.Attempt, st.MaxAttempts)
 	case st.State == conn.LostReconnecting || st.State == conn.FailedRetrying:
 		wait := max(st.NextRetry.Sub(f.opts.Clock.Now()), 0)
 		fmt.Fprintf(&b, "%s in %v (attempt %d/%d)", st.State.Phrase(), roundWait(wait), st.Attempt, st.MaxAttempts)
