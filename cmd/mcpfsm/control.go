@@ -101,12 +101,14 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if fs.NArg() > 0 {
 		return unexpectedArg(stderr, "status", fs.Arg(0))
 	}
-	if *addr == "" {
-		return usageErr(stderr, "status", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := newClient(*addr, token)
+	a, err := hostAddr(ctx, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+		return exitFail
+	}
+	c, err := newClient(a, token)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
 		return exitFail
@@ -145,12 +147,15 @@ func cmdReconnect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageErr(stderr, "reconnect", "give a server NAME or -all, not both")
 	case !*all && fs.NArg() != 1:
 		return usageErr(stderr, "reconnect", "give one server NAME, or -all")
-	case *addr == "":
-		return usageErr(stderr, "reconnect", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := newClient(*addr, token)
+	a, err := hostAddr(ctx, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
+		return exitFail
+	}
+	c, err := newClient(a, token)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
 		return exitFail

@@ -52,6 +52,9 @@ Usage:
                                                  serve every server's tools as one MCP
                                                  server (stdio, or Streamable HTTP)
   mcpfsm status [-http ADDR] [-json]             the servers of a running host
+                                                 (found through the state directory
+                                                 when -http is not given)
+  mcpfsm console [-http ADDR] [-print]           open a running host's console, signed in
   mcpfsm reconnect [-http ADDR] NAME | -all      reconnect a running host's server now
   mcpfsm probe [-url URL]                        is a running host ready (its /readyz)
   mcpfsm demo                                    watch a crash and a recovery (no setup)
@@ -229,8 +232,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdReconnect(ctx, args[1:], stdout, stderr)
 	case "probe":
 		return cmdProbe(ctx, args[1:], stdout, stderr)
+	case "console":
+		return cmdConsole(ctx, args[1:], stdout, stderr)
 	}
-	commands := []string{"check", "tools", "call", "run", "serve", "demo", "status", "reconnect", "probe", "version"}
+	commands := []string{"check", "tools", "call", "run", "serve", "demo", "status", "reconnect", "probe", "console", "version"}
 	hint := "commands: " + strings.Join(commands, ", ")
 	if best, ok := suggest.Closest(strings.TrimLeft(args[0], "-"), commands); ok {
 		hint = "did you mean " + best + "?"
