@@ -191,11 +191,6 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	switch {
 	case !ok:
 		b.WriteString("unavailable")
-	case neverStarted && st.State == conn.Connecting:
-		fmt.Fprintf(&b, "has never started: attempt %d/%d is under way", st.Attempt, st.MaxAttempts)
-	case neverStarted:
-		wait := max(st.NextRetry.Sub(f.opts.Clock.Now()), 0)
-		fmt.Fprintf(&b, "has never started: %s in %v (attempt %d/%d)", st.State.Phrase(), roundWait(wait), st.Attempt, st.MaxAttempts)
 	case st.State == conn.LostReconnecting || st.State == conn.FailedRetrying:
 		wait := max(st.NextRetry.Sub(f.opts.Clock.Now()), 0)
 		fmt.Fprintf(&b, "%s in %v (attempt %d/%d)", st.State.Phrase(), roundWait(wait), st.Attempt, st.MaxAttempts)
@@ -227,10 +222,11 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	case st.State == conn.Disposing, st.State == conn.Disposed:
 		b.WriteString("; mcpfsm is shutting down")
 	case neverStarted:
+		b.WriteString("; it has never started")
 		if left := st.MaxAttempts - st.Attempt; st.MaxAttempts > 0 {
-			fmt.Fprintf(&b, "; %d more attempt(s) before it gives up", left)
+			fmt.Fprintf(&b, " (%d more attempt(s) before it gives up)", left)
 		}
-		b.WriteString("; do not retry until it is up: it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)")
+		b.WriteString(": do not retry until it is up; it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)")
 	default:
 		b.WriteString("; try again after the next attempt")
 	}

@@ -21,9 +21,9 @@ func TestDescribeNeverStarted(t *testing.T) {
 		want string
 	}{
 		{conn.Status{State: conn.FailedRetrying, Attempt: 3, MaxAttempts: 10, NextRetry: now.Add(2 * time.Second), LastErr: cause},
-			`server "s": has never started: connection failed; retrying in 2s (attempt 3/10); tool "t" was not called; 7 more attempt(s) before it gives up; do not retry until it is up: it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)`},
+			`server "s": connection failed; retrying in 2s (attempt 3/10); tool "t" was not called; it has never started (7 more attempt(s) before it gives up): do not retry until it is up; it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)`},
 		{conn.Status{State: conn.Connecting, Attempt: 4, MaxAttempts: 10},
-			`server "s": has never started: attempt 4/10 is under way; tool "t" was not called; 6 more attempt(s) before it gives up; do not retry until it is up: it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)`},
+			`server "s": reconnecting now (attempt 4/10); tool "t" was not called; it has never started (6 more attempt(s) before it gives up): do not retry until it is up; it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)`},
 	}
 	for _, tt := range tests {
 		bs := newFakeBackends()
