@@ -74,24 +74,26 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 	}
 	// Until the classic handshake succeeds, the server may as well have
 	// died at start whatever it was asked (a missing token, a bad
-	// command): that is no protocol matter, and says so as its cause.
+	// command): that is no protocol matter, and is not announced as one;
+	// its exit is the attempt's cause. Later attempts use the classic
+	// handshake all the same (every server answers it), one process each.
 	s.classic.Store(true)
 	if term, ok := t.(Terminator); ok {
 		select {
 		case <-term.Terminate():
 		case <-ctx.Done():
-			s.classic.Store(false)
 			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", transport.MethodDiscover, causeOf(ctx, ctx.Err()))
 		}
 	}
 	t2, err2 := g.open(ctx)
 	if err2 != nil {
-		s.classic.Store(false)
 		return nil, err2
 	}
 	sess, err2 = g.connectWire(ctx, t2, ClassicProtocolVersion)
 	if err2 != nil {
-		s.classic.Store(false)
+		s.cfg.Logger.Debug(fmt.Sprintf("the server died on the %s probe of protocol %s and on the %s handshake too: it stops at start; later attempts skip the probe",
+			transport.MethodDiscover, version, ClassicProtocolVersion),
+			"server", s.cfg.Name, "generation", g.id)
 		return nil, err2
 	}
 	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s but answered the classic initialize handshake (%s): using it from now on",
