@@ -141,7 +141,9 @@ for each one's first connection attempt, prints the registered tools
 (public name, server, first line of the description), then stops every
 server. Servers with failOnStartupError wait for their first attempt
 during startup; the others retry in the background, but tools reports
-the outcome of their first attempt.
+the outcome of their first attempt. Some servers offer tools by what the
+client declares it can do (sampling, elicitation, roots): serve's clients
+may see more tools than tools lists.
 
 Exits 1, printing the error of each server that did not come up (a
 "connection failed" error, with the last lines of its stderr), if any
