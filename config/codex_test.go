@@ -149,7 +149,6 @@ env_http_headers = { "Bad Name" = "TOKEN", Y = "NL" }
 				`mcp_servers.b.env_vars[0]: "A-B" is not an environment variable name`,
 				`mcp_servers.b.http_headers only applies to "url" servers`,
 				`mcp_servers.c: give exactly one of "command" or "url", not both`,
-				`mcp_servers."d e": ` + checkName("d e").Error(),
 				"mcp_servers.f.bearer_token_env_var: environment variable EMPTY is empty: set it to the server's bearer token",
 				`mcp_servers.g.env_http_headers."Bad Name" is not a valid HTTP header name`,
 				"mcp_servers.g.env_http_headers.Y: environment variable NL holds a line break, which no HTTP header may",

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/internal/servername"
 	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/mcpfsm/mcpfsm/sandbox"
@@ -47,22 +48,44 @@ const (
 type Config struct {
 	// Format is the layout the file used.
 	Format Format
-	// Servers in the order the file lists them; disabled ones are left out.
+	// Servers in the order the file lists them; disabled ones and those
+	// whose entry is invalid (Skipped) are left out.
 	Servers []Server
 	// Tools say how mcpfsm serve lists tools: the top-level
 	// "toolList" block.
 	Tools Tools
+	// Skipped are the server entries left out because they are invalid,
+	// in file order, each with its errors. Parse returns a Config with
+	// Skipped only along with an error: see [Parse].
+	Skipped []SkippedServer
 	// Warnings are the keys that a known host uses but mcpfsm ignores,
 	// and other harmless oddities, each naming its JSON path. They are not
 	// errors: the file loads.
 	Warnings []string
 }
 
+// SkippedServer is a server entry left out of a [Config] because it is
+// invalid.
+type SkippedServer struct {
+	// Key is the entry's key in the file.
+	Key string
+	// Err holds every error of the entry, each naming its path.
+	Err error
+}
+
 // Server is one entry of the file's server object. Type says which of
 // Command (stdio) and URL (http, sse) is set.
 type Server struct {
-	// Name is the entry's key; tools are published as mcp__<Name>__<tool>.
+	// Name is the server's name: tools and prompts are published as
+	// mcp__<Name>__<tool>, and conn, status and the console know it by
+	// it. It is Key when Key is a valid name (conn.ValidName); otherwise
+	// Key sanitized ("Brave Search" becomes "brave_search", "github.com"
+	// "github_com"), with "_2", "_3", ... added if another entry has that
+	// name. The same file always gives the same names.
 	Name string
+	// Key is the entry's key in the file when it is not Name (any string
+	// a host accepts); empty when the key is the name.
+	Key string
 	// Type is TypeStdio, TypeHTTP or TypeSSE.
 	Type string
 
@@ -149,10 +172,15 @@ type Options struct {
 	file string
 }
 
-// Lookup returns the server called name.
+// Lookup returns the server called name, by its Name or else its Key.
 func (c *Config) Lookup(name string) (Server, bool) {
 	for _, s := range c.Servers {
 		if s.Name == name {
+			return s, true
+		}
+	}
+	for _, s := range c.Servers {
+		if s.Key != "" && s.Key == name {
 			return s, true
 		}
 	}
@@ -166,7 +194,7 @@ func (c *Config) Lookup(name string) (Server, bool) {
 // file named *.toml is read as Codex's config.toml, and a file named
 // settings.json as Gemini CLI's (see the package documentation); others
 // as [Parse] reads them. Its errors are those of [Parse], prefixed with
-// the file name.
+// the file name; like Parse, it may return a Config along with them.
 func Load(path string, o *Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -197,7 +225,7 @@ func Load(path string, o *Options) (*Config, error) {
 	h.gemini = filepath.Base(path) == "settings.json"
 	cfg, err := parse(data, &opts, h)
 	if err != nil {
-		return nil, fmt.Errorf("%s: invalid config:\n%w", path, err)
+		return cfg, fmt.Errorf("%s: invalid config:\n%w", path, err)
 	}
 	return cfg, nil
 }
@@ -212,9 +240,19 @@ func Load(path string, o *Options) (*Config, error) {
 //
 // Parse rejects unknown keys (suggesting the key meant), duplicate keys,
 // values of the wrong type, servers with both or neither of "command" and
-// "url", a "type" that contradicts them, invalid server names, unset
-// variables and anything after the top object. Every problem it finds is
-// reported, joined with errors.Join, one per line, each naming its path.
+// "url", a "type" that contradicts them, unset variables and anything
+// after the top object. Every problem it finds is reported, joined with
+// errors.Join, one per line, each naming its path and, for malformed
+// JSON, its line and column. Any key a host accepts names a server (see
+// [Server.Name] for the name mcpfsm gives it).
+//
+// A file with some invalid server entries and at least one valid one
+// (and no error outside its entries) gives both: the Config of the valid
+// servers, with the invalid ones in Config.Skipped, and the error of
+// every skipped entry. A caller that runs what it can (mcpfsm serve and
+// run) serves that Config and shows the error; one that wants the whole
+// file (a reload) treats any error as failure. Otherwise, when the error
+// is not nil, the Config is nil.
 // Keys that another host uses and mcpfsm ignores are not errors but
 // Config.Warnings.
 //
@@ -297,26 +335,56 @@ func parse(data []byte, o *Options, h hint) (*Config, error) {
 		p.addf("%s is empty: name at least one server", serversKey)
 	}
 	for _, m := range members {
-		if s, ok := p.server(serversKey, m.Key, m.Value); ok && p.geminiAllows(serversKey, m.Key) {
-			cfg.Servers = append(cfg.Servers, s)
-		}
+		before := len(p.errs)
+		s, ok := p.server(serversKey, m.Key, m.Value)
+		p.take(cfg, m.Key, s, ok && p.geminiAllows(serversKey, m.Key), before)
 	}
 	return p.finish(cfg, serversKey)
 }
 
-// finish returns cfg, or the errors found.
+// take ends the entry of server key, whose errors are those after before
+// in p.errs: one with errors is skipped (Config.Skipped), a valid one
+// (ok: not disabled) added to cfg.
+func (p *parser) take(cfg *Config, key string, s Server, ok bool, before int) {
+	p.keys = append(p.keys, key)
+	if n := len(p.errs) - before; n > 0 {
+		p.skipped = append(p.skipped, SkippedServer{Key: key, Err: errors.Join(p.errs[before:]...)})
+		p.entryErrs += n
+		return
+	}
+	if ok {
+		cfg.Servers = append(cfg.Servers, s)
+	}
+}
+
+// finish returns cfg, or the errors found: with cfg when they are all
+// errors of skipped entries and a server is left (see Parse).
 func (p *parser) finish(cfg *Config, serversKey string) (*Config, error) {
-	if err := p.err(); err != nil {
-		return nil, err
+	err := p.err()
+	if len(p.errs) > p.entryErrs {
+		return nil, err // an error outside the server entries
 	}
 	if len(cfg.Servers) == 0 {
+		if err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: every server is disabled: enable at least one", serversKey)
 	}
 	p.sandboxAll(cfg)
+	names := map[string]string{}
+	for i, name := range servername.Unique(p.keys) {
+		names[p.keys[i]] = name
+	}
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		if s.Name = names[s.Key]; s.Name == s.Key {
+			s.Key = ""
+		}
+	}
 	cfg.Tools = p.tools
 	p.protect(cfg)
-	cfg.Warnings = p.warnings
-	return cfg, nil
+	cfg.Warnings, cfg.Skipped = p.warnings, p.skipped
+	return cfg, err
 }
 
 // topKeys are the top-level keys Parse reads.
@@ -365,7 +433,8 @@ func single(data []byte) (tree.Value, error) {
 		line, col := position(data, int(se.Offset)-1) // Offset is just past the bad byte
 		return v, fmt.Errorf("config is not valid JSON: line %d, column %d: %v", line, col, se)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return v, errors.New("config is not valid JSON: unexpected end of input")
+		line, col := position(data, len(bytes.TrimRight(data, " \t\r\n")))
+		return v, fmt.Errorf("config is not valid JSON: line %d, column %d: unexpected end of input: close every object, array and string", line, col)
 	}
 	return v, fmt.Errorf("config is not valid JSON: %v", err)
 }

@@ -74,11 +74,8 @@ type setter func(p *parser, e *entry, m member, path string)
 func (p *parser) server(key, name string, v tree.Value) (Server, bool) {
 	d := p.d
 	e := &entry{s: d.base, path: pathKey(key, name), has: map[string]bool{}, given: map[string]bool{}}
-	e.s.Name, e.s.Reconnect = name, policy.Default()
+	e.s.Name, e.s.Key, e.s.Reconnect = name, name, policy.Default()
 	before := len(p.errs)
-	if err := checkName(name); err != nil {
-		p.addf("%s: %v", e.path, err)
-	}
 	members, ok := p.object(v, e.path)
 	if !ok {
 		return e.s, false

@@ -14,8 +14,8 @@ func TestDialectTables(t *testing.T) {
 		d     *dialect
 		other []string // read, but not suggested
 	}{
-		"host":   {&hostDialect, []string{"disabled", "disabledTools", "timeout", "trust", "tcp", "sandboxEnabled", "sandbox", "oauth", "auth"}},
-		"gemini": {&geminiDialect, []string{"disabled", "disabledTools", "timeout", "trust", "tcp", "sandboxEnabled", "sandbox", "oauth", "auth"}},
+		"host":   {&hostDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth"}},
+		"gemini": {&geminiDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth"}},
 		"codex":  {&codexDialect, []string{"bearer_token"}},
 	} {
 		read := slices.Sorted(maps.Keys(tc.d.fields))

@@ -203,7 +203,7 @@ func TestSuggest(t *testing.T) {
 		{"Command", "did you mean command?"},
 		{"comand", "did you mean command?"},
 		{"header", "did you mean headers?"},
-		{"xy", "known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit, maxResultBytes"},
+		{"xy", "known keys: type, command, args, env, envFile, cwd, url, httpUrl, serverUrl, headers, disabled, sandboxEnabled, sandbox, reconnect, failOnStartupError, connectTimeoutMs, callTimeoutMs, closeTimeoutMs, keepAliveMs, includeTools, excludeTools, maxConcurrentCalls, isolation, maxInstances, roots, allowScopes, toolScopes, rateLimit, maxResultBytes"},
 	} {
 		if got := suggest(tt.key, hostKeys); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.key, got, tt.want)

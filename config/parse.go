@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/redact"
-	"github.com/mcpfsm/mcpfsm/internal/servername"
+	suggestpkg "github.com/mcpfsm/mcpfsm/internal/suggest"
 	"github.com/mcpfsm/mcpfsm/internal/tree"
 	"github.com/mcpfsm/mcpfsm/policy"
 )
@@ -36,6 +36,11 @@ type parser struct {
 	tools        Tools // the top-level "toolList" block (tools.go)
 	unsandboxed  map[string]bool
 	serverBlocks map[string]*sandboxBlock
+	// keys are the server entries' keys in file order; skipped the
+	// invalid entries, whose errors, entryErrs of them, are in errs too.
+	keys      []string
+	skipped   []SkippedServer
+	entryErrs int
 }
 
 func (p *parser) addf(format string, a ...any) { p.errs = append(p.errs, fmt.Errorf(format, a...)) }
@@ -238,48 +243,11 @@ func (p *parser) whole(v tree.Value, path, what string, hi int, fix string) int 
 // plain identifiers so that the path stays readable.
 func pathKey(path, key string) string { return tree.Path(path, key) }
 
-func checkName(name string) error {
-	if !servername.Valid(name) {
-		return errors.New("a server name must be " + servername.Rule + " (it becomes part of the tool names mcp__<server>__<tool>)")
-	}
-	return nil
-}
-
 // suggest names the known key that key was probably meant to be, or lists
 // them all.
 func suggest(key string, known []string) string {
-	best, bestD := "", 3 // at most two edits away
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return "did you mean " + k + "?"
-		}
-		if d := distance(strings.ToLower(key), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" && len(key) > bestD {
+	if best, ok := suggestpkg.Closest(key, known); ok {
 		return "did you mean " + best + "?"
 	}
 	return "known keys: " + strings.Join(known, ", ")
-}
-
-// distance is the Levenshtein distance of a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -31,6 +31,7 @@ var (
 // more: the hosts' spellings of options these have.
 var hostKeys = []string{
 	"type", "command", "args", "env", "envFile", "cwd", "url", "httpUrl", "serverUrl", "headers",
+	"disabled", "sandboxEnabled", "sandbox",
 	"reconnect", "failOnStartupError", "connectTimeoutMs", "callTimeoutMs", "closeTimeoutMs", "keepAliveMs",
 	"includeTools", "excludeTools", "maxConcurrentCalls", "isolation", "maxInstances", "roots",
 	"allowScopes", "toolScopes", "rateLimit", "maxResultBytes",
@@ -39,12 +40,14 @@ var hostKeys = []string{
 // hostFields are the server keys of the JSON hosts, with mcpfsm's
 // extensions.
 var hostFields = with(extensions, map[string]setter{
-	"type":    setType,
-	"command": command,
-	"args":    args,
-	"env":     hostEnv,
-	"envFile": envFile,
-	"cwd":     cwd,
+	"type": setType,
+	// Cline's older spelling of "type".
+	"transportType": clineType,
+	"command":       command,
+	"args":          args,
+	"env":           hostEnv,
+	"envFile":       envFile,
+	"cwd":           cwd,
 	// The endpoint, by each host's key (see settleURL).
 	"url": endpoint, "httpUrl": endpoint, "serverUrl": endpoint,
 	"headers":        headers,
@@ -127,6 +130,17 @@ func setType(p *parser, e *entry, m member, path string) {
 			p.addf("%s must be %q, %q or %q, not %q", path, TypeStdio, TypeHTTP, TypeSSE, t)
 		}
 	}
+}
+
+// clineType reads Cline's "transportType" ("stdio", "sse" or
+// "streamableHttp") as "type".
+func clineType(p *parser, e *entry, m member, path string) {
+	if e.has["type"] {
+		p.addf(`%s: give one of "type" and "transportType", not both`, e.path)
+		return
+	}
+	e.given["type"] = true
+	setType(p, e, m, path)
 }
 
 func command(p *parser, e *entry, m member, path string) {

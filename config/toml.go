@@ -46,13 +46,13 @@ func (p *parser) parseTOML(data []byte) (*Config, error) {
 	cfg := &Config{Format: MCPServersTOML}
 	for _, name := range tomlNames(order, key, table) {
 		path := pathKey(key, name)
+		before := len(p.errs)
 		v, ok := p.tomlValue(order, key+"\x00"+name, table[name], path)
-		if !ok {
-			continue // reported
+		var s Server
+		if ok {
+			s, ok = p.server(key, name, v)
 		}
-		if s, ok := p.server(key, name, v); ok {
-			cfg.Servers = append(cfg.Servers, s)
-		}
+		p.take(cfg, name, s, ok, before)
 	}
 	return p.finish(cfg, key)
 }

@@ -314,6 +314,10 @@ type ServerExit struct {
 	// such as a URL's password or a TOKEN=value, by REDACTED), oldest
 	// first. The Stdio.Stderr writer gets the lines as written.
 	Stderr []string
+	// BeforeAnswering reports that the process exited during a connection
+	// attempt, before the handshake completed: it stopped at start (a
+	// missing variable, a bad argument) rather than on anything asked.
+	BeforeAnswering bool
 }
 
 // Error reads "the server exited: exit status 3; stderr: <lines>", "the
@@ -335,6 +339,8 @@ func (e *ServerExit) Error() string {
 		if e.BySupervisor {
 			b.WriteString(" (sent by the supervisor after the grace period)")
 		}
+	} else if e.BeforeAnswering {
+		fmt.Fprintf(&b, "the server exited with status %d before answering", e.Code)
 	} else {
 		fmt.Fprintf(&b, "the server exited: exit status %d", e.Code)
 	}
@@ -403,7 +409,14 @@ type causedError struct {
 }
 
 // Error puts what the server did first: it is what an operator acts on.
-func (e *causedError) Error() string { return fmt.Sprintf("%v (%v)", e.cause, e.err) }
+// A server that exited before answering is all there is to say: the
+// client's view (EOF on initialize) adds nothing.
+func (e *causedError) Error() string {
+	if x, ok := e.cause.(*ServerExit); ok && x.BeforeAnswering {
+		return x.Error()
+	}
+	return fmt.Sprintf("%v (%v)", e.cause, e.err)
+}
 
 func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
 
@@ -411,9 +424,12 @@ func (e *causedError) Unwrap() []error { return []error{e.err, e.cause} }
 // nil: a session that ended without an error).
 func (g *generation) withCause(err error) error {
 	g.mu.Lock()
-	t := g.transport
+	t, attempt := g.transport, g.life.cause == causeFailed
 	g.mu.Unlock()
 	cause := transportCause(t)
+	if x, ok := cause.(*ServerExit); ok && attempt && x.Signal == "" && x.Limit == "" {
+		x.BeforeAnswering = true
+	}
 	switch {
 	case cause == nil:
 		return err

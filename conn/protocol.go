@@ -62,10 +62,12 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil {
 		return nil, err
 	}
+	// Until the classic handshake succeeds, the server may as well have
+	// died at start whatever it was asked (a missing token, a bad
+	// command): that is no protocol matter, and is not announced as one;
+	// its exit is the attempt's cause. Later attempts use the classic
+	// handshake all the same (every server answers it), one process each.
 	s.classic.Store(true)
-	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s; using the classic initialize handshake (%s) from now on",
-		transport.MethodDiscover, version, ClassicProtocolVersion),
-		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
 	if term, ok := t.(Terminator); ok {
 		select {
 		case <-term.Terminate():
@@ -73,11 +75,21 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", transport.MethodDiscover, causeOf(ctx, ctx.Err()))
 		}
 	}
-	t2, err := g.open(ctx)
-	if err != nil {
-		return nil, err
+	t2, err2 := g.open(ctx)
+	if err2 != nil {
+		return nil, err2
 	}
-	return g.connectWire(ctx, t2, ClassicProtocolVersion)
+	sess, err2 = g.connectWire(ctx, t2, ClassicProtocolVersion)
+	if err2 != nil {
+		s.cfg.Logger.Debug(fmt.Sprintf("the server died on the %s probe of protocol %s and on the %s handshake too: it stops at start; later attempts skip the probe",
+			transport.MethodDiscover, version, ClassicProtocolVersion),
+			"server", s.cfg.Name, "generation", g.id)
+		return nil, err2
+	}
+	s.cfg.Logger.Warn(fmt.Sprintf("server closed the connection on the %s probe of protocol %s but answered the classic initialize handshake (%s): using it from now on",
+		transport.MethodDiscover, version, ClassicProtocolVersion),
+		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
+	return sess, nil
 }
 
 // open opens a fresh transport and makes it the generation's, unless

@@ -42,7 +42,7 @@ func TestStderrSecretsStayOutOfStatusErrorsAndLogs(t *testing.T) {
 	if want := "cannot reach postgres://***@db/app"; !strings.Contains(st.LastErr.Error(), want) {
 		t.Errorf("LastErr = %v, want it to quote the stderr line as %q", st.LastErr, want)
 	}
-	if !strings.Contains(logs.String(), "exit status 3") {
+	if !strings.Contains(logs.String(), "status 3") {
 		t.Fatalf("the exit is not logged: %s", logs.String())
 	}
 	for _, w := range secretSeen(secret, st, trs, logs.String()) {

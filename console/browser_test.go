@@ -59,9 +59,13 @@ func TestBrowser(t *testing.T) {
 	alpha := h.add("alpha", 3)
 	beta := h.add("beta", 3, conntest.Refuse)
 	gamma := h.add("gamma", 2)
+	delta := h.add("delta", 3)
+	epsilon := h.add("epsilon", 3)
 	alpha.rec.Expect(t, wait, conn.Established)
 	beta.rec.Expect(t, wait, conn.FailedRetrying)
 	gamma.rec.Expect(t, wait, conn.Established)
+	delta.rec.Expect(t, wait, conn.Established)
+	epsilon.rec.Expect(t, wait, conn.Established)
 	gamma.exhaust(t)
 
 	ln, err := Listen("127.0.0.1:0", "")
@@ -96,19 +100,24 @@ func TestBrowser(t *testing.T) {
 	defer cancelAll()
 
 	card := func(name, state string) string {
-		return fmt.Sprintf(`section.card[data-server=%q][data-state=%q]`, name, state)
+		return fmt.Sprintf(`tbody.card[data-server=%q][data-state=%q]`, name, state)
 	}
-	// waitCard waits until the card shows state, in its badge and as the
-	// highlighted state of its diagram.
+	opened := map[string]bool{} // the servers whose diagram is shown
+	// waitCard waits until the server's row shows state, in its badge
+	// and, when its diagram is shown, as the diagram's highlighted state.
 	waitCard := func(name, state string) {
 		t.Helper()
 		step, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		if err := chromedp.Do(step,
-			chromedp.WaitVisible(card(name, state)),
-			chromedp.WaitVisible(card(name, state)+` .diagram .node.current[data-state=`+fmt.Sprintf("%q", state)+`]`),
-		); err != nil {
-			t.Fatalf("card %s did not show %s: %v", name, state, err)
+		if err := chromedp.Do(step, chromedp.WaitVisible(card(name, state)+" .badge")); err != nil {
+			t.Fatalf("row %s did not show %s: %v", name, state, err)
+		}
+		if opened[name] {
+			if err := chromedp.Do(step,
+				chromedp.WaitVisible(card(name, state)+` .diagram .node.current[data-state=`+fmt.Sprintf("%q", state)+`]`),
+			); err != nil {
+				t.Fatalf("the diagram of %s did not show %s: %v", name, state, err)
+			}
 		}
 		badge, err := chromedp.Run(step, chromedp.Text(card(name, state)+" .badge"))
 		if err != nil || badge != state {
@@ -122,17 +131,47 @@ func TestBrowser(t *testing.T) {
 	waitCard("alpha", "established")
 	waitCard("beta", "failed-retrying")
 	waitCard("gamma", "exhausted")
+	waitCard("delta", "established")
+	waitCard("epsilon", "established")
+	// Five servers fit one screen, and a healthy server's row shows no
+	// alarm colour ("last cause: none" included).
+	fits, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const rows = document.querySelectorAll("tbody.card");
+		const bottom = document.querySelector("#servers").getBoundingClientRect().bottom;
+		return rows.length + " rows, table bottom " + Math.round(bottom) + ", page " + document.documentElement.scrollHeight + "x" + document.documentElement.scrollWidth;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, bottom, height, width int
+	if _, err := fmt.Sscanf(fits, "%d rows, table bottom %d, page %dx%d", &rows, &bottom, &height, &width); err != nil || rows != 5 || bottom > 800 || height > 800 || width > 1280 {
+		t.Errorf("five servers at 1280x800: %s (%v); want 5 rows within the viewport", fits, err)
+	}
+	noRed(t, ctx, `tbody.card[data-server="alpha"]`)
 	// A marker the page would lose on a reload.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "console-initial.png")
 
+	// The diagram on demand: only the current state is highlighted, so a
+	// healthy server's drawing shows no alarm colour either.
+	for _, name := range []string{"alpha", "gamma"} {
+		if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`tbody.card[data-server=%q] button.details`, name))); err != nil {
+			t.Fatal(err)
+		}
+		opened[name] = true
+	}
+	waitCard("alpha", "established")
+	waitCard("gamma", "exhausted")
+	noRed(t, ctx, `tbody.card[data-server="alpha"]`)
+	screenshot(t, ctx, "console-diagram.png")
+
 	// A crash: lost-reconnecting, then back after the backoff.
 	alpha.srv.Crash()
 	waitCard("alpha", "lost-reconnecting")
 	screenshot(t, ctx, "console-lost.png")
-	nestedDrawing(t, ctx, `section.card[data-server="alpha"] .diagram`)
+	nestedDrawing(t, ctx, `tbody.card[data-server="alpha"] .diagram`)
 	h.clk.Add(time.Second)
 	waitCard("alpha", "established")
 
@@ -146,7 +185,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("gamma's Reconnect was called %d times, want 1", n)
 	}
 	msg, err := chromedp.Run(ctx, chromedp.Poll[string](
-		`(() => { const m = document.querySelector('section.card[data-server="gamma"] .msg').textContent; return m === "reconnecting…" ? null : m })()`,
+		`(() => { const m = document.querySelector('tbody.card[data-server="gamma"] .msg').textContent; return m === "reconnecting…" ? null : m })()`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil || msg != "reconnected" {
 		t.Errorf("gamma's message %q (%v), want reconnected", msg, err)
@@ -157,7 +196,7 @@ func TestBrowser(t *testing.T) {
 	}
 	// A server without per-client instances or callers says so.
 	facts, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-		const card = document.querySelector('section.card[data-server="gamma"]');
+		const card = document.querySelector('tbody.card[data-server="gamma"]');
 		return card.querySelector(".f-instances").textContent + "|" + card.querySelector(".f-callers").textContent;
 	})()`))
 	if err != nil || facts != "none|none" {
@@ -166,13 +205,40 @@ func TestBrowser(t *testing.T) {
 	// Under the console's Content-Security-Policy the page's stylesheet and
 	// the diagram's inline <style> (allowed by its hash) both apply.
 	styled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-		const box = document.querySelector('section.card[data-server="gamma"] .diagram .node.current path');
+		const box = document.querySelector('tbody.card[data-server="gamma"] .diagram .node.current path');
 		return getComputedStyle(box).stroke + " " + getComputedStyle(document.querySelector("#reconnect-all")).cursor;
 	})()`))
 	if err != nil || !strings.HasPrefix(styled, "rgb(10, 88, 202) ") || strings.HasSuffix(styled, " auto") {
 		t.Errorf("styles under the CSP: %q (%v), want the diagram's highlight stroke rgb(10, 88, 202) and style.css's button cursor", styled, err)
 	}
 	screenshot(t, ctx, "console-after.png")
+}
+
+// alarmColours are the console's alarm colours as the browser computes
+// them: --fail-line, --fail-text and --fail-bg.
+var alarmColours = []string{"rgb(176, 42, 55)", "rgb(132, 32, 41)", "rgb(248, 215, 218)"}
+
+// noRed checks that nothing shown within sel is drawn in an alarm colour.
+func noRed(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	red, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const alarm = `+"`"+strings.Join(alarmColours, "|")+"`"+`.split("|");
+		const out = [];
+		for (const el of document.querySelector(`+strconv.Quote(sel)+`).querySelectorAll("*")) {
+			if (!el.getClientRects().length) continue; // not shown
+			const cs = getComputedStyle(el);
+			for (const prop of ["color", "backgroundColor", "borderLeftColor", "borderTopColor", "fill", "stroke"]) {
+				if (alarm.includes(cs[prop])) out.push((el.className.baseVal ?? el.className) + " " + (el.textContent || "").trim().slice(0, 30) + ": " + prop + " " + cs[prop]);
+			}
+		}
+		return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range red {
+		t.Errorf("%s shows an alarm colour: %s", sel, r)
+	}
 }
 
 // nestedDrawing checks, in the card's drawing as the browser laid it out,

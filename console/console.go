@@ -198,6 +198,8 @@ func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 		c.method(w, r, "GET", func() { c.static(w, r, "web/app.js", "text/javascript; charset=utf-8") })
 	case p == "/style.css":
 		c.method(w, r, "GET", func() { c.static(w, r, "web/style.css", "text/css; charset=utf-8") })
+	case p == "/favicon.svg" || p == "/favicon.ico":
+		c.method(w, r, "GET", func() { c.static(w, r, "web/favicon.svg", "image/svg+xml") })
 	case p == "/diagram.svg":
 		c.method(w, r, "GET", func() {
 			w.Header().Set("Content-Type", "image/svg+xml")

@@ -14,10 +14,15 @@ import (
 // classes "current" (on a state), "last" and "next" (on an arrow) and
 // "focus" (on the svg: label only the last arrow and the arrows out of the
 // current state) are set by the page. The colours are those of
-// fsm.Spec.DOT: alarm #f8d7da/#b02a37, highlight #cfe2ff/#0a58ca.
+// fsm.Spec.DOT: alarm #f8d7da/#b02a37, highlight #cfe2ff/#0a58ca. Only
+// the current state is coloured: the others are drawn plain, so a healthy
+// server's drawing shows no alarm colour.
 const diagramCSS = `.fsm text{font-family:Helvetica,Arial,sans-serif}` +
+	`.fsm .node path{fill:#fff;stroke:#888}` +
+	`.fsm .node text{fill:#333}` +
 	`.fsm .node.current path{stroke:#0a58ca;stroke-width:3.5}` +
 	`.fsm .node.current:not(.alarm) path{fill:#cfe2ff}` +
+	`.fsm .node.current.alarm path{fill:#f8d7da;stroke:#b02a37}` +
 	`.fsm .node.current text{font-weight:bold}` +
 	`.fsm .cluster path{stroke:#888}` +
 	`.fsm .edge path{stroke:#777}` +

@@ -185,6 +185,11 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", be.server)
 	st, ok := be.status()
+	// A server that has failed every attempt since it was started
+	// (none ever negotiated a protocol) is likely to fail the rest: a
+	// missing token, a bad command. Say so, so an agent stops retrying.
+	neverStarted := ok && st.Protocol == "" && st.Attempt > 0 &&
+		(st.State == conn.FailedRetrying || st.State == conn.Connecting)
 	switch {
 	case !ok:
 		b.WriteString("unavailable")
@@ -224,6 +229,12 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 		}
 	case st.State == conn.Disposing, st.State == conn.Disposed:
 		b.WriteString("; mcpfsm is shutting down")
+	case neverStarted:
+		b.WriteString("; it has never started")
+		if left := st.MaxAttempts - st.Attempt; st.MaxAttempts > 0 {
+			fmt.Fprintf(&b, " (%d more attempt(s) before it gives up)", left)
+		}
+		b.WriteString(": do not retry until it is up; it likely needs fixing (its command, env or credentials; mcpfsm status shows its cause)")
 	default:
 		b.WriteString("; try again after the next attempt")
 	}

@@ -125,7 +125,7 @@ type Options struct {
 	// Logger receives the front's logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Implementation names the front server to its clients. Nil means
-	// {Name: "mcpfsm", Version: "dev"}.
+	// {Name: "mcpfsm", Version: ModuleVersion()}.
 	Implementation *mcp.Implementation
 	// Audit, if set, receives one record per tool call, resource read and
 	// prompt get of the front's clients.
@@ -199,7 +199,7 @@ func New(o Options) *Front {
 		o.Logger = slog.Default()
 	}
 	if o.Implementation == nil {
-		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: "dev"}
+		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: ModuleVersion()}
 	}
 	if o.InstanceIdle == 0 {
 		o.InstanceIdle = DefaultInstanceIdle

@@ -227,9 +227,9 @@ func TestDescribe(t *testing.T) {
 		st   conn.Status
 		want string
 	}{
-		{conn.Status{State: conn.FailedRetrying, Attempt: 2, MaxAttempts: 10, NextRetry: now.Add(12345 * time.Millisecond)},
+		{conn.Status{State: conn.FailedRetrying, Attempt: 2, MaxAttempts: 10, NextRetry: now.Add(12345 * time.Millisecond), Protocol: "2025-11-25"},
 			`server "s": connection failed; retrying in 12s (attempt 2/10); tool "t" was not called; try again after the next attempt`},
-		{conn.Status{State: conn.Connecting, Attempt: 3, MaxAttempts: 10},
+		{conn.Status{State: conn.Connecting, Attempt: 3, MaxAttempts: 10, Protocol: "2025-11-25"},
 			`server "s": reconnecting now (attempt 3/10); tool "t" was not called; try again after the next attempt`},
 		{conn.Status{State: conn.LostDisabled},
 			`server "s": connection lost and reconnect is disabled; tool "t" was not called; mcpfsm will not reconnect: fix the server, then restart mcpfsm`},

@@ -52,8 +52,10 @@ type Options struct {
 	// Load is how Reload reads it (config.Load's options); nil is the
 	// default.
 	Load *config.Options
-	// Logger receives the supervisors' and the host's logs; nil discards
-	// them.
+	// Logger receives the supervisors' and the host's logs. Nil means
+	// slog.Default(), as for conn.Config.Logger and front.Options.Logger:
+	// a host's failures are never silent by default; give
+	// slog.New(slog.DiscardHandler) to drop them.
 	Logger *slog.Logger
 	// Registry receives every server's tools; nil means a new
 	// conn.ToolRegistry ([Host.Registry]).
@@ -153,7 +155,7 @@ type server struct {
 // Its methods may be given to a front or console before that.
 func New(o Options) *Host {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Registry == nil {
 		o.Registry = conn.NewRegistry()

@@ -33,6 +33,7 @@ func ExampleParse_errors() {
 	}
 	// Output:
 	// servers.fs.reconnect.retries is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)
+	// servers.fs.reconnect.maxAttempts must be a positive integer
 	// true
 	// first: field=retries rule="is not a reconnect option (known options: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, probeIntervalMs)"
 }

@@ -26,10 +26,49 @@ import (
 // error, if any, matches [ErrInvalid]; see [FieldError].
 func Parse(data []byte, path string) (Policy, error) {
 	cfg, err := decode(data, path)
-	if err != nil {
+	if err == nil {
+		return Resolve(cfg, path)
+	}
+	if cfg == nil {
 		return Policy{}, err
 	}
-	return Resolve(cfg, path)
+	// Report the rules the well-typed options break too, all at once,
+	// but not a second error for an option decode rejected.
+	errs := unjoin(err)
+	bad := map[string]bool{}
+	for _, e := range errs {
+		if fe, ok := e.(*FieldError); ok {
+			bad[fe.Field] = true
+		}
+	}
+	_, rerr := Resolve(cfg, path)
+	for _, e := range unjoin(rerr) {
+		if fe, ok := e.(*FieldError); ok && !mentions(fe, bad) {
+			errs = append(errs, e)
+		}
+	}
+	return Policy{}, joinErrs(errs)
+}
+
+// mentions reports whether fe is about, or compares with, a field of bad.
+func mentions(fe *FieldError, bad map[string]bool) bool {
+	for f := range bad {
+		if f == fe.Field || f != "" && strings.Contains(fe.Rule, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// unjoin returns the errors joined in err (nil: none).
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // decode reads data into a Config, member by member, so that every

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/console"
@@ -104,6 +106,23 @@ type surfaces struct {
 	mcp     *access.Rule // -listen: the users': the token or OAuth
 	console *access.Rule // -http: the operator's: the token or its cookie, OAuth only with -console-oauth-scope
 	tls     *tls.Config  // nil: plain HTTP
+
+	mu        sync.Mutex
+	madeFiles []string // the token files of the token this run made
+	made      string
+}
+
+// removeTokens removes the token files this run wrote, each only while
+// it still holds this run's token: the token dies with the process.
+func (s *surfaces) removeTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.madeFiles {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == s.made {
+			_ = os.Remove(f)
+		}
+	}
+	s.madeFiles = nil
 }
 
 // listen opens serve's -listen listener under the MCP rule (none for
@@ -200,6 +219,9 @@ func (a *accessFlags) build(listen string, logger *slog.Logger) (*surfaces, erro
 			if err != nil {
 				return fmt.Errorf("no token is configured and none could be kept for %s: %w; set $%s or -token-file FILE", addr, err, access.EnvToken)
 			}
+			out.mu.Lock()
+			out.made, out.madeFiles = made, append(out.madeFiles, f)
+			out.mu.Unlock()
 			logger.Info(fmt.Sprintf("no token is configured: requests to %s need the token in %s (mode 0600), sent as \"Authorization: Bearer TOKEN\" (the console: open /?token=TOKEN once)", addr, f))
 			return nil
 		}

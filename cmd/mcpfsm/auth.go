@@ -117,7 +117,7 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, "auth", "unknown subcommand %q: give login, status or logout", sub)
 	}
-	fs := newFlags("auth "+sub, authUsage, stderr)
+	fs := newFlags("auth "+sub, authUsage)
 	hf := addHostFlags(fs, "auth "+sub, "warn")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long login waits for the sign-in")
 	// NAME may come before the flags, as the usage shows it.
@@ -126,7 +126,7 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sub != "status" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		name, rest = rest[0], rest[1:]
 	}
-	if code, ok := parseFlags(fs, rest); !ok {
+	if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
 		return code
 	}
 	if sub != "status" && name == "" && fs.NArg() == 1 {

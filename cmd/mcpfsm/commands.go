@@ -44,14 +44,14 @@ Examples:
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", checkUsage, stderr)
+	fs := newFlags("check", checkUsage)
 	path := fs.String("config", "", "the config `FILE` (JSON)")
 	lf := addLoadFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "check", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "check", fs.Arg(0))
 	}
 	cfg, code := loadConfig("check", *path, lf.options(), stderr)
 	if cfg == nil {
@@ -59,6 +59,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d server(s) (%s layout)\n", *path, len(cfg.Servers), cfg.Format)
 	code = exitOK
+	if len(cfg.Skipped) > 0 {
+		code = exitFail // reported by loadConfig
+	}
 	for _, s := range cfg.Servers {
 		summarise(stdout, s)
 		warnTiming(stderr, s)
@@ -71,6 +74,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func summarise(w io.Writer, s config.Server) {
+	if s.Key != "" {
+		fmt.Fprintf(w, "%q is served as %s (tools mcp__%s__<tool>)\n", s.Key, s.Name, s.Name)
+	}
 	if s.Type != config.TypeStdio {
 		fmt.Fprintf(w, "%s: %s %s\n", s.Name, s.Type, redact.URL(s.URL))
 		if len(s.Headers) > 0 {
@@ -144,7 +150,9 @@ for each one's first connection attempt, prints the registered tools
 server. With -search it prints the tools that best match QUERY instead,
 best first, as serve's search tool (-tools search) ranks them. Servers with failOnStartupError wait for their first attempt
 during startup; the others retry in the background, but tools reports
-the outcome of their first attempt.
+the outcome of their first attempt. Some servers offer tools by what the
+client declares it can do (sampling, elicitation, roots): serve's clients
+may see more tools than tools lists.
 
 Exits 1, printing the error of each server that did not come up (a
 "connection failed" error, with the last lines of its stderr), if any
@@ -162,16 +170,16 @@ they include every line a stdio server writes to its stderr.
 `
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("tools", toolsUsage, stderr)
+	fs := newFlags("tools", toolsUsage)
 	hf := addHostFlags(fs, "tools", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the servers to come up")
 	query := fs.String("search", "", "print the tools that best match `QUERY` (words saying what the tool should do)")
 	limit := fs.Int("limit", front.DefaultSearchLimit, "with -search, print at most `N` tools")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "tools", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "tools", fs.Arg(0))
 	}
 	if *timeout <= 0 {
 		return usageErr(stderr, "tools", "-timeout must be positive")
@@ -196,8 +204,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printTools(stdout, reg.Tools())
 	}
 	failed = reportFailures(stderr, "tools", hs) || failed
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm tools: %v\n", err)
+	if closeHost(ctx, hs, "tools", stderr) {
 		failed = true
 	}
 	if failed {
@@ -225,10 +232,10 @@ Examples:
 `
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("call", callUsage, stderr)
+	fs := newFlags("call", callUsage)
 	hf := addHostFlags(fs, "call", "warn")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the server to come up")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
@@ -268,8 +275,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		code = call(ctx, reg, tool, callArgs, stdout, stderr)
 	}
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm call: %v\n", err)
+	if closeHost(ctx, hs, "call", stderr) {
 		code = exitFail
 	}
 	return code
@@ -362,15 +368,15 @@ Examples:
 `
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", runUsage, stderr)
+	fs := newFlags("run", runUsage)
 	hf := addHostFlags(fs, "run", "info")
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, false)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "run", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "run", fs.Arg(0))
 	}
 	logger, cfg, stderr, code := hf.load(stderr)
 	if cfg == nil {
@@ -384,6 +390,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	defer sf.removeTokens()
 	_, ln, err := sf.listen("", cf)
 	if err != nil {
 		return fail(err)
@@ -415,14 +422,46 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		reportFailures(stderr, "run", hs)
 	}
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm run: %v\n", err)
-		if errors.Is(err, conn.ErrIncompleteShutdown) {
-			fmt.Fprintln(stderr, "mcpfsm run: a server process may still be running")
-		}
+	if closeHost(ctx, hs, "run", stderr) {
 		code = exitFail
 	}
 	return code
+}
+
+// closeHost closes hs, cut short by ctx's hurry (a second signal), and
+// reports whether closing failed. A server whose grace period a second
+// signal cut short is closed, not failed: Close kills its process group
+// before it returns, and only [conn.ErrIncompleteShutdown] says a process
+// may be left.
+func closeHost(ctx context.Context, hs *host.Host, cmd string, stderr io.Writer) (failed bool) {
+	hurry := hurryOf(ctx)
+	err := hs.Close(hurry)
+	switch {
+	case err == nil:
+		return false
+	case hurry.Err() != nil && onlyCanceled(err):
+		fmt.Fprintf(stderr, "mcpfsm %s: stopped at once on a second signal: every server process was killed\n", cmd)
+		return false
+	}
+	fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
+	if errors.Is(err, conn.ErrIncompleteShutdown) {
+		fmt.Fprintf(stderr, "mcpfsm %s: a server process may still be running\n", cmd)
+	}
+	return true
+}
+
+// onlyCanceled reports whether every error joined in err is a context
+// cancellation.
+func onlyCanceled(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyCanceled(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, context.Canceled) && !errors.Is(err, conn.ErrIncompleteShutdown)
 }
 
 // printToolLists prints reg's tools to w each time the list changes, the

@@ -92,21 +92,23 @@ func newClient(addr string, token tokenFlags) (*console.Client, error) {
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("status", statusUsage, stderr)
+	fs := newFlags("status", statusUsage)
 	addr, token := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the JSON of /api/status")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "status", "unexpected argument %q", fs.Arg(0))
-	}
-	if *addr == "" {
-		return usageErr(stderr, "status", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
+		return unexpectedArg(stderr, "status", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := newClient(*addr, token)
+	a, err := hostAddr(ctx, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
+		return exitFail
+	}
+	c, err := newClient(a, token)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm status: %v\n", err)
 		return exitFail
@@ -133,11 +135,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func cmdReconnect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("reconnect", reconnectUsage, stderr)
+	fs := newFlags("reconnect", reconnectUsage)
 	addr, token := clientFlags(fs)
 	all := fs.Bool("all", false, "reconnect every server")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the attempts")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	switch {
@@ -145,12 +147,15 @@ func cmdReconnect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageErr(stderr, "reconnect", "give a server NAME or -all, not both")
 	case !*all && fs.NArg() != 1:
 		return usageErr(stderr, "reconnect", "give one server NAME, or -all")
-	case *addr == "":
-		return usageErr(stderr, "reconnect", "no host address: pass -http ADDR (the -http of mcpfsm run or serve) or set %s", console.EnvAddr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := newClient(*addr, token)
+	a, err := hostAddr(ctx, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
+		return exitFail
+	}
+	c, err := newClient(a, token)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm reconnect: %v\n", err)
 		return exitFail
@@ -194,27 +199,38 @@ Asks a running mcpfsm serve or run whether it is ready: GET URL (default
 http://127.0.0.1:8808/readyz) with the host's bearer token (-token-file,
 or $MCPFSM_TOKEN), and exits 0 on a 2xx answer, 1 otherwise, printing the
 answer. It is the readiness probe of a container with no other HTTP
-client (the Helm chart's), where /readyz needs the token.
+client (the Helm chart's), where /readyz needs the token. A URL without a
+path is the host's base URL: /readyz is added.
 
 Examples:
   mcpfsm probe
-  mcpfsm probe -url http://127.0.0.1:7777/readyz
+  mcpfsm probe -url http://127.0.0.1:7777
 `
 
+// probeURL is -url, with the readiness path added to a base URL
+// (http://HOST:PORT, or with the path "/").
+func probeURL(u *neturl.URL) string {
+	if u.Host != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+		u.Path = health.ReadyPath
+	}
+	return u.String()
+}
+
 func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("probe", probeUsage, stderr)
+	fs := newFlags("probe", probeUsage)
 	url := fs.String("url", "http://127.0.0.1:8808"+health.ReadyPath, "the probe's `URL`")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after `D`")
 	_, token := clientFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "probe", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "probe", fs.Arg(0))
 	}
 	var host string
 	if u, err := neturl.Parse(*url); err == nil {
 		host = u.Host
+		*url = probeURL(u)
 	}
 	tok, err := token.load(host)
 	if err != nil {

@@ -38,12 +38,12 @@ left.
 const demoRecoveries = 2
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", demoUsage, stderr)
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("demo", demoUsage)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "demo", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "demo", fs.Arg(0))
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -19,15 +20,30 @@ import (
 func reportFailures(w io.Writer, cmd string, hs *host.Host) bool {
 	failed := hs.Failures()
 	for _, st := range failed {
-		fmt.Fprintf(w, "mcpfsm %s: server %s: %v\n", cmd, st.Config.Name, st.Err)
-		if len(st.Stderr) > 0 {
+		msg := fmt.Sprint(st.Err)
+		fmt.Fprintf(w, "mcpfsm %s: server %s: %s\n", cmd, st.Config.Name, msg)
+		if lines := newLines(st.Stderr, msg); len(lines) > 0 {
 			fmt.Fprintf(w, "  last lines of its stderr:\n")
-			for _, l := range st.Stderr {
+			for _, l := range lines {
 				fmt.Fprintf(w, "    %s\n", l)
 			}
 		}
 	}
 	return len(failed) > 0
+}
+
+// newLines is lines without those already said: in msg (the error
+// quotes the last lines of the last process), or earlier in lines (each
+// attempt's process printing the same complaint).
+func newLines(lines []string, msg string) []string {
+	var out []string
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t == "" || strings.Contains(msg, t) || slices.Contains(out, l) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // printTools writes one line per tool: public name, server, first line of

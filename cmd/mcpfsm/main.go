@@ -18,10 +18,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/internal/suggest"
 	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
@@ -47,12 +52,16 @@ Usage:
                                                  serve every server's tools as one MCP
                                                  server (stdio, or Streamable HTTP)
   mcpfsm status [-http ADDR] [-json]             the servers of a running host
+                                                 (found through the state directory
+                                                 when -http is not given)
+  mcpfsm console [-http ADDR] [-print]           open a running host's console, signed in
   mcpfsm reconnect [-http ADDR] NAME | -all      reconnect a running host's server now
   mcpfsm probe [-url URL]                        is a running host ready (its /readyz)
   mcpfsm auth login NAME -config FILE            sign in to a remote server that needs OAuth
   mcpfsm auth status -config FILE                which servers are signed in
   mcpfsm auth logout NAME -config FILE           forget a server's credential
   mcpfsm demo                                    watch a crash and a recovery (no setup)
+  mcpfsm version                                 the module version mcpfsm was built from
 
 Run 'mcpfsm COMMAND -h' for a command's flags and examples.
 ` + configHelp + `
@@ -78,9 +87,11 @@ allowed.
     }
   }
 
-  Each server is named by its key: 1 to 64 characters of A-Z, a-z, 0-9, '_'
-  and '-', without "__" and not ending in '_'. Its tools are published as
-  mcp__<server>__<tool>. Give exactly one of:
+  Each server is named by its key, any string; its tools are published as
+  mcp__<server>__<tool>, with a key other than 1 to 64 of A-Z, a-z, 0-9, '_'
+  and '-' (no "__", no trailing '_') sanitized: "Brave Search" becomes
+  brave_search ('mcpfsm check' shows it). An invalid entry is left out with
+  its error; the others are served. Give exactly one of:
     command             program to run as a stdio server (looked up in PATH)
     url                 http:// or https:// endpoint of an HTTP server
   The hosts' options (all optional; null means omitted):
@@ -203,6 +214,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "tools":
@@ -223,15 +237,24 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return cmdProbe(ctx, args[1:], stdout, stderr)
 	case "auth":
 		return cmdAuth(ctx, args[1:], stdout, stderr)
+	case "console":
+		return cmdConsole(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; commands: check, tools, call, run, serve, demo, status, reconnect, probe, auth\nrun 'mcpfsm -h' for usage\n", args[0])
+	commands := []string{"check", "tools", "call", "run", "serve", "demo", "status", "reconnect", "probe", "auth", "console", "version"}
+	hint := "commands: " + strings.Join(commands, ", ")
+	if best, ok := suggest.Closest(strings.TrimLeft(args[0], "-"), commands); ok {
+		hint = "did you mean " + best + "?"
+	}
+	fmt.Fprintf(stderr, "mcpfsm: unknown command %q; %s\nrun 'mcpfsm -h' for usage\n", args[0], hint)
 	return exitUsage
 }
 
-// newFlags returns a flag set whose -h prints usage (text, then the flags).
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set that prints nothing itself: parseFlags
+// prints its help (usage text, then the flags) to stdout on -h, and a
+// short error with a hint to stderr on a bad flag.
+func newFlags(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpfsm "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fmt.Fprintln(fs.Output(), "\nFlags:")
@@ -240,15 +263,69 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; ok false means return code.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
+// parseFlags parses args; ok false means return code. -h and --help
+// print the command's help to stdout (exit 0); a bad flag prints its
+// error, a hint when one helps and where help is, to stderr (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(io.Discard)
+		return exitOK, false
 	}
-	return 0, true
+	cmd := strings.TrimPrefix(fs.Name(), "mcpfsm ")
+	msg := err.Error()
+	if hint := flagHint(fs, err); hint != "" {
+		msg += "; " + hint
+	}
+	return usageErr(stderr, cmd, "%s", msg), false
+}
+
+// flagHint suggests the fix of a flag error: the flag meant, or a
+// duration's unit.
+func flagHint(fs *flag.FlagSet, err error) string {
+	text := err.Error()
+	if name, ok := strings.CutPrefix(text, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		name = strings.TrimLeft(name, "-")
+		if best, ok := suggest.Closest(name, names); ok {
+			return "did you mean -" + best + "?"
+		}
+		return ""
+	}
+	// invalid value "10" for flag -timeout: parse error
+	var value, name string
+	if _, scanErr := fmt.Sscanf(text, "invalid value %q for flag -%s", &value, &name); scanErr != nil {
+		return ""
+	}
+	name = strings.TrimSuffix(name, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return ""
+	}
+	if _, derr := time.ParseDuration(f.DefValue); derr == nil {
+		if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+			return "durations take a unit: " + value + "s"
+		}
+		return "durations look like 10s, 1m30s or 500ms"
+	}
+	return ""
+}
+
+// unexpectedArg reports an argument a command does not take, hinting
+// -config when it names a config file.
+func unexpectedArg(stderr io.Writer, cmd, arg string) int {
+	hint := ""
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".json", ".jsonc", ".toml":
+		hint = "; give the config file as -config " + arg
+	}
+	return usageErr(stderr, cmd, "unexpected argument %q%s", arg, hint)
 }
 
 func usageErr(stderr io.Writer, cmd, format string, a ...any) int {
@@ -265,7 +342,12 @@ func loadConfig(cmd, path string, opts *config.Options, stderr io.Writer) (*conf
 	cfg, err := config.Load(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm %s: %v\n", cmd, err)
-		return nil, exitFail
+		if cfg == nil {
+			return nil, exitFail
+		}
+		// Some entries are invalid: run the others.
+		fmt.Fprintf(stderr, "mcpfsm %s: %s: left out %d invalid server(s) (%s); going on with the %d valid one(s)\n",
+			cmd, path, len(cfg.Skipped), skippedKeys(cfg.Skipped), len(cfg.Servers))
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "mcpfsm %s: %s: warning: %s\n", cmd, path, w)
@@ -279,6 +361,15 @@ func loadConfig(cmd, path string, opts *config.Options, stderr io.Writer) (*conf
 		}
 	}
 	return cfg, exitOK
+}
+
+// skippedKeys lists the keys of skipped entries, quoted.
+func skippedKeys(sk []config.SkippedServer) string {
+	q := make([]string, len(sk))
+	for i, s := range sk {
+		q[i] = strconv.Quote(s.Key)
+	}
+	return strings.Join(q, ", ")
 }
 
 // hostFlags are the flags of every command that starts servers: the config

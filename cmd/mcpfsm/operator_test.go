@@ -179,7 +179,7 @@ func TestServeMaxConnsCoversMaxSessions(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "-max-conns 512 is under twice -max-sessions 1000") || !strings.Contains(errOut, "-max-conns 2000") {
 		t.Errorf("exit %d, stderr %q; want the start refused naming -max-conns 2000", code, errOut)
 	}
-	a := addAccessFlags(newFlags("serve", "", io.Discard), true)
+	a := addAccessFlags(newFlags("serve", ""), true)
 	a.fs.Int("max-sessions", 256, "")
 	if err := a.fs.Parse([]string{"-max-sessions", "1000"}); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -98,16 +99,16 @@ Examples:
 `
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("serve", serveUsage, stderr)
+	fs := newFlags("serve", serveUsage)
 	hf := addHostFlags(fs, "serve", "info")
 	sv := addServeFlags(fs)
 	cf := addConsoleFlags(fs)
 	af := addAccessFlags(fs, true)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "serve", "unexpected argument %q", fs.Arg(0))
+		return unexpectedArg(stderr, "serve", fs.Arg(0))
 	}
 	if msg := sv.check(); msg != "" {
 		return usageErr(stderr, "serve", "%s", msg)
@@ -126,6 +127,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(err)
 	}
+	defer sf.removeTokens()
 	ln, cln, err := sf.listen(*sv.listen, cf)
 	if err != nil {
 		return fail(err)
@@ -181,6 +183,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				rule: sf.mcp, tls: sf.tls, opts: sv.httpOptions()})
 		} else {
 			defer catchSIGPIPE()() // until every server is stopped
+			if stdinIsTerminal() {
+				fmt.Fprint(stderr, terminalHint(*hf.path))
+			}
 			err = serveStdio(ctx, f, stdout, logger, len(reg.Tools()), len(cfg.Servers))
 		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
@@ -192,8 +197,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ln.Close()
 	}
 	stopConsole()
-	if err := hs.Close(hurryOf(ctx)); err != nil {
-		fmt.Fprintf(stderr, "mcpfsm serve: %v\n", err)
+	if closeHost(ctx, hs, "serve", stderr) {
 		code = exitFail
 	}
 	if !stopping.IsZero() {
@@ -337,6 +341,28 @@ func catchSIGPIPE() (stop func()) {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	return func() { signal.Stop(sigpipe) }
+}
+
+// stdinIsTerminal reports whether a person, not an MCP host, is at
+// serve's stdin: a character device other than the null device. A
+// variable, for tests.
+var stdinIsTerminal = func() bool {
+	fi, err := os.Stdin.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
+}
+
+// terminalHint is what serve says to a person who ran it in a terminal:
+// what it waits for and what they may have meant.
+func terminalHint(config string) string {
+	return `mcpfsm serve: stdin is a terminal, but serve speaks MCP (JSON-RPC) on stdin and stdout,
+  for an MCP host that starts it; it waits for one (Ctrl-C or Ctrl-D ends it). To see the
+  tools: mcpfsm tools -config ` + config + `; to serve clients over HTTP: add -listen 127.0.0.1:8808;
+  to have a host start it: {"command": "mcpfsm", "args": ["serve", "-config", ` + strconv.Quote(config) + `]}.
+`
 }
 
 // serveStdio serves f to the one client on stdin and stdout until it

@@ -1,12 +1,23 @@
 package main
 
-import "runtime/debug"
+import (
+	"runtime/debug"
 
-// version is the module version mcpfsm was built from: a tag with go
-// install ...@version, else "dev".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	"github.com/mcpfsm/mcpfsm/front"
+)
+
+// version is the module version mcpfsm was built from (see
+// front.ModuleVersion): a tag with go install ...@version, else the
+// pseudo-version or commit go build stamped, else "devel". It is also
+// the serverInfo.version serve gives its clients.
+func version() string { return front.ModuleVersion() }
+
+// versionLine is what 'mcpfsm version' prints: the version, then the Go
+// release that built it.
+func versionLine() string {
+	goVersion := "go?"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
 	}
-	return "dev"
+	return "mcpfsm " + version() + " (" + goVersion + ")"
 }

@@ -1,8 +1,10 @@
-// The mcpfsm console page: renders /api/events (Server-Sent Events) into
-// one card per server, and posts the Reconnect and Reload buttons.
+// The mcpfsm console page: renders /api/status (fetched once on load) and
+// then /api/events (Server-Sent Events) into one table row per server,
+// with its diagram and recent transitions on demand, and posts the
+// Reconnect and Reload buttons.
 "use strict";
 
-const cards = document.getElementById("cards");
+const cards = document.getElementById("servers");
 const template = document.getElementById("card");
 let diagram = "";      // the SVG of the connection machine, from /diagram.svg
 let report = null;     // the last status report
@@ -34,18 +36,34 @@ function setMessage(el, text, isError) {
 }
 
 function cardFor(name) {
-  let card = cards.querySelector('section.card[data-server="' + CSS.escape(name) + '"]');
+  let card = cards.querySelector('tbody.card[data-server="' + CSS.escape(name) + '"]');
   if (card) return card;
   card = template.content.firstElementChild.cloneNode(true);
   card.dataset.server = name;
   card.querySelector(".name").textContent = name;
-  card.querySelector(".diagram").innerHTML = diagram;
-  const svg = card.querySelector(".diagram svg");
-  if (svg) svg.classList.add("focus");
   const button = card.querySelector("button.reconnect");
   button.dataset.server = name;
   button.addEventListener("click", () => reconnect(name, card, button));
+  const details = card.querySelector("button.details");
+  details.addEventListener("click", () => toggleDetails(card, details));
   return card;
+}
+
+// toggleDetails shows or hides the server's diagram and transitions; the
+// drawing is made the first time it is shown.
+function toggleDetails(card, button) {
+  const row = card.querySelector("tr.detail");
+  const open = row.hidden;
+  row.hidden = !open;
+  button.setAttribute("aria-expanded", String(open));
+  button.textContent = open ? "Hide" : "Diagram";
+  if (open && !card.querySelector(".diagram svg")) {
+    card.querySelector(".diagram").innerHTML = diagram;
+    const svg = card.querySelector(".diagram svg");
+    if (svg) svg.classList.add("focus");
+    const s = report && report.servers.find(x => x.name === card.dataset.server);
+    if (s) highlight(card, s);
+  }
 }
 
 // levels returns state and the superstates it lies in, innermost first,
@@ -101,17 +119,22 @@ function renderServer(s) {
   const card = cardFor(s.name);
   card.dataset.state = s.state;
   card.classList.toggle("alarm", s.alarm);
+  card.classList.toggle("healthy", s.state === "established");
   const badge = card.querySelector(".state");
   badge.textContent = s.state;
   card.querySelector(".phrase").textContent = s.phrase;
+  card.querySelector(".f-state").textContent = s.state + ": " + s.phrase;
   let attempt = s.attempt + "/" + s.maxAttempts;
   if (!s.attempt) attempt += " (no outage)";
   else if (s.state === "established") attempt = "came back on attempt " + attempt;
   card.querySelector(".f-attempt").textContent = attempt;
   card.querySelector(".f-tools").textContent =
-    String(s.toolCount) + (s.hiddenTools ? " (" + s.hiddenTools + " hidden by its filter)" : "");
+    String(s.toolCount) + (s.hiddenTools ? " (" + s.hiddenTools + " hidden)" : "");
   card.querySelector(".f-tools").title = s.tools.join("\n");
-  card.querySelector(".f-cause").textContent = s.lastError || "none";
+  const cause = card.querySelector(".f-cause");
+  cause.textContent = s.lastError || "none";
+  cause.title = s.lastError || "";
+  card.querySelector(".f-cause-full").textContent = s.lastError || "none";
   card.querySelector(".f-sandbox").textContent = s.sandbox ? s.sandbox.join("\n") : "none";
   card.querySelector(".f-instances").textContent = instancesText(s.instances);
   card.querySelector(".f-callers").textContent = callersText(s.callers);
@@ -158,17 +181,19 @@ function render(r) {
   offset = Date.parse(r.now) - Date.now();
   const seen = new Set();
   let ok = 0, failing = 0;
+  const bodies = () => [...cards.querySelectorAll("tbody.card")];
   r.servers.forEach((s, i) => {
     const card = renderServer(s);
     seen.add(s.name);
-    if (cards.children[i] !== card) cards.insertBefore(card, cards.children[i] || null);
+    const at = bodies()[i];
+    if (at !== card) cards.insertBefore(card, at || null);
     if (s.alarm) failing++; else if (s.state === "established") ok++;
   });
-  for (const card of [...cards.querySelectorAll("section.card")]) {
+  for (const card of bodies()) {
     if (!seen.has(card.dataset.server)) card.remove();
   }
-  const empty = cards.querySelector(".empty");
-  if (!r.servers.length && !empty) cards.innerHTML = '<p class="empty">This host runs no servers.</p>';
+  const empty = document.querySelector(".empty");
+  if (!r.servers.length && !empty) cards.insertAdjacentHTML("afterend", '<p class="empty">This host runs no servers.</p>');
   if (r.servers.length && empty) empty.remove();
   document.getElementById("summary").textContent =
     r.servers.length + " servers · " + ok + " connected · " + failing + " failing";
@@ -210,6 +235,15 @@ async function headerAction(button, url, busy, done) {
   }
 }
 
+// first fetches the status once, so the page shows it before the event
+// stream sends its first.
+async function first() {
+  try {
+    const res = await fetch("/api/status", { credentials: "same-origin" });
+    if (res.ok && !report) render(await res.json());
+  } catch (e) { /* the event stream reports the host unreachable */ }
+}
+
 function connect() {
   const live = document.getElementById("live");
   const es = new EventSource("/api/events");
@@ -234,6 +268,7 @@ async function main() {
   all.addEventListener("click", () => headerAction(all, "/api/reconnect", "reconnecting all…", "all servers reconnected"));
   const reload = document.getElementById("reload");
   reload.addEventListener("click", () => headerAction(reload, "/api/reload", "reloading…", "configuration reloaded"));
+  await first();
   connect();
   setInterval(tick, 1000);
 }
