@@ -13,8 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
