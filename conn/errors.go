@@ -340,7 +340,7 @@ func (e *ServerExit) Error() string {
 			b.WriteString(" (sent by the supervisor after the grace period)")
 		}
 	} else if e.BeforeAnswering {
-		fmt.Fprintf(&b, "the server exited with status %d before answering", e.Code)
+		fmt.Fprintf(&b, "the server exited before answering: exit status %d", e.Code)
 	} else {
 		fmt.Fprintf(&b, "the server exited: exit status %d", e.Code)
 	}
@@ -427,7 +427,10 @@ func (g *generation) withCause(err error) error {
 	t, attempt := g.transport, g.life.cause == causeFailed
 	g.mu.Unlock()
 	cause := transportCause(t)
-	if x, ok := cause.(*ServerExit); ok && attempt && x.Signal == "" && x.Limit == "" {
+	// Only a session the server's exit ended: an attempt the supervisor
+	// gave up on (ConnectTimeout, an invalid tool list) closed the
+	// server's stdin itself, and its own error says why.
+	if x, ok := cause.(*ServerExit); ok && attempt && x.Signal == "" && x.Limit == "" && transport.ConnectionGone(err) {
 		x.BeforeAnswering = true
 	}
 	switch {

@@ -35,7 +35,7 @@ func TestExitBeforeAnsweringIsTheCause(t *testing.T) {
 	defer sup.Close(context.Background())
 	rec.Expect(t, waitLimit, conn.FailedDisabled)
 	st := sup.Status()
-	want := "the server exited with status 1 before answering; stderr: GITHUB_TOKEN is not set"
+	want := "the server exited before answering: exit status 1; stderr: GITHUB_TOKEN is not set"
 	var exit *conn.ServerExit
 	if !errors.As(st.LastErr, &exit) || !exit.BeforeAnswering || !strings.HasSuffix(st.LastErr.Error(), want) {
 		t.Errorf("LastErr = %v, want it to end %q", st.LastErr, want)

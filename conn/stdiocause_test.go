@@ -26,7 +26,7 @@ func TestServerExitMessage(t *testing.T) {
 
 func TestServerExitBeforeAnsweringMessage(t *testing.T) {
 	e := ServerExit{Code: 1, Stderr: []string{"GITHUB_TOKEN is not set"}, BeforeAnswering: true}
-	if got, want := e.Error(), "the server exited with status 1 before answering; stderr: GITHUB_TOKEN is not set"; got != want {
+	if got, want := e.Error(), "the server exited before answering: exit status 1; stderr: GITHUB_TOKEN is not set"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -152,8 +152,9 @@ func TestHostLeavesNoServerBehind(t *testing.T) {
 	}{
 		// The default schedule (2 s + 2 s) does not fit in 1 s.
 		{"SIGTERM-short-closeTimeout", 1000, []syscall.Signal{syscall.SIGTERM}, 0, 3 * time.Second},
-		// The second interrupt cuts the default 4 s schedule short.
-		{"second-SIGINT", 0, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 1, 3 * time.Second},
+		// The second interrupt cuts the default 4 s schedule short; the
+		// server's group is killed, so the stop is no failure (exit 0).
+		{"second-SIGINT", 0, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 0, 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

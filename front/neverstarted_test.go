@@ -15,7 +15,7 @@ import (
 func TestDescribeNeverStarted(t *testing.T) {
 	clk := clock.NewMock()
 	now := clk.Now()
-	cause := errors.New("the server exited with status 1 before answering; stderr: GITHUB_TOKEN is not set")
+	cause := errors.New("the server exited before answering: exit status 1; stderr: GITHUB_TOKEN is not set")
 	tests := []struct {
 		st   conn.Status
 		want string
