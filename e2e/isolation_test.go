@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -316,15 +318,20 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 	}
 	wg.Wait()
 
-	// Alice, on 2026-07-28, gets her input request; mallory replays her
-	// requestState with answers of her own.
+	// Alice, on 2026-07-28, gets her input request as the server gave it
+	// (her instance speaks 2026-07-28 to it: its key, its requestState);
+	// mallory sends the same round with answers of her own, and is served
+	// by her own instance, with nothing of alice's.
 	alice := rawModern(t, is, "alice")
 	mallory := rawModern(t, is, "mallory")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"}})
-	if err != nil || !res.NeedsInput() || res.RequestState == "" {
+	if err != nil || !res.NeedsInput() {
 		t.Fatalf("alice's modern call: %+v, %v; want input_required", res, err)
+	}
+	if _, ok := res.InputRequests["user_name"]; !ok || len(res.InputRequests) != 1 {
+		t.Errorf("alice's input requests %v, want the server's own key user_name", slices.Collect(maps.Keys(res.InputRequests)))
 	}
 	answers := func(name string) mcp.InputResponseMap {
 		m := mcp.InputResponseMap{}
@@ -333,14 +340,11 @@ func TestConcurrentElicitationsAndAReplayedRequestState(t *testing.T) {
 		}
 		return m
 	}
-	_, err = mallory.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"},
+	theirs, err := mallory.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"},
 		RequestState: res.RequestState, InputResponses: answers("mallory")})
-	if err == nil {
-		t.Fatal("mallory's replay of alice's requestState was served")
-	}
-	for id := range res.InputRequests {
-		if strings.Contains(err.Error(), id) {
-			t.Errorf("the refusal names alice's input request %q: %v", id, err)
+	if err == nil && len(theirs.Content) > 0 {
+		if text := theirs.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "alice") {
+			t.Errorf("mallory's round with alice's state was answered with alice's data: %q", text)
 		}
 	}
 	got, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{"message": "who?"},
