@@ -43,9 +43,12 @@ func TokenFile(addr string) (string, error) {
 // the TCP addresses addrs: every local user can reach a loopback port, so
 // even there a request needs a token. It is the one already in the
 // [TokenFile] of an address with a fixed port (mode 0600, owned by this
-// user), so that clients keep working across restarts, else a new random
-// one (130 bits). Write it with [WriteTokenFile] once the address is
-// bound.
+// user), else a new random one (130 bits). Write it with [WriteTokenFile]
+// once the address is bound. mcpfsm removes the token files it wrote
+// when it exits, so a file is found here only while another process
+// serves the address or after one that did not exit cleanly: clients of
+// a crashed host keep working after its restart, while an ordinary stop
+// leaves no token behind.
 func RunToken(addrs []string) string {
 	for _, a := range addrs {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "0" {
