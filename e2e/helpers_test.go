@@ -31,7 +31,7 @@ const wait = 15 * time.Second
 // time (a measured interval, a call's return). The exact bounds (a call
 // returns by its deadline, a hung server is lost within two keep-alive
 // intervals, Close is prompt) are checked on simulated time, by conn/sim
-// and conn/behaviour; here a bound only tells a late event from one that
+// and fsm_test; here a bound only tells a late event from one that
 // waited for the wrong thing (a backoff, CallTimeout, the SDK's own
 // timeouts), so it leaves a second for scheduling.
 const slack = time.Second

@@ -1,6 +1,6 @@
 //lint:file-ignore SA1019 roots are deprecated upstream (SEP-2577) but still served, and tested.
 
-package behaviour_test
+package fsm_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package behaviour_test
+package fsm_test
 
 import (
 	"context"

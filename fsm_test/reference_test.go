@@ -1,4 +1,4 @@
-package behaviour_test
+package fsm_test
 
 // Go counterparts of the reference implementation's tests whose names are
 // not already in the other files (see docs/reliability.md for the map).
