@@ -3,7 +3,6 @@ package front
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 )
@@ -58,12 +57,6 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 		if st, ok := shared.status(); ok && st.State != conn.Established {
 			return shared, errServerDown
 		}
-	}
-	// The instance starts with its client's roots, or not at all: a
-	// server such as server-filesystem reads them as it starts, and
-	// serves nothing of the client's without them.
-	if err := c.askRoots(ctx, server); err != nil {
-		return backend{}, fmt.Errorf("server %q: the instance for this client was not used: the client's roots were not read: %w", server, err)
 	}
 	sup, started, done, err := in.Use(ctx)
 	if err != nil {

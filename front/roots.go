@@ -16,11 +16,12 @@ import (
 // says they changed, and go to the instances that serve it as its own:
 // its per-client instances, and on the stdio front every shared
 // instance. A modern client cannot be asked outside a call: its roots
-// are asked during the call that starts its first instance, before the
-// instance starts (see askRoots), so that the instance has them from its
-// start and its server never serves that client without them; or, for a
-// call that cannot ask them first, when a server asks for them (see
-// answerRoots).
+// are asked whenever a server asks for them (see answerRoots), in the
+// call the server is serving, or in the call that is starting the
+// instance, when the server asks as it starts (server-filesystem does):
+// that call is in flight on the server (begin comes before the instance
+// is used), so the server's roots/list becomes an input request of it.
+// The answer is kept as the client's, for its next instance's start.
 
 // rootsTimeout bounds one roots/list to the front client.
 const rootsTimeout = 10 * time.Second
@@ -149,74 +150,6 @@ func cloneRoots(roots []*mcp.Root) []*mcp.Root {
 		}
 	}
 	return out
-}
-
-// offersRootsKey marks the context of a request whose client declared
-// the roots capability in it.
-type offersRootsKey struct{}
-
-// offerMiddleware notes in the context of a modern client's request
-// whether its client declared roots: a 2026-07-28 client declares its
-// capabilities in each request's _meta, and only a client that declared
-// roots is asked for them (askRoots).
-func (c *client) offerMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if caps := requestCapabilities(req); caps != nil && caps.RootsV2 != nil {
-			ctx = context.WithValue(ctx, offersRootsKey{}, true)
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// requestCapabilities are the capabilities the client of req declared,
-// for a request that may start an instance, or nil.
-func requestCapabilities(req mcp.Request) *mcp.ClientCapabilities {
-	switch r := req.(type) {
-	case *mcp.CallToolRequest:
-		return r.ClientCapabilities()
-	case *mcp.ReadResourceRequest:
-		return r.ClientCapabilities()
-	case *mcp.GetPromptRequest:
-		return r.ClientCapabilities()
-	}
-	return nil
-}
-
-// askRoots asks a modern client for its roots, in its call under ctx
-// to its instance of server, when they are not known: the client answers
-// in its next round trip (an input request of the call's result), and an
-// instance the call starts has the answer as its roots from its start
-// (configure), so its server's roots/list is answered with them at once.
-// An instance that runs already (started by a request that could not
-// ask) is given them now. A classic client's roots are read before its
-// call goes on (rootsMiddleware); a call that cannot carry a request
-// (not bridged), or a client that declared no roots, is not asked.
-func (c *client) askRoots(ctx context.Context, server string) error {
-	if c.kind != subjectClient || ctx.Value(offersRootsKey{}) == nil {
-		return nil
-	}
-	if _, ok := c.knownRoots(); ok {
-		return nil
-	}
-	b := bridge.Of(ctx)
-	if b == nil {
-		return nil
-	}
-	res, err := c.rootsFrom(ctx, b, server)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	instances := c.instanceSet()
-	c.mu.Unlock()
-	for _, in := range instances {
-		if sup := in.Running(); sup != nil {
-			if err := sup.SetRoots(res.Roots...); err != nil {
-				c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
-			}
-		}
-	}
-	return nil
 }
 
 // rootsFrom asks the client of the bridged call b for its roots, on

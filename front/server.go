@@ -43,7 +43,6 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
 	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
-	s.AddReceivingMiddleware(c.offerMiddleware)  // inside the bridge: a bridged call's context has its mark
 	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
