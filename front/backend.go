@@ -54,7 +54,10 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 		// from the shared instance's state: an instance started now would
 		// only wait for the same server.
 		shared := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
-		if st, ok := shared.status(); ok && st.State != conn.Established {
+		// A server still on its first attempt (connecting: an npx
+		// server takes seconds to start) is no outage: the instance
+		// starts and the request waits for it below.
+		if st, ok := shared.status(); ok && st.State != conn.Established && st.State != conn.Connecting {
 			return shared, errServerDown
 		}
 	}

@@ -460,3 +460,27 @@ func TestFirstUseDuringAnOutageFailsFast(t *testing.T) {
 		t.Fatalf("%d instances started during the outage", n)
 	}
 }
+
+// A client's first call of a server whose shared instance is still on
+// its first attempt (connecting, as an npx server is for seconds after
+// serve starts) is no outage: it starts the client's instance and waits
+// for it, bounded by the call's deadline, instead of failing at once.
+func TestFirstUseWhileTheServerStartsWaits(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: true})
+	r.bs.status = func(string) (conn.Status, bool) {
+		return conn.Status{State: conn.Connecting, Attempt: 1, MaxAttempts: 5}, true
+	}
+	alice := r.connect(t, "http", "alice", conn.ClassicProtocolVersion)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := alice.sess.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("a first call while the server starts: %q, want its result", res.Content[0].(*mcp.TextContent).Text)
+	}
+	if n := len(r.bs.instances()); n != 1 {
+		t.Fatalf("%d instances started, want alice's", n)
+	}
+}
