@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -209,6 +210,38 @@ func lastPID(tb testing.TB, path string) int {
 		tb.Fatalf("pidlog %s: %v", path, err)
 	}
 	return pid
+}
+
+// boxedPID returns the host PID of the running process of bin that is
+// the init of a PID namespace of its own (NSpid ends in 1): a server in
+// the sandbox.
+func boxedPID(tb testing.TB, bin string) int {
+	tb.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || string(bytes.SplitN(cmdline, []byte{0}, 2)[0]) != bin {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 1 && f[len(f)-1] == "1" {
+				return pid
+			}
+		}
+	}
+	tb.Fatalf("no sandboxed process of %s is running", bin)
+	return 0
 }
 
 // signal is a non-blocking notifier for OnTransition, which must not block.

@@ -33,6 +33,7 @@ type fixtureSup struct {
 	lost        signal[time.Time] // left established
 	connecting  signal[time.Time] // entered connecting (backoff elapsed)
 	echo        string            // echo's public name
+	boxed       bool              // the server runs in a sandbox, as its PID namespace's init
 }
 
 func startFixture(b *testing.B, p policy.Policy) *fixtureSup { return startFixtureIn(b, p, nil) }
@@ -55,6 +56,7 @@ func startFixtureIn(b *testing.B, p policy.Policy, sb *sandbox.Spec) *fixtureSup
 		spec := *sb
 		spec.AllowWrite = append(spec.AllowWrite, filepath.Dir(f.pidlog))
 		tr.Sandbox = &spec
+		f.boxed = true
 	}
 	sup, err := conn.Start(context.Background(), conn.Config{
 		Name:               "fx",
@@ -87,7 +89,14 @@ func startFixtureIn(b *testing.B, p policy.Policy, sb *sandbox.Spec) *fixtureSup
 // kill SIGKILLs the current server process and returns when it was sent.
 func (f *fixtureSup) kill(b *testing.B) time.Time {
 	b.Helper()
-	pid := lastPID(b, f.pidlog)
+	var pid int
+	if f.boxed {
+		// The sandboxed server is the init of its own PID namespace and
+		// logs no PID (its own would be 1): find it by its host PID.
+		pid = boxedPID(b, f.bin)
+	} else {
+		pid = lastPID(b, f.pidlog)
+	}
 	t0 := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		b.Fatalf("kill %d: %v", pid, err)
