@@ -3,15 +3,11 @@
 package conn_test
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/conntest"
-	"github.com/mcpfsm/mcpfsm/policy"
 )
 
 // A stdio server that exits at start, before answering anything, is
@@ -19,20 +15,7 @@ import (
 // stand the server/discover probe, and the supervisor learns no protocol
 // from it.
 func TestExitBeforeAnsweringIsTheCause(t *testing.T) {
-	tr := conn.Command("sh", "-c", "echo GITHUB_TOKEN is not set >&2; exit 1")
-	rec := conntest.NewRecorder()
-	var logs syncBuffer
-	p := policy.Default()
-	p.Enabled = false
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "github", Transport: tr, Registry: conn.NewRegistry(), Reconnect: &p,
-		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnTransition: rec.OnTransition,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close(context.Background())
+	sup, rec, logs := startShellServer(t, "github", "echo GITHUB_TOKEN is not set >&2; exit 1")
 	rec.Expect(t, waitLimit, conn.FailedDisabled)
 	st := sup.Status()
 	want := "the server exited before answering: exit status 1; stderr: GITHUB_TOKEN is not set"

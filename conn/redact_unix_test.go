@@ -19,20 +19,7 @@ import (
 // the supervisor's errors, Status, transitions or log lines.
 func TestStderrSecretsStayOutOfStatusErrorsAndLogs(t *testing.T) {
 	const secret = "hunter2"
-	tr := conn.Command("sh", "-c", "echo 'cannot reach postgres://app:"+secret+"@db/app' >&2; exit 3")
-	rec := conntest.NewRecorder()
-	var logs syncBuffer
-	p := policy.Default()
-	p.Enabled = false
-	sup, err := conn.Start(context.Background(), conn.Config{
-		Name: "leaky", Transport: tr, Registry: conn.NewRegistry(), Reconnect: &p,
-		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnTransition: rec.OnTransition,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close(context.Background())
+	sup, rec, logs := startShellServer(t, "leaky", "echo 'cannot reach postgres://app:"+secret+"@db/app' >&2; exit 3")
 	trs := rec.Expect(t, waitLimit, conn.FailedDisabled)
 	st := sup.Status()
 	var exit *conn.ServerExit
@@ -53,4 +40,25 @@ func TestStderrSecretsStayOutOfStatusErrorsAndLogs(t *testing.T) {
 			t.Errorf("ServerExit.Stderr has the secret: %q", line)
 		}
 	}
+}
+
+// startShellServer supervises the shell script as a stdio server named
+// name, without reconnects, logging at debug level into the returned
+// buffer; the supervisor is closed when the test ends.
+func startShellServer(t *testing.T, name, script string) (*conn.Supervisor, *conntest.Recorder, *syncBuffer) {
+	t.Helper()
+	rec := conntest.NewRecorder()
+	logs := new(syncBuffer)
+	p := policy.Default()
+	p.Enabled = false
+	sup, err := conn.Start(context.Background(), conn.Config{
+		Name: name, Transport: conn.Command("sh", "-c", script), Registry: conn.NewRegistry(), Reconnect: &p,
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnTransition: rec.OnTransition,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sup.Close(context.Background()) })
+	return sup, rec, logs
 }
