@@ -186,7 +186,7 @@ type Front struct {
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
 
-	results results // the cut results kept for their callers (limits.go)
+	results results  // the cut results kept for their callers (limits.go)
 	tasks   taskRuns // the tool calls run as tasks (tasks.go)
 }
 

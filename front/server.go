@@ -23,7 +23,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	opts.Capabilities.Extensions = map[string]any{taskExtension: map[string]any{}} // tasks.go
-	if f.opts.Limits.on() { // a cut result is read as a resource (limits.go)
+	if f.opts.Limits.on() {                                                        // a cut result is read as a resource (limits.go)
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
 	}
 	if f.opts.Catalog != nil {
