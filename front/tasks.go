@@ -48,6 +48,7 @@ type taskRuns struct {
 	once  sync.Once
 	store *tasks.Store
 	idle  atomic.Int64 // a modern client's idle end, held off while its task runs (HTTPOptions.SessionTimeout)
+	armed func()       // tests: called once a call's head start is timed
 }
 
 // taskStore is the front's store of tasks, made on first use.
@@ -203,6 +204,9 @@ func (c *client) runTask(ctx context.Context, next mcp.MethodHandler, r *mcp.Cal
 	})
 	timer := c.f.opts.Clock.Timer(taskHeadStart)
 	defer timer.Stop()
+	if c.f.tasks.armed != nil {
+		c.f.tasks.armed()
+	}
 	select {
 	case o := <-h.first:
 		return taskAnswer(o)

@@ -67,10 +67,15 @@ type Options struct {
 	// MaxTasks bounds the tasks kept in all; MaxPerOwner, those of one
 	// owner.
 	MaxTasks, MaxPerOwner int
-	// MaxBytes bounds the bytes of the outcomes kept in all;
-	// MaxResultBytes, that of one (a larger one fails its task).
+	// MaxBytes bounds the bytes of the results kept in all;
+	// MaxResultBytes, that of one (a larger one fails its task). A
+	// failed task's error is kept in at most 1 KiB.
 	MaxBytes, MaxResultBytes int64
 }
+
+// maxErrorBytes bounds the error a failed task keeps: past it, its data
+// is dropped and its message cut.
+const maxErrorBytes = 1024
 
 // ErrFull: the store holds as many tasks as its bounds allow, in all or
 // for the owner; the call is not made a task.
@@ -100,7 +105,7 @@ type task struct {
 
 	result  json.RawMessage // the outcome of a completed task
 	err     *jsonrpc.Error  // that of a failed one
-	size    int64           // bytes of result or err kept
+	size    int64           // bytes of result kept
 	pending mcp.InputRequestMap
 	answers mcp.InputResponseMap
 	state   string                    // the requestState the answers go on with
@@ -269,13 +274,14 @@ func (s *Store) Finish(id string, res mcp.Result, err error) {
 	if !errors.As(err, &wire) {
 		wire = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	// An error is kept in at most maxErrorBytes, outside MaxBytes (which
+	// bounds the results): the task count bounds them.
 	cp := *wire
-	if int64(len(cp.Message)+len(cp.Data)) > s.o.MaxResultBytes {
+	if len(cp.Message)+len(cp.Data) > maxErrorBytes {
 		cp.Data = nil
-		cp.Message = cp.Message[:min(len(cp.Message), 1024)]
+		cp.Message = cp.Message[:min(len(cp.Message), maxErrorBytes)]
 	}
-	t.status, t.err, t.size = Failed, &cp, int64(len(cp.Message)+len(cp.Data))
-	s.bytes += t.size
+	t.status, t.err = Failed, &cp
 	s.notify()
 }
 
