@@ -190,7 +190,10 @@ type handoff struct {
 }
 
 // runTask runs r's call under the front, detached from ctx, and answers
-// with its task, or with its outcome if it came within taskHeadStart.
+// with its task, or with its outcome if it came within taskHeadStart. A
+// client gone within the head start never learns its task: go-sdk's
+// stateless handler does not end ctx when a client's connection drops,
+// so such a task runs on, bounded like any by the store's count and TTL.
 func (c *client) runTask(ctx context.Context, next mcp.MethodHandler, r *mcp.CallToolRequest, mark taskMark) (mcp.Result, error) {
 	store := c.f.taskStore()
 	owner := c.taskOwner(r.Extra)
