@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,18 @@ var attacks = map[string]func(arg string) (string, error){
 	"rename": func(arg string) (string, error) {
 		from, to, _ := strings.Cut(arg, ":")
 		return "", os.Rename(from, to)
+	},
+	// create:PATH makes the directories that lead to PATH and writes it.
+	"create": func(path string) (string, error) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		return "", os.WriteFile(path, []byte("created"), 0o644)
+	},
+	// symlink:TARGET:LINK makes LINK a symbolic link to TARGET.
+	"symlink": func(arg string) (string, error) {
+		target, link, _ := strings.Cut(arg, ":")
+		return "", os.Symlink(target, link)
 	},
 	// remove:PATH removes PATH and all beneath it.
 	"remove": func(path string) (string, error) {
