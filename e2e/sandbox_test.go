@@ -123,13 +123,14 @@ func TestSandboxedServer(t *testing.T) {
 // TestSandboxMaxProcs: a sandbox the system cannot give
 // fails the attempt with a permanent error that names what is missing and
 // the fix, and the server is never started unsandboxed. (maxProcs under
-// root: the kernel does not apply RLIMIT_NPROC to root.) As an ordinary
-// user, maxProcs applies and bounds the server's processes.
+// root without a pids cgroup: the kernel does not apply RLIMIT_NPROC to
+// root.) As an ordinary user, or as root with a pids cgroup, maxProcs
+// applies and bounds the server's processes.
 func TestSandboxMaxProcs(t *testing.T) {
 	e := newEnv(t)
 	cmd := e.command("-probes")
 	cmd.Sandbox = &sandbox.Spec{MaxProcs: 40, AllowWrite: []string{e.dir}}
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || cmd.Sandbox.Check() == nil {
 		e.start(conn.Config{Transport: cmd, Reconnect: fast(3)})
 		e.rec.Await(t, wait, conn.Established)
 		got, err := e.call("procs", map[string]any{"arg": "100"})

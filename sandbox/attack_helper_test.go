@@ -97,6 +97,16 @@ var attacks = map[string]func(arg string) (string, error){
 		unix.Close(int(fd))
 		return "io_uring set up\n", nil
 	},
+	// sharedmem:MB maps MB MiB of shared anonymous memory and touches
+	// every page; memfd:MB does the same with a memfd.
+	"sharedmem": func(arg string) (string, error) { return touchShared(arg, -1) },
+	"memfd": func(arg string) (string, error) {
+		fd, err := unix.MemfdCreate("attack", 0)
+		if err != nil {
+			return "", fmt.Errorf("memfd_create: %w", err)
+		}
+		return touchShared(arg, fd)
+	},
 	// dgram:PATH sends a datagram to the named socket PATH from one end of
 	// a datagram socketpair.
 	"dgram": func(path string) (string, error) {
@@ -181,4 +191,25 @@ var attacks = map[string]func(arg string) (string, error){
 		}
 		return out.String(), nil
 	},
+}
+
+// touchShared maps MB MiB shared, of fd (-1: anonymous), and writes to
+// every page, so that all of it is resident.
+func touchShared(arg string, fd int) (string, error) {
+	mb, _ := strconv.Atoi(arg)
+	size := mb << 20
+	flags := unix.MAP_SHARED
+	if fd < 0 {
+		flags |= unix.MAP_ANONYMOUS
+	} else if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return "", fmt.Errorf("ftruncate: %w", err)
+	}
+	b, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		return "", fmt.Errorf("mmap: %w", err)
+	}
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	return fmt.Sprintf("resident %d MiB\n", mb), nil
 }
