@@ -5,12 +5,14 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/mcpfsm/mcpfsm/sandbox"
@@ -47,6 +49,39 @@ var attacks = map[string]func(arg string) (string, error){
 		}
 		fmt.Println("ready")
 		select {}
+	},
+	// sandboxed:ACTION plays mcpfsm, as whatever user the test made it:
+	// it runs the helper with ACTION in a sandbox (allowAllUnixSockets
+	// unset), holding the pipe of its standard output, and reports what
+	// the helper wrote, and whether anything still held the pipe 10s
+	// after the helper ended.
+	"sandboxed": func(action string) (string, error) {
+		exe, _ := os.Executable()
+		r, w, err := os.Pipe()
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+action)
+		c.Stdout, c.Stderr = w, w
+		run, err := (&sandbox.Spec{}).Prepare(c, sandbox.Options{})
+		if err != nil {
+			return "", err
+		}
+		defer run.Close()
+		err = run.Start(context.Background())
+		w.Close()
+		if err != nil {
+			return "", err
+		}
+		werr := c.Wait()
+		r.SetReadDeadline(time.Now().Add(10 * time.Second))
+		out, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Sprintf("host uid %d\n", os.Getuid()) + string(out), fmt.Errorf("the server's output was held 10s after it ended: %w", err)
+		}
+		return fmt.Sprintf("host uid %d\n", os.Getuid()) + string(out), werr
 	},
 	// rename:OLD:NEW renames OLD.
 	"rename": func(arg string) (string, error) {
