@@ -209,15 +209,18 @@ func TestVSCodeSandboxedServe(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
+	// Built before the deadline starts: a build of cmd/mcpfsm inside it
+	// left serve no time to answer (the test's flake).
+	host := fixture.BuildHost(t)
 	for _, all := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
 		args := []string{"serve", "-config", cfg}
 		if all {
 			args = append(args, "-sandbox-all")
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v1"}, nil)
-		cmd := exec.Command(fixture.BuildHost(t), args...)
+		cmd := exec.Command(host, args...)
 		cmd.Stderr = serveOutput(t, fmt.Sprint(args))
 		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
