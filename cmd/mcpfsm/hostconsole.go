@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/health"
@@ -348,10 +350,25 @@ func (s consoleServer) Instances() map[conn.State]int {
 	return nil
 }
 
-// Sandbox is what the server's sandbox allows (console.Sandboxed).
+// Sandbox is what the server's sandbox allows (console.Sandboxed): the
+// effective lists, as check prints them.
 func (s consoleServer) Sandbox() []string {
 	if cfg, ok := s.hs.Config(s.name); ok && cfg.Sandbox != nil {
-		return cfg.Sandbox.Describe()
+		return effectiveSandbox(cfg)
 	}
 	return nil
+}
+
+// sandboxLines caches effectiveSandbox by the config's Spec (a reload
+// makes a new one): the console asks on every status request, and the
+// effective lists look through the writable directories.
+var sandboxLines sync.Map // *sandbox.Spec -> []string
+
+func effectiveSandbox(cfg config.Server) []string {
+	if l, ok := sandboxLines.Load(cfg.Sandbox); ok {
+		return l.([]string)
+	}
+	l := sandboxDescribe(cfg)
+	sandboxLines.Store(cfg.Sandbox, l)
+	return l
 }
