@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/metrics"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
@@ -359,16 +360,21 @@ func (s consoleServer) Sandbox() []string {
 	return nil
 }
 
-// sandboxLines caches effectiveSandbox by the config's Spec (a reload
-// makes a new one): the console asks on every status request, and the
-// effective lists look through the writable directories.
-var sandboxLines sync.Map // *sandbox.Spec -> []string
+// sandboxLines caches effectiveSandbox by server name, for the config's
+// Spec (a reload makes a new one): the console asks on every status
+// request, and the effective lists look through the writable directories.
+var sandboxLines sync.Map // name -> sandboxCache
+
+type sandboxCache struct {
+	spec  *sandbox.Spec
+	lines []string
+}
 
 func effectiveSandbox(cfg config.Server) []string {
-	if l, ok := sandboxLines.Load(cfg.Sandbox); ok {
-		return l.([]string)
+	if c, ok := sandboxLines.Load(cfg.Name); ok && c.(sandboxCache).spec == cfg.Sandbox {
+		return c.(sandboxCache).lines
 	}
 	l := sandboxDescribe(cfg)
-	sandboxLines.Store(cfg.Sandbox, l)
+	sandboxLines.Store(cfg.Name, sandboxCache{cfg.Sandbox, l})
 	return l
 }
