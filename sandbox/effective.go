@@ -18,11 +18,11 @@ var (
 	deviceWrites = []string{"/dev/null", "/dev/zero", "/dev/full"}
 )
 
-// ProtectedNames are the entries of a writable directory (each of
-// AllowWrite, and the working directory) that a sandboxed program can
-// never write, create or remove, whatever AllowWrite says: the files
-// through which a host, an editor, an agent or git would run what the
-// program put there.
+// ProtectedNames are the entries of the working directory (the
+// workspace) that a sandboxed program can never write, create or
+// remove, whatever AllowWrite says, and of each writable directory and
+// those below it where they exist: the files through which a host, an
+// editor, an agent or git would run what the program put there.
 var ProtectedNames = []string{".vscode", ".mcp.json", ".cursor", ".gemini", ".codex", ".claude",
 	".git/hooks", ".git/config", ".envrc"}
 
