@@ -57,9 +57,35 @@ func TestAttackRewriteConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
 		t.Errorf("a git hook was written")
 	}
-	// The workspace itself stays writable, its top directory included.
+	// Run elsewhere (in the package's directory), the workspace stays
+	// writable, its top directory included.
 	for _, p := range []string{filepath.Join(ws, "notes.md"), filepath.Join(ws, ".git", "index")} {
 		if got, err := run(t, spec, "write:"+p); err != nil {
+			t.Errorf("write %s in the workspace: %q, %v", p, got, err)
+		}
+	}
+	// Run as config runs it, in its workspace, where .mcp.json, .claude
+	// and the rest are absent: the top directory is split (see
+	// TestAttackCreateProtected), its entries stay writable.
+	if cwd := cfg.Servers[0].Cwd; cwd != ws {
+		t.Fatalf("the server's working directory is %q, want the workspace %q", cwd, ws)
+	}
+	inWorkspace := func(action string) (string, error) {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+action)
+		out, st := runCmd(t, spec, cmd)
+		if !st.Success() {
+			return out, errors.New(st.String())
+		}
+		return out, nil
+	}
+	if got, err := inWorkspace("write:" + filepath.Join(ws, "new.md")); err == nil || !strings.Contains(got, "permission denied") {
+		t.Errorf("create a file at the top of the workspace: %q, %v; want permission denied", got, err)
+	}
+	for _, p := range []string{filepath.Join(ws, "notes.md"), filepath.Join(ws, ".git", "index2")} {
+		if got, err := inWorkspace("write:" + p); err != nil {
 			t.Errorf("write %s in the workspace: %q, %v", p, got, err)
 		}
 	}
