@@ -131,13 +131,7 @@ func summarise(w io.Writer, s config.Server) {
 		if s.Sandbox == nil {
 			fmt.Fprintf(w, "  sandbox:   none (\"sandboxEnabled\": true, or serve -sandbox-all, confines it)\n")
 		} else {
-			lines := s.Sandbox.Describe()
-			// The lists as the sandbox enforces them, with what it adds
-			// (marked); an error is check's to report (Server.Check).
-			if eff, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err == nil {
-				lines = append(eff.Describe(), lines[2:]...)
-			}
-			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(lines, "\n             "))
+			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(sandboxDescribe(s), "\n             "))
 		}
 	}
 }
@@ -498,4 +492,15 @@ func printToolLists(reg *conn.ToolRegistry, w io.Writer) (stop func()) {
 		cancel()
 		<-printed
 	}
+}
+
+// sandboxDescribe is what a stdio server's sandbox allows, the lists as
+// the sandbox enforces them, with what it adds (marked); when they cannot
+// be made (check reports why, Server.Check), the configured ones.
+func sandboxDescribe(s config.Server) []string {
+	lines := s.Sandbox.Describe()
+	if eff, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err == nil {
+		lines = append(eff.Describe(), lines[2:]...)
+	}
+	return lines
 }
