@@ -126,7 +126,7 @@ func TestTokenExchangePerCaller(t *testing.T) {
 	}
 	for _, secret := range append(as.Secrets(), "idp-token-mallory") {
 		if err != nil && strings.Contains(err.Error(), secret) {
-			t.Errorf("an error holds a token")
+			t.Errorf("the refused exchange's error holds a token")
 		}
 	}
 	if _, err := signin.NewExchanger(signin.ExchangeConfig{Server: "notes", Resource: as.Resource, Store: store, ClientID: "gateway"}); err == nil || !strings.Contains(err.Error(), "tokenUrl") {
