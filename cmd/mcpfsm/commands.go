@@ -186,7 +186,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, stderr)})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, *hf.store, stderr)})
 	_ = hs.Start(ctx, cfg)
 	failed := false
 	if *query != "" {
@@ -261,7 +261,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, stderr)})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, *hf.store, stderr)})
 	_ = hs.Start(ctx, &config.Config{Servers: []config.Server{srv}})
 	code = exitOK
 	if reportFailures(stderr, "call", hs) {

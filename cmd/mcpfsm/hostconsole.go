@@ -137,7 +137,7 @@ func newHostConsole(flags consoleFlags, ln net.Listener, logger *slog.Logger) (*
 func (h *hostConsole) hostOptions(hf *hostFlags, logger *slog.Logger, reg conn.Registry) host.Options {
 	return host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Secrets: secrets,
 		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance,
-		SignIn: signInHandlers(hf.cmd, *hf.path, hf.stderr)}
+		SignIn: signInHandlers(hf.cmd, *hf.path, *hf.store, hf.stderr)}
 }
 
 // start starts a server's shared instance, measured with -http.
