@@ -22,13 +22,17 @@ import (
 // is its own, as they would to that client alone. It is supervised like
 // any instance, closed after Options.InstanceIdle without a request
 // (the next request starts it again), by a reload (the host's), and by
-// [Front.Close]. Its logs say "instance=shared era=2026-07-28"; the
-// host counts it among the server's instances.
+// [Front.Close]. Once it has listed, its 2026-07-28 clients are served
+// its listing (a call that changes the server's tools changes theirs,
+// with the list_changed notification), the shared instance's before and
+// after. Its logs say "instance=shared era=2026-07-28"; the host counts
+// it among the server's instances.
 
 // eraInstances are the shared servers' instances for 2026-07-28 clients.
 type eraInstances struct {
 	mu     sync.Mutex
 	closed bool
+	done   chan struct{} // closed by closeEras: the instances' watchers end
 	wanted map[string]bool         // shared servers whose shared instance speaks the classic era by default
 	by     map[string]*eraInstance // their 2026-07-28 instance, made on first use
 }
@@ -37,9 +41,10 @@ type eraInstances struct {
 // publishes its tools and catalog apart from the shared instance's
 // (every client lists those; a call looks the tool up here).
 type eraInstance struct {
-	in  *instance.Instance
-	reg *conn.ToolRegistry
-	cat *conn.Catalog
+	in     *instance.Instance
+	reg    *conn.ToolRegistry
+	cat    *conn.Catalog
+	listed chan struct{} // a value when it starts or stops listing
 }
 
 // eraLabel names the era of a shared server's second instance in logs.
@@ -71,7 +76,7 @@ func (f *Front) eraInstance(server string) *eraInstance {
 	if ei := e.by[server]; ei != nil {
 		return ei
 	}
-	ei := &eraInstance{reg: conn.NewRegistry()}
+	ei := &eraInstance{reg: conn.NewRegistry(), listed: make(chan struct{}, 1)}
 	if f.opts.Catalog != nil {
 		ei.cat = conn.NewCatalog()
 	}
@@ -84,7 +89,11 @@ func (f *Front) eraInstance(server string) *eraInstance {
 			}
 			return sup, func() {}, nil
 		},
-		Go: f.wg.Go,
+		// Its clients are served its listing once it has listed, and the
+		// shared instance's again once it closed.
+		Established: func(bool) { ei.relist() },
+		Dropped:     ei.relist,
+		Go:          f.wg.Go,
 	})
 	if err != nil {
 		f.opts.Logger.Warn("no 2026-07-28 instance of a shared server: "+err.Error(), "server", server)
@@ -94,8 +103,63 @@ func (f *Front) eraInstance(server string) *eraInstance {
 	if e.by == nil {
 		e.by = map[string]*eraInstance{}
 	}
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
 	e.by[server] = ei
+	done := e.done
+	f.wg.Go(func() { f.watchEra(ei, done) })
 	return ei
+}
+
+// relist tells the watcher of ei that its clients' listing changes.
+func (ei *eraInstance) relist() {
+	select {
+	case ei.listed <- struct{}{}:
+	default:
+	}
+}
+
+// watchEra updates the 2026-07-28 clients' listings at every change of
+// ei's until done is closed.
+func (f *Front) watchEra(ei *eraInstance, done <-chan struct{}) {
+	for {
+		changed := ei.reg.Changed() // before reading: no change is missed
+		var catChanged <-chan struct{}
+		if ei.cat != nil {
+			catChanged = ei.cat.Changed()
+		}
+		for _, c := range f.all() {
+			if c.kind == subjectClient {
+				c.update()
+			}
+		}
+		select {
+		case <-done:
+			return
+		case <-changed:
+		case <-catChanged:
+		case <-ei.listed:
+		}
+	}
+}
+
+// listingEras are the shared servers' 2026-07-28 instances that have
+// listed since they started, by server.
+func (f *Front) listingEras() map[string]*eraInstance {
+	e := &f.eras
+	e.mu.Lock()
+	all := make(map[string]*eraInstance, len(e.by))
+	for name, ei := range e.by {
+		all[name] = ei
+	}
+	e.mu.Unlock()
+	for name, ei := range all {
+		if !ei.in.Listing() {
+			delete(all, name)
+		}
+	}
+	return all
 }
 
 // configureEra sets what of a shared server's 2026-07-28 instance's
@@ -130,6 +194,10 @@ func (f *Front) closeEras() {
 	e.closed = true
 	all := e.by
 	e.by = nil
+	if e.done != nil {
+		close(e.done)
+		e.done = nil
+	}
 	e.mu.Unlock()
 	for _, ei := range all {
 		ei.in.End()

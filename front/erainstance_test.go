@@ -3,8 +3,12 @@ package front
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,4 +80,63 @@ func TestPinnedSharedServerHasOneInstance(t *testing.T) {
 	if n := len(r.bs.instances()); n != 0 {
 		t.Errorf("%d instances started beside the shared one of a pinned server, want none", n)
 	}
+}
+
+// The 2026-07-28 clients of a shared server are served the listing of
+// the instance that answers them, once it has listed: a tool only it
+// lists is theirs (not the classic clients'), and a tool it adds later
+// reaches them with notifications/tools/list_changed.
+func TestModernClientsListTheirErasInstance(t *testing.T) {
+	r := newRelayRigWith(t, relayOptions{protocol: ""})
+	other := conntest.NewServer(conntest.Accept)
+	t.Cleanup(other.Close)
+	text := func(s string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}, nil
+		}
+	}
+	object := map[string]any{"type": "object"}
+	other.MCP.AddTool(&mcp.Tool{Name: "meta", InputSchema: object}, text("era"))
+	other.MCP.AddTool(&mcp.Tool{Name: "era_only", InputSchema: object}, text("era only"))
+	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 3}
+	r.bs.starter(func() conn.Config {
+		return conn.Config{Name: "a", Transport: other.Transport(), Reconnect: &p, Clock: clock.NewMock()}
+	})
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	alice, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url, DisableStandaloneSSE: true, HTTPClient: asSubject("alice")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = alice.Close() })
+	if got := callText(t, alice, &mcp.CallToolParams{Name: "meta", Arguments: map[string]any{}}); got != "era" {
+		t.Fatalf("alice's call of meta answered %q, want era (its era's instance)", got)
+	}
+	lists := func(sess *mcp.ClientSession, name string) bool {
+		res, err := sess.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, "alice listing era_only", func() bool { return lists(alice, "era_only") })
+	bob := r.connect(t, "http", "bob", conn.ClassicProtocolVersion)
+	if lists(bob.sess, "era_only") {
+		t.Error("the 2025-11-25 client lists a tool only the 2026-07-28 instance has")
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	other.MCP.AddTool(&mcp.Tool{Name: "later", InputSchema: object}, text("later"))
+	eventually(t, "alice listing later", func() bool { return lists(alice, "later") })
+	_ = recv(t, changed, "notifications/tools/list_changed for the tool the instance added")
 }
