@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"testing"
@@ -107,8 +106,5 @@ func BenchmarkServeEras(b *testing.B) {
 			b.ReportMetric(float64(p50)/float64(quantile(took[path.floor], 0.5)), path.name+"-p50-x")
 			stats.ReportMedianCI(b, path.name+"-x", ratio[k])
 		}
-	}
-	if testing.Verbose() {
-		b.Log(fmt.Sprintf("%d rounds", b.N))
 	}
 }

@@ -32,7 +32,7 @@ import (
 type eraInstances struct {
 	mu     sync.Mutex
 	closed bool
-	done   chan struct{} // closed by closeEras: the instances' watchers end
+	done   chan struct{}           // closed by closeEras: the instances' watchers end
 	wanted map[string]bool         // shared servers whose shared instance speaks the classic era by default
 	by     map[string]*eraInstance // their 2026-07-28 instance, made on first use
 }
