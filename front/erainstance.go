@@ -94,6 +94,8 @@ func (f *Front) eraInstance(server string) *eraInstance {
 		Established: func(bool) { ei.relist() },
 		Dropped:     ei.relist,
 		Go:          f.wg.Go,
+		Kind:        "shared instance for 2026-07-28 clients",
+		EndReason:   "mcpfsm is closing",
 	})
 	if err != nil {
 		f.opts.Logger.Warn("no 2026-07-28 instance of a shared server: "+err.Error(), "server", server)
@@ -173,6 +175,9 @@ func (f *Front) configureEra(server string, cfg *conn.Config, ei *eraInstance, o
 	cfg.Registry, cfg.Catalog = ei.reg, ei.cat
 	cfg.Client, cfg.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
 	cfg.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
+	if sup, ok := f.opts.Backends.Supervisor(server); ok {
+		cfg.Roots = sup.Roots() // the configured roots, as the shared instance has them
+	}
 	if f.opts.Tracer != nil {
 		cfg.Propagate = f.opts.Tracer.Propagate
 	}
