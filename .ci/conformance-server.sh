@@ -176,14 +176,6 @@ run_set() {
 	if [ -n "${CONFORMANCE_VERBOSE:-}" ]; then sed 's/\x1b\[[0-9;]*m//g' "$3.log" >&2; fi
 }
 
-# A shared instance speaks the classic era to its backend (it serves
-# clients of both eras through one session; front.Configure), so on
-# 2026-07-28 these scenarios, whose checks need the backend's own input
-# request keys, every request of a round at once, or the calling client's
-# roots, fail through it (an open gap, docs/conformance.md); per-client
-# instances pass them. Any other failure through shared counts.
-shared_classic_gaps="input-required-result-basic-elicitation input-required-result-basic-list-roots input-required-result-multiple-input-requests"
-
 all_total=0 all_per_client=0 all_shared=0 short=
 for set in $sets; do
 	began=$(date +%s)
@@ -196,7 +188,7 @@ for set in $sets; do
 	run_set "$set" "http://127.0.0.1:$per_client_port/mcp" "$work/$set-per-client"
 	kill_backends "$shared_pid" "$shared_port"
 	run_set "$set" "http://127.0.0.1:$shared_port/mcp" "$work/$set-shared"
-	total=0 alone=0 per_client=0 shared=0 shared_gap=0
+	total=0 alone=0 per_client=0 shared=0
 	echo "### $set"
 	echo
 	echo "| scenario | everything-server alone | through serve, per-client | through serve, shared |"
@@ -206,11 +198,6 @@ for set in $sets; do
 		[ "$a" = pass ] && alone=$((alone + 1))
 		[ "$b" = pass ] && per_client=$((per_client + 1))
 		[ "$c" = pass ] && shared=$((shared + 1))
-		if [ "$c" != pass ] && [ "$a" = pass ] && [ "$set" = 2026-07-28 ]; then
-			case " $shared_classic_gaps " in
-			*" $s "*) shared_gap=$((shared_gap + 1)) ;;
-			esac
-		fi
 		echo "| \`$s\` | $a | $b | $c |"
 	done < <(paste <(echo "$scenarios" | score "$work/$set-alone") \
 		<(echo "$scenarios" | score "$work/$set-per-client" | cut -f2) \
@@ -222,10 +209,7 @@ for set in $sets; do
 		echo "conformance-server: the suite listed no server scenarios of $set ('conformance list' changed, or failed)" >&2
 		exit 1
 	fi
-	if [ "$shared_gap" -gt 0 ]; then
-		echo "$set: shared misses $shared_gap known scenario(s) of a classic shared instance: $shared_classic_gaps"
-	fi
-	if [ "$per_client" -lt "$alone" ] || [ $((shared + shared_gap)) -lt "$alone" ]; then
+	if [ "$per_client" -lt "$alone" ] || [ "$shared" -lt "$alone" ]; then
 		short="$short $set"
 		echo "conformance-server: on $set through serve $per_client (per-client) and $shared (shared) of $total scenarios pass, alone $alone; they must be at least as many" >&2
 	fi

@@ -45,8 +45,10 @@ type ServerStatus struct {
 	// ("read: everything; not ~/.ssh", "network: none", ...); absent when it
 	// runs unsandboxed (see [Sandboxed]).
 	Sandbox []string `json:"sandbox,omitempty"`
-	// Instances counts the server's per-client instances by the state of
-	// their connection (see [Instanced]); a count, never whose.
+	// Instances counts the server's instances beside its shared one (its
+	// per-client instances, or a shared server's instance for 2026-07-28
+	// clients) by the state of their connection (see [Instanced]); a
+	// count, never whose.
 	Instances map[string]int `json:"instances,omitempty"`
 	// Callers are the server's callers' requests over the last hour, by
 	// caller (Options.Callers): the operator's console sees who called.

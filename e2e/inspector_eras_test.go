@@ -72,8 +72,8 @@ func inspect(t *testing.T, launcher, path string, target []string, args ...strin
 
 // TestInspectorAcrossABackendKill: the Inspector CLI calls a tool through
 // a long-running serve -listen on both eras, the backend (shared by every
-// client) is SIGKILLed, and once serve has reconnected it the same calls
-// succeed again.
+// client: one instance per era) is SIGKILLed, and once serve has
+// reconnected both the same calls succeed again.
 func TestInspectorAcrossABackendKill(t *testing.T) {
 	launcher, path := fixture.Inspector(t)
 	cfg := filepath.Join(t.TempDir(), "servers.json")
@@ -116,13 +116,18 @@ func TestInspectorAcrossABackendKill(t *testing.T) {
 		children, _ := os.ReadFile(task)
 		fields = append(fields, strings.Fields(string(children))...)
 	}
-	if len(fields) != 1 {
-		t.Fatalf("serve has children %q, want the one backend", fields)
+	// The shared server's instance for classic clients, and the one for
+	// 2026-07-28 clients, started by the modern call.
+	if len(fields) != 2 {
+		t.Fatalf("serve has children %q, want the backend's two instances, one per era", fields)
 	}
-	pid, _ := strconv.Atoi(fields[0])
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, f := range fields {
+		pid, _ := strconv.Atoi(f)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
+	await("reconnected")
 	await("reconnected")
 	call()
 }

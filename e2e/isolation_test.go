@@ -118,7 +118,7 @@ func startServeLog(t *testing.T, args ...string) (*exec.Cmd, string, *lineLog) {
 func (is *isolated) awaitShared(t *testing.T) {
 	t.Helper()
 	is.log.awaitN(t, 0, 1, "the shared instance of fs established", func(l string) bool {
-		return contains(" server=fs state=established ")(l) && !strings.Contains(l, "instance=per-client")
+		return contains(" server=fs state=established ")(l) && !strings.Contains(l, "instance=per-client") && !strings.Contains(l, " era=")
 	})
 }
 
@@ -277,7 +277,9 @@ func TestFilesystemClientsSeeOnlyTheirOwnRoots(t *testing.T) {
 }
 
 // A shared server-filesystem is offered the roots its config declares,
-// never a client's.
+// never a client's: its shared instance, which serves the 2025-11-25
+// client, and its instance for 2026-07-28 clients, started by the first
+// such client's call.
 func TestSharedFilesystemHasTheConfiguredRoot(t *testing.T) {
 	entry := filesystemServer(t)
 	root := t.TempDir()
@@ -289,14 +291,21 @@ func TestSharedFilesystemHasTheConfiguredRoot(t *testing.T) {
 	is.log.awaitN(t, 0, 1, "server-filesystem's roots applied", contains("Updated allowed directories from MCP roots: 1 valid"))
 	alice := is.client(t, "alice", conn.ClassicProtocolVersion, dirs["b"])
 	bob := is.client(t, "bob", "", dirs["b"])
+	// bob's first call starts the 2026-07-28 instance, which the server
+	// may serve before it applied the roots it was answered (see
+	// TestFilesystemClientsSeeOnlyTheirOwnRoots): never bob's own.
+	if got, _ := tool(t, bob, "list_allowed_directories", map[string]any{}); strings.Contains(got, dirs["b"]) {
+		t.Errorf("bob's first call: allowed directories %q, with bob's own root", got)
+	}
+	is.log.awaitN(t, 0, 2, "the 2026-07-28 instance's roots applied", contains("Updated allowed directories from MCP roots: 1 valid"))
 	for name, sess := range map[string]*mcp.ClientSession{"alice": alice, "bob": bob} {
 		got, _ := tool(t, sess, "list_allowed_directories", map[string]any{})
 		if !strings.Contains(got, dirs["shared"]) || strings.Contains(got, dirs["b"]) {
 			t.Errorf("%s: allowed directories %q, want the configured root only", name, got)
 		}
 	}
-	if n := len(is.started(t)); n != 1 {
-		t.Errorf("%d backend processes, want the shared one", n)
+	if n := len(is.started(t)); n != 2 {
+		t.Errorf("%d backend processes, want the shared one and the one for 2026-07-28 clients", n)
 	}
 }
 

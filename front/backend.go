@@ -33,16 +33,19 @@ var errServerDown = errors.New("the server is down")
 
 // backend returns where c's request to server goes: its own instance
 // of it, started and waited for (by ctx) on first use, when the server
-// is isolated per client; the shared instance otherwise. The caller
+// is isolated per client; for a 2026-07-28 client of a shared server,
+// that server's shared instance of its era (erainstance.go); the shared
+// instance otherwise. The caller
 // calls done once the request ends.
 func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	f := c.f
 	if !c.isolated(server) {
-		b := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
-		if f.opts.Backends != nil {
-			b.sup, _ = f.opts.Backends.Supervisor(server)
+		if c.kind == subjectClient {
+			if ei := f.eraInstance(server); ei != nil {
+				return c.eraBackend(ctx, server, ei)
+			}
 		}
-		return b, nil
+		return c.sharedBackend(server), nil
 	}
 	in, err := c.instanceOf(server)
 	if err != nil {
@@ -80,4 +83,14 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 		}
 	}
 	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
+}
+
+// sharedBackend is server's shared instance, as a backend.
+func (c *client) sharedBackend(server string) backend {
+	f := c.f
+	b := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+	if f.opts.Backends != nil {
+		b.sup, _ = f.opts.Backends.Supervisor(server)
+	}
+	return b
 }

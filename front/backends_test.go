@@ -125,9 +125,18 @@ func (s subjectTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // perClient makes server isolated per client in b, each instance a
 // supervisor of base's config (its Name is server's).
 func (b *fakeBackends) perClient(server string, base func() conn.Config) {
+	b.starter(base)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.iso[server] = 0
+}
+
+// starter makes b start instances (per-client ones, and a shared
+// server's 2026-07-28 one) as supervisors of base's config (its Name is
+// the server's).
+func (b *fakeBackends) starter(base func() conn.Config) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.start = func(ctx context.Context, name string, configure func(*conn.Config)) (*conn.Supervisor, error) {
 		c := base()
 		c.Name = name
@@ -142,7 +151,7 @@ func (b *fakeBackends) perClient(server string, base func() conn.Config) {
 	}
 }
 
-// instances returns the per-client instances started so far.
+// instances returns the instances started so far.
 func (b *fakeBackends) instances() []*conn.Supervisor {
 	b.mu.Lock()
 	defer b.mu.Unlock()

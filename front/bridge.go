@@ -84,7 +84,54 @@ func (c *client) bridgeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		caps := bridge.CapabilitiesOf(req.GetParams().GetMeta())
 		return c.bridges.Round(ctx, method, name, state, answers, caps, func(ctx context.Context) (mcp.Result, error) {
-			return next(ctx, method, req)
+			// A backend's own state goes back as it made it, and its next
+			// one reaches the client marked if it could be taken for a
+			// bridged call's (a serve behind this one).
+			setRequestState(req.GetParams(), bridge.Unwrap(state))
+			res, err := next(ctx, method, req)
+			if s := requestState(res); s != "" {
+				setRequestState(res, bridge.Wrap(s))
+			}
+			return res, err
 		})
+	}
+}
+
+// requestState is the requestState of a result (or params) of the
+// methods a round trip continues, or "".
+func requestState(x any) string {
+	switch x := x.(type) {
+	case *mcp.CallToolResult:
+		if x != nil {
+			return x.RequestState
+		}
+	case *mcp.GetPromptResult:
+		if x != nil {
+			return x.RequestState
+		}
+	case *mcp.ReadResourceResult:
+		if x != nil {
+			return x.RequestState
+		}
+	}
+	return ""
+}
+
+// setRequestState sets the requestState of a result or params of the
+// methods a round trip continues (never nil); it ignores anything else.
+func setRequestState(x any, state string) {
+	switch x := x.(type) {
+	case *mcp.CallToolResult:
+		x.RequestState = state
+	case *mcp.GetPromptResult:
+		x.RequestState = state
+	case *mcp.ReadResourceResult:
+		x.RequestState = state
+	case *mcp.CallToolParamsRaw:
+		x.RequestState = state
+	case *mcp.GetPromptParams:
+		x.RequestState = state
+	case *mcp.ReadResourceParams:
+		x.RequestState = state
 	}
 }

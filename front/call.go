@@ -190,6 +190,13 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	// missing token, a bad command. Say so, so an agent stops retrying.
 	neverStarted := ok && st.Protocol == "" && st.Attempt > 0 &&
 		(st.State == conn.FailedRetrying || st.State == conn.Connecting)
+	// That is true of an instance beside the shared one (a client's own,
+	// or a shared server's 2026-07-28 one) that never started, but not of
+	// its server when the shared instance has run: then it is an outage.
+	var sharedRan *conn.Status
+	if sst, sok := f.status(be.server); neverStarted && be.sup != nil && sok && sst.Protocol != "" {
+		sharedRan = &sst
+	}
 	switch {
 	case !ok:
 		b.WriteString("unavailable")
@@ -229,6 +236,9 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 		}
 	case st.State == conn.Disposing, st.State == conn.Disposed:
 		b.WriteString("; mcpfsm is shutting down")
+	case sharedRan != nil:
+		fmt.Fprintf(&b, "; this instance of the server has never started, though the server has run (its shared instance is %s): try again after the next attempt",
+			sharedRan.State.Phrase())
 	case neverStarted:
 		b.WriteString("; it has never started")
 		if left := st.MaxAttempts - st.Attempt; st.MaxAttempts > 0 {

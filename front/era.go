@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,12 +61,10 @@ func wireError(err error) error {
 // requestState of a client's round trip that a 2026-07-28 backend's
 // input_required result asked for (it reached the client as it came):
 // the backend's call continues where its last round left it. A state of
-// the front's own bridge names a call the front runs itself and never
-// goes on.
+// the front's own bridge never gets here (bridge.Set.Round serves it);
+// one that looks like it is the backend's own, unwrapped (see
+// bridge.Wrap): the backend is itself a serve.
 func passInput(ctx context.Context, responses mcp.InputResponseMap, state string) context.Context {
-	if bridge.Ours(state) {
-		return ctx
-	}
 	return conn.WithInput(ctx, responses, state)
 }
 

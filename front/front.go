@@ -188,6 +188,8 @@ type Front struct {
 
 	results results  // the cut results kept for their callers (limits.go)
 	tasks   taskRuns // the tool calls run as tasks (tasks.go)
+
+	eras eraInstances // the shared servers' instances for 2026-07-28 clients (erainstance.go)
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first
@@ -312,6 +314,7 @@ func (f *Front) Close(ctx context.Context) error {
 		f.drop(c)
 	}
 	f.closeTasks()
+	f.closeEras()
 	done := make(chan struct{})
 	go func() { f.wait(); close(done) }()
 	select {
@@ -349,7 +352,10 @@ func (f *Front) supervisors() []*conn.Supervisor {
 }
 
 // Configure sets what of a shared instance's conn.Config the front
-// serves it with: its client options and receiving middleware (the
+// serves it with: the classic era when the configuration pins no
+// protocol version (2026-07-28 clients then get a shared instance of
+// their own era, started on their first request), its client options
+// and receiving middleware (the
 // server's requests and notifications reach the client they belong to),
 // its transitions observed ([Front.Observe]), and, on the stdio front,
 // its one client's roots once they are known (over HTTP a shared
@@ -357,11 +363,13 @@ func (f *Front) supervisors() []*conn.Supervisor {
 // host.Options.Configure.
 func (f *Front) Configure(server string, c *conn.Config) {
 	c.Client, c.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
-	// A shared instance serves clients of both eras through one session,
-	// so it speaks the classic era unless the server's configuration pins
-	// one: a server written for that era sends its requests during a call,
-	// which a 2026-07-28 session would refuse, and the era bridge turns
-	// them into input requests for a 2026-07-28 client.
+	// A shared instance speaks the classic era unless the server's
+	// configuration pins one: a server written for that era sends its
+	// requests during a call, which a 2026-07-28 session would refuse.
+	// The 2026-07-28 clients then get a shared instance of their own era
+	// (erainstance.go); with a pinned version, this one serves both (the
+	// era bridge turns a classic server's requests into input requests).
+	f.eras.want(server, c.ProtocolVersion == "")
 	if c.ProtocolVersion == "" {
 		c.ProtocolVersion = conn.ClassicProtocolVersion
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/authz"
@@ -23,6 +25,9 @@ const (
 	DefaultSessionTimeout = 30 * time.Minute
 	// DefaultMaxSessions is the most sessions served at once.
 	DefaultMaxSessions = 256
+	// DefaultSSERetry is the reconnection time an event stream tells its
+	// client: go-sdk's client waits as long by default.
+	DefaultSSERetry = time.Second
 )
 
 // HTTPOptions bound what the clients of [Front.HTTPHandler] can hold.
@@ -50,6 +55,11 @@ type HTTPOptions struct {
 	// token's), whom MaxSessionsPerSubject does not bound. Nil means
 	// none is.
 	Operator func(*http.Request) bool
+	// SSERetry is the reconnection time every event stream of the
+	// handler starts with (an SSE retry field): how long a client whose
+	// stream broke waits before it reconnects. Zero means
+	// [DefaultSSERetry]; negative, no retry field.
+	SSERetry time.Duration
 	// HostChecked says that the access rule in front of the handler
 	// checks Host (package access does): the SDK's own check, which on a
 	// loopback bind refuses every Host but localhost's, is then off, so
@@ -93,6 +103,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 			return ""
 		}
 	}
+	if o.SSERetry == 0 {
+		o.SSERetry = DefaultSSERetry
+	}
 	f.slots.SetDefault(o.MaxSessions)
 	f.tasks.idle.Store(int64(o.SessionTimeout)) // a running task holds its client (tasks.go)
 	// A request with a session id is its session's server's; the SDK
@@ -112,6 +125,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true,
 		Logger: f.opts.Logger, DisableLocalhostProtection: o.HostChecked})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.SSERetry > 0 {
+			w = &retryWriter{ResponseWriter: w, retry: o.SSERetry}
+		}
 		subject, perSubject := o.Subject(r), o.MaxSessionsPerSubject
 		if subject == "" || o.Operator != nil && o.Operator(r) {
 			perSubject = -1
@@ -284,3 +300,42 @@ func modernRequest(r *http.Request) bool {
 // maxPeek bounds the body modernRequest reads to tell the era: a larger
 // one goes to the classic handler, which reads it all.
 const maxPeek = 1 << 20
+
+// retryWriter starts an event stream (a 200 response of Content-Type
+// text/event-stream) with an SSE retry field, an event of its own that
+// carries no data, so a client dispatches nothing for it and only learns
+// how long to wait before it reconnects a broken stream.
+type retryWriter struct {
+	http.ResponseWriter
+	retry   time.Duration
+	written bool
+}
+
+// WriteHeader writes the header, then the retry field if the response
+// is an event stream.
+func (w *retryWriter) WriteHeader(code int) {
+	if w.written {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.written = true
+	w.ResponseWriter.WriteHeader(code)
+	if code == http.StatusOK && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		_, _ = fmt.Fprintf(w.ResponseWriter, "retry: %d\n\n", w.retry.Milliseconds())
+	}
+}
+
+// Write writes b, after the header (and retry field) if they are not
+// written yet.
+func (w *retryWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes what is written to the client.
+func (w *retryWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap is the writer underneath, for http.ResponseController.
+func (w *retryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

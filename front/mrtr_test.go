@@ -5,6 +5,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -288,4 +289,43 @@ func TestSharedInstancesSpeakTheClassicEra(t *testing.T) {
 			t.Errorf("pinned %q: the shared instance asks for %q, want %q", tc.pinned, cfg.ProtocolVersion, tc.want)
 		}
 	}
+}
+
+// A backend that is itself an mcpfsm serve makes requestStates that look
+// like the front's own bridged calls' ("mcpfsm-..."): they reach the
+// client marked, and the client's next round trip reaches the backend
+// with the state as the backend made it, instead of being refused as
+// naming no call of the front's. So a serve in front of a serve works.
+func TestServeBehindServeKeepsTheInnerState(t *testing.T) {
+	const inner = "mcpfsm-0123456789abcdef"
+	modes(t, func(t *testing.T, perClient bool) {
+		r := newRelayRigWith(t, relayOptions{protocol: conn.StatelessProtocolVersion, perClient: perClient})
+		r.srv.MCP.AddTool(&mcp.Tool{Name: "inner", InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				ans, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+				if !ok {
+					return &mcp.CallToolResult{RequestState: inner, InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "name?",
+						RequestedSchema: map[string]any{"type": "object"}}}}, nil
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.RequestState + " " + fmt.Sprint(ans.Content["name"])}}}, nil
+			})
+		eventually(t, "the shared instance's listing of inner", func() bool {
+			_, ok := r.f.opts.Registry.Lookup(conn.PublicToolName("a", "inner"))
+			return ok
+		})
+		alice := r.connectRaw(t, "alice")
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "inner", Arguments: map[string]any{}})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("call inner: %+v, %v; want input_required", res, err)
+		}
+		got, err := alice.CallTool(ctx, answer(res, "inner", "alice"))
+		if err != nil {
+			t.Fatalf("round two, with requestState %q: %v", res.RequestState, err)
+		}
+		if text := got.Content[0].(*mcp.TextContent).Text; text != inner+" alice" {
+			t.Errorf("round two reached the backend as %q, want %q", text, inner+" alice")
+		}
+	})
 }

@@ -199,6 +199,7 @@ func newRelayRigWith(t *testing.T, o relayOptions) *relayRig {
 		t.Fatal(err)
 	}
 	bs.set("a", sup)
+	bs.starter(base)
 	if o.perClient {
 		bs.perClient("a", base)
 	}

@@ -37,15 +37,71 @@ func (v *view) init() {
 }
 
 // own is the set of servers whose listing c is served from its own
-// instance: those whose instance has listed since it started.
-func (c *client) own() map[string]bool {
+// instance: those whose instance has listed since it started; for a
+// 2026-07-28 client, also the shared servers whose instance of its era
+// has (erainstance.go). mine lists what those instances publish.
+func (c *client) own() (own map[string]bool, mine sources) {
 	c.mu.Lock()
 	instances := c.instanceSet()
 	c.mu.Unlock()
-	out := map[string]bool{}
+	own, mine = map[string]bool{}, sources{{c.reg, c.cat}}
 	for name, in := range instances {
 		if in.Listing() {
-			out[name] = true
+			own[name] = true
+		}
+	}
+	if c.kind == subjectClient {
+		for name, ei := range c.f.listingEras() {
+			own[name] = true
+			mine = append(mine, source{ei.reg, ei.cat})
+		}
+	}
+	return own, mine
+}
+
+// source is where instances publish: a registry, and a catalog (nil
+// when the front serves tools only).
+type source struct {
+	reg *conn.ToolRegistry
+	cat *conn.Catalog
+}
+
+// sources are the registries and catalogs of a client's own listings.
+type sources []source
+
+func (ss sources) tools() []conn.Tool {
+	var out []conn.Tool
+	for _, s := range ss {
+		out = append(out, s.reg.Tools()...)
+	}
+	return out
+}
+
+func (ss sources) resources() []conn.Resource {
+	var out []conn.Resource
+	for _, s := range ss {
+		if s.cat != nil {
+			out = append(out, s.cat.Resources()...)
+		}
+	}
+	return out
+}
+
+func (ss sources) templates() []conn.ResourceTemplate {
+	var out []conn.ResourceTemplate
+	for _, s := range ss {
+		if s.cat != nil {
+			out = append(out, s.cat.ResourceTemplates()...)
+		}
+	}
+	return out
+}
+
+func (ss sources) prompts() []conn.Prompt {
+	var out []conn.Prompt
+	for _, s := range ss {
+		if s.cat != nil {
+			out = append(out, s.cat.Prompts()...)
 		}
 	}
 	return out
@@ -55,7 +111,7 @@ func (c *client) own() map[string]bool {
 // instances' listings, and its own instances' for the servers it has one
 // of.
 func (c *client) update() {
-	own := c.own()
+	own, mine := c.own()
 	var tools []conn.Tool
 	for _, t := range c.f.opts.Registry.Tools() {
 		if !own[t.Server] {
@@ -63,7 +119,7 @@ func (c *client) update() {
 		}
 	}
 	if len(own) > 0 {
-		for _, t := range c.reg.Tools() {
+		for _, t := range mine.tools() {
 			if own[t.Server] {
 				tools = append(tools, t)
 			}
@@ -73,7 +129,7 @@ func (c *client) update() {
 	defer c.view.mu.Unlock()
 	c.syncTools(tools)
 	if c.f.opts.Catalog != nil {
-		c.syncCatalog(own)
+		c.syncCatalog(own, mine)
 	}
 }
 
@@ -198,7 +254,7 @@ func (c *client) serves(name string) bool {
 // syncCatalog makes c's server serve the catalog's resources, templates
 // and prompts, with those of the servers in own from c's own catalog;
 // c.view.mu is held.
-func (c *client) syncCatalog(own map[string]bool) {
+func (c *client) syncCatalog(own map[string]bool, mine sources) {
 	shared := c.f.opts.Catalog
 	// Each server's entries from the client's own catalog when it has an
 	// instance that listed, from the shared one otherwise; only those
@@ -209,17 +265,17 @@ func (c *client) syncCatalog(own map[string]bool) {
 	byServer := func(a, b string) int { return cmp.Compare(a, b) }
 
 	listed := slices.DeleteFunc(shared.Resources(), func(r conn.Resource) bool { return !from(r.Server, false, authz.Resource, r.Raw.URI) })
-	listed = append(listed, slices.DeleteFunc(c.cat.Resources(), func(r conn.Resource) bool { return !from(r.Server, true, authz.Resource, r.Raw.URI) })...)
+	listed = append(listed, slices.DeleteFunc(mine.resources(), func(r conn.Resource) bool { return !from(r.Server, true, authz.Resource, r.Raw.URI) })...)
 	slices.SortStableFunc(listed, func(a, b conn.Resource) int { return byServer(a.Server, b.Server) })
 	tlisted := slices.DeleteFunc(shared.ResourceTemplates(), func(t conn.ResourceTemplate) bool {
 		return !from(t.Server, false, authz.Resource, t.Raw.URITemplate)
 	})
-	tlisted = append(tlisted, slices.DeleteFunc(c.cat.ResourceTemplates(), func(t conn.ResourceTemplate) bool {
+	tlisted = append(tlisted, slices.DeleteFunc(mine.templates(), func(t conn.ResourceTemplate) bool {
 		return !from(t.Server, true, authz.Resource, t.Raw.URITemplate)
 	})...)
 	slices.SortStableFunc(tlisted, func(a, b conn.ResourceTemplate) int { return byServer(a.Server, b.Server) })
 	plisted := slices.DeleteFunc(shared.Prompts(), func(p conn.Prompt) bool { return !from(p.Server, false, authz.Prompt, p.Raw.Name) })
-	plisted = append(plisted, slices.DeleteFunc(c.cat.Prompts(), func(p conn.Prompt) bool { return !from(p.Server, true, authz.Prompt, p.Raw.Name) })...)
+	plisted = append(plisted, slices.DeleteFunc(mine.prompts(), func(p conn.Prompt) bool { return !from(p.Server, true, authz.Prompt, p.Raw.Name) })...)
 	slices.SortStableFunc(plisted, func(a, b conn.Prompt) int { return byServer(a.Server, b.Server) })
 
 	view := &catalogView{resources: map[string]target{}, prompts: map[string]conn.Prompt{}}

@@ -43,7 +43,8 @@ type Report struct {
 	Draining bool     `json:"draining,omitempty"`
 	Servers  int      `json:"servers"`
 	NotReady []Server `json:"notReady,omitempty"`
-	// Instances counts, per server, the per-client instances running:
+	// Instances counts, per server, the instances running beside its
+	// shared one (per-client, or a shared server's 2026-07-28 one):
 	// a number, never whose they are.
 	Instances map[string]int `json:"instances,omitempty"`
 }
@@ -63,7 +64,8 @@ type Status struct {
 	// Err, when set, is why the server has no supervisor; Status is then
 	// ignored.
 	Err error
-	// Instances is how many per-client instances of the server run.
+	// Instances is how many instances of the server run beside its
+	// shared one (per-client, or a shared server's 2026-07-28 one).
 	Instances int
 }
 

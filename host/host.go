@@ -304,8 +304,10 @@ type ServerStatus struct {
 	Fatal bool
 	// Stderr is the last lines of a stdio server's stderr.
 	Stderr []string
-	// Instances counts its per-client instances running now, by the
-	// state of their connection (see [Host.StartInstance]).
+	// Instances counts the instances it runs now beside its shared one,
+	// by the state of their connection (see [Host.StartInstance]): a
+	// per-client server's per-client instances, and a shared server's
+	// instance for 2026-07-28 clients (its logs say era=2026-07-28).
 	Instances map[conn.State]int
 }
 

@@ -20,7 +20,9 @@ func (h *Host) Isolation(server string) (shared bool, maxInstances int) {
 	return st.cfg.Isolation == config.IsolationShared, st.cfg.MaxInstances
 }
 
-// StartInstance starts a per-client instance of server: a supervisor of
+// StartInstance starts an instance of server beside its shared one (a
+// client's own instance, or a shared server's instance for the clients
+// of another protocol era; package front decides): a supervisor of
 // its own, with the server's configuration as the shared instance has
 // it, changed by configure, which sets what is the client's (its
 // registry, catalog, client options and roots), and started by

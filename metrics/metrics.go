@@ -113,7 +113,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	add(err)
 	m.instances, err = meter.Int64ObservableGauge("mcpfsm.server.instances",
 		metric.WithUnit("{instance}"),
-		metric.WithDescription("The per-client instances of each server running now (see CountInstances)."))
+		metric.WithDescription("The instances each server runs beside its shared one (per-client, or a shared server's 2026-07-28 one; see CountInstances)."))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metrics.New: creating instruments: %w", err)

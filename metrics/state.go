@@ -80,7 +80,9 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 }
 
 // CountInstances makes count the source of mcpfsm.server.instances: the
-// per-client instances each server runs (a host's Status). Nil stops
+// instances each server runs beside its shared one (a host's Status:
+// per-client instances, or a shared server's instance for 2026-07-28
+// clients). Nil stops
 // reporting them.
 func (m *Metrics) CountInstances(count func() map[string]int) {
 	if m == nil {

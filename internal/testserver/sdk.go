@@ -39,7 +39,7 @@ func serveHTTP(o options) error {
 	}
 	srv := newServer(o)
 	fmt.Fprintf(os.Stderr, "testserver: listening http://%s/mcp\n", ln.Addr())
-	return http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	return http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: o.stateless}))
 }
 
 func newServer(o options) *mcp.Server {

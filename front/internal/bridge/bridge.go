@@ -273,6 +273,27 @@ func Ours(state string) bool { return strings.HasPrefix(state, statePrefix) }
 
 const statePrefix = "mcpfsm-"
 
+// passPrefix marks a backend's own requestState that the client would
+// take for a bridged call's: the backend is itself a bridge (an mcpfsm
+// serve behind this one), whose states start with statePrefix too.
+const passPrefix = "mcpfsm+"
+
+// Wrap returns a backend's own requestState as its client gets it: as it
+// came, unless it starts with "mcpfsm" (a bridge's own, or one Wrap
+// made, of a serve behind a serve), which it marks so that the client's
+// next round trip reaches the backend instead of naming no call here.
+// [Unwrap] undoes it.
+func Wrap(state string) string {
+	if strings.HasPrefix(state, "mcpfsm") {
+		return passPrefix + state
+	}
+	return state
+}
+
+// Unwrap returns the requestState a client echoed as its backend made
+// it (see [Wrap]).
+func Unwrap(state string) string { return strings.TrimPrefix(state, passPrefix) }
+
 // Round serves a round trip of a client's call of method and name, which
 // declared caps: the first (no state, or a backend's own) starts run on
 // the backend, detached from ctx; a later one (its requestState names

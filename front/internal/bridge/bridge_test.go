@@ -388,3 +388,24 @@ func TestDropCancelsTheCall(t *testing.T) {
 		t.Error("the dropped call's state still names it")
 	}
 }
+
+// A backend's own requestState goes to the client as it came unless a
+// bridge would take it for its own; wrapped once per serve it passes, it
+// comes back to each as that serve's backend made it.
+func TestWrapKeepsABackendsState(t *testing.T) {
+	for _, state := range []string{"", "opaque", "mcpfsm-0a1b", "mcpfsm+x", "mcpfsmz"} {
+		once, twice := Wrap(state), Wrap(Wrap(state))
+		if Ours(once) || Ours(twice) {
+			t.Errorf("Wrap(%q) = %q, Wrap twice %q: taken for a bridged call's", state, once, twice)
+		}
+		if got := Unwrap(Unwrap(twice)); got != state {
+			t.Errorf("through two serves %q came back as %q", state, got)
+		}
+		if got := Unwrap(once); got != state {
+			t.Errorf("through one serve %q came back as %q", state, got)
+		}
+	}
+	if got := Wrap("opaque"); got != "opaque" {
+		t.Errorf("Wrap(opaque) = %q; a state no bridge makes goes as it came", got)
+	}
+}

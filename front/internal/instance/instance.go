@@ -108,6 +108,12 @@ type Options struct {
 	// Dropped, if set, runs after a supervisor closed and its slot was
 	// freed.
 	Dropped func()
+	// Kind names the instance in its logs. Empty means "per-client
+	// instance".
+	Kind string
+	// EndReason is why [Instance.End] closes it, in its logs. Empty
+	// means "its client ended".
+	EndReason string
 }
 
 // Instance is one server's instance for one client. Create it with
@@ -138,6 +144,12 @@ func New(o Options) (*Instance, error) {
 	}
 	if o.Go == nil {
 		o.Go = func(f func()) { go f() }
+	}
+	if o.Kind == "" {
+		o.Kind = "per-client instance"
+	}
+	if o.EndReason == "" {
+		o.EndReason = "its client ended"
 	}
 	m, err := machines().New(fsm.Options[State, Event, useData]{OnError: func(Event, error) {}})
 	if err != nil {
@@ -248,7 +260,7 @@ func (in *Instance) expire(seq uint64) {
 	in.drop(fmt.Sprintf("no request of its client for %v (the instance idle time)", in.o.Idle))
 }
 
-// End closes the instance for good: its client ended.
+// End closes the instance for good: its client ended (Options.EndReason).
 func (in *Instance) End() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -256,7 +268,7 @@ func (in *Instance) End() {
 		return
 	}
 	in.fire(End, useData{})
-	in.drop("its client ended")
+	in.drop(in.o.EndReason)
 }
 
 // drop closes the supervisor, off the caller's goroutine, and frees its
@@ -270,7 +282,7 @@ func (in *Instance) drop(why string) {
 		if in.busy > 0 {
 			level = slog.LevelWarn
 		}
-		in.o.Logger.Log(context.Background(), level, "per-client instance closed: "+why,
+		in.o.Logger.Log(context.Background(), level, in.o.Kind+" closed: "+why,
 			"server", in.o.Server, "requests", in.busy)
 	}
 	in.sup, in.release, in.listed = nil, nil, false
@@ -284,7 +296,7 @@ func (in *Instance) drop(why string) {
 	}
 	in.o.Go(func() {
 		if err := sup.Close(context.Background()); err != nil && !errors.Is(err, conn.ErrClosed) {
-			in.o.Logger.Warn("per-client instance not closed cleanly: "+err.Error(), "server", in.o.Server)
+			in.o.Logger.Warn(in.o.Kind+" not closed cleanly: "+err.Error(), "server", in.o.Server)
 		}
 		release()
 		if in.o.Dropped != nil {
