@@ -76,6 +76,12 @@ type RequestRec struct {
 	Start    time.Duration
 	Deadline time.Duration
 	End      time.Duration // negative while in flight
+	// Closing says its client closed its session while it was in flight:
+	// go-sdk's client then returns it only once the session's DELETE is
+	// answered, and go-sdk's server answers that DELETE once every
+	// request of the session has ended on the backend, whatever its
+	// deadline (see RequestsEndByDeadline).
+	Closing bool
 }
 
 // Violation is an invariant a history breaks.

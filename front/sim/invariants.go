@@ -98,6 +98,9 @@ func instanceEndsWithClient(h *History) []Violation {
 func requestsEndByDeadline(h *History) []Violation {
 	var out []Violation
 	for _, r := range h.Requests {
+		if r.Closing {
+			continue // returned when its session's close is done (Closing)
+		}
 		end := r.End
 		if end < 0 {
 			end = h.Now

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -170,10 +171,15 @@ func (r *run) now() time.Duration {
 }
 
 func (r *run) logf(format string, args ...any) {
+	line := random.ReplaceAllString(fmt.Sprintf(format, args...), "$1…")
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.log = append(r.log, fmtD(r.nowLocked())+" "+fmt.Sprintf(format, args...))
+	r.log = append(r.log, fmtD(r.nowLocked())+" "+line)
 }
+
+// random matches what a log line holds that no seed decides: session ids
+// and requestStates, drawn from crypto/rand.
+var random = regexp.MustCompile(`(session ID: |mcpfsm-)[A-Za-z0-9_-]+`)
 
 // active counts a request the instance of rec serves (rec nil: a shared
 // instance).
@@ -198,7 +204,7 @@ func (r *run) main() Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	idle := []time.Duration{20 * time.Second, 45 * time.Second, 90 * time.Second}[r.rng.IntN(3)]
-	r.sessionTimeout = []time.Duration{time.Minute, 2 * time.Minute}[r.rng.IntN(2)]
+	r.sessionTimeout = []time.Duration{time.Minute, 3 * time.Minute}[r.rng.IntN(2)]
 	r.h = History{Idle: idle, Slack: 2 * time.Second, Clients: map[string]*ClientRec{}}
 	r.w = &world{r: r, sharedSup: map[string]*conn.Supervisor{}, maxInst: []int{0, 0, 3}[r.rng.IntN(3)]}
 	reg := conn.NewRegistry()
@@ -344,7 +350,14 @@ func (r *run) step(ctx context.Context) {
 			r.vanish(c)
 		} else {
 			r.leave(c, "closes its session")
-			go func() { _ = c.sess.Close() }()
+			r.mu.Lock()
+			for _, q := range r.h.Requests {
+				if q.Client == c.name && q.End < 0 {
+					q.Closing = true
+				}
+			}
+			r.mu.Unlock()
+			r.wg.Go(func() { _ = c.sess.Close() })
 		}
 	case n < 85:
 		r.vanish(live[r.rng.IntN(len(live))])
@@ -494,6 +507,13 @@ func (r *run) outcome(c *simClient, q *RequestRec, server, tool string, args map
 	tag := fmt.Sprintf("%s#%d", c.name, q.ID)
 	if err != nil {
 		r.logf("%s: error: %s", tag, err)
+		if msg := err.Error(); strings.Contains(msg, "session not found") || strings.Contains(msg, "client is closing") {
+			// Its session expired, or its connection ended: the client
+			// is gone, as one that vanished.
+			r.mu.Lock()
+			c.gone = true
+			r.mu.Unlock()
+		}
 		return
 	}
 	if res.NeedsInput() {

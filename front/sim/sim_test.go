@@ -19,7 +19,7 @@ import (
 )
 
 var (
-	seeds   = flag.Int("seeds", 20, "run `N` seeds (CI runs more), and look for each planted bug within as many")
+	seeds   = flag.Int("seeds", 8, "run `N` seeds (CI runs more), and look for each planted bug within as many")
 	from    = flag.Uint64("from", 1, "the first `seed` of -seeds")
 	seed    = flag.Uint64("seed", 0, "run one `seed`; with -v its whole log is printed")
 	bugFlag = flag.String("bug", "", "plant the bug `NAME` (see front/internal/bugs; needs -tags simbugs): with -seed, for that seed; else look for it within -seeds seeds and report the first that finds it")
