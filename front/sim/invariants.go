@@ -75,16 +75,22 @@ func instanceEndsWithClient(h *History) []Violation {
 				in.ID, in.Server, fmtD(h.Now), in.Owner, fmtD(c.Ended), h.Idle)})
 			continue
 		}
-		last := in.Started
-		for _, t := range in.Served {
+		// Its client's requests to its server use it, those that reached
+		// the backend and those the front answered itself (during an
+		// outage, say); a request in flight, or a call its server still
+		// serves (one that waits for an answer), holds it.
+		last, busy := in.Started, in.Active > 0
+		if t, ok := in.Served[in.Owner]; ok {
 			last = max(last, t)
 		}
-		// A request in flight through it holds it.
-		busy := in.Active > 0
 		for _, r := range h.Requests {
-			if r.Client == in.Owner && r.End < 0 {
+			if server, _, _ := strings.Cut(r.What, "/"); r.Client != in.Owner || server != in.Server || r.Start < in.Started {
+				continue
+			}
+			if r.End < 0 {
 				busy = true
 			}
+			last = max(last, r.End)
 		}
 		if !busy && h.Now-last > h.Idle+h.Slack {
 			out = append(out, Violation{"InstanceEndsWithClient", fmt.Sprintf(

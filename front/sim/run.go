@@ -72,7 +72,7 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 			// count as durably blocked.
 			var mu sync.Mutex
 			mu.Lock()
-			mu.Lock() //lint:ignore SA2001 blocks for good on purpose
+			mu.Lock()
 		}
 	})
 	last, since := steps.Load(), time.Now()
