@@ -82,6 +82,13 @@ type RequestRec struct {
 	// request of the session has ended on the backend, whatever its
 	// deadline (see RequestsEndByDeadline).
 	Closing bool
+	// Backend is when a backend last served the request (its call began
+	// or ended there), zero if none did; AtBackend says a backend serves
+	// it now. A bridged call runs on past the round trip that started
+	// it, and the front counts a 2026-07-28 client's requests as its
+	// activity until they end there.
+	Backend   time.Duration
+	AtBackend bool
 }
 
 // Violation is an invariant a history breaks.

@@ -146,6 +146,18 @@ type simClient struct {
 	roots  []string // its roots now
 	gone   bool     // closed or vanished: the driver uses it no more
 	rounds []*round // a modern client's calls that await its answers
+	// closedAt is when it closed its session with requests in flight.
+	closedAt time.Duration
+}
+
+// byName is the client called name; r.mu is held.
+func (r *run) byName(name string) *simClient {
+	for _, c := range r.clients {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // round is a bridged call's input_required result, to answer.
@@ -292,12 +304,27 @@ func (r *run) check() []Violation {
 	h.Clients = map[string]*ClientRec{}
 	for name, c := range r.h.Clients {
 		cp := *c
+		if cl := r.byName(name); cl != nil && cl.closedAt > 0 && c.Ended < 0 {
+			// A session closed with requests in flight ends once they
+			// ended on their backends: go-sdk's server answers the DELETE
+			// then, and the front ends the client with its session.
+			end, busy := cl.closedAt, false
+			for _, q := range r.h.Requests {
+				if q.Client == name && q.Closing {
+					busy = busy || q.End < 0 || q.AtBackend
+					end = max(end, q.End, q.Backend)
+				}
+			}
+			if !busy {
+				cp.Ended = end
+			}
+		}
 		if c.Modern && c.Ended < 0 {
 			last, busy := time.Duration(0), false
 			for _, q := range r.h.Requests {
 				if q.Client == name {
-					busy = busy || q.End < 0
-					last = max(last, q.End)
+					busy = busy || q.End < 0 || q.AtBackend
+					last = max(last, q.End, q.Backend)
 				}
 			}
 			if !busy && last > 0 && h.Now-last > r.sessionTimeout {
@@ -349,14 +376,23 @@ func (r *run) step(ctx context.Context) {
 		if c.rec.Modern {
 			r.vanish(c)
 		} else {
-			r.leave(c, "closes its session")
 			r.mu.Lock()
+			closing := false
 			for _, q := range r.h.Requests {
-				if q.Client == c.name && q.End < 0 {
-					q.Closing = true
+				if q.Client == c.name && (q.End < 0 || q.AtBackend) {
+					q.Closing, closing = true, true
 				}
 			}
 			r.mu.Unlock()
+			r.leave(c, "closes its session")
+			if closing {
+				// go-sdk's server ends the session once these requests
+				// ended on their backends (see check).
+				r.mu.Lock()
+				c.rec.Ended = -1
+				c.closedAt = r.nowLocked()
+				r.mu.Unlock()
+			}
 			r.wg.Go(func() { _ = c.sess.Close() })
 		}
 	case n < 85:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,18 +184,22 @@ func (w *world) backend(rec *InstanceRec) *conntest.Server {
 	}
 	tool := func(name string, do func(ctx context.Context, req *mcp.CallToolRequest, a args) (string, error)) {
 		mcp.AddTool(srv.MCP, &mcp.Tool{Name: name}, func(ctx context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
-			client, _, _ := strings.Cut(a.Tag, "#")
-			served := func() {
-				if rec == nil {
-					return
-				}
+			client, id, _ := strings.Cut(a.Tag, "#")
+			served := func(at bool) {
 				w.r.mu.Lock()
-				rec.Served[client] = w.r.nowLocked()
-				w.r.mu.Unlock()
+				defer w.r.mu.Unlock()
+				now := w.r.nowLocked()
+				if n, err := strconv.Atoi(id); err == nil && n >= 1 && n <= len(w.r.h.Requests) {
+					q := w.r.h.Requests[n-1]
+					q.Backend, q.AtBackend = now, at
+				}
+				if rec != nil {
+					rec.Served[client] = now
+				}
 			}
-			served()
+			served(true)
 			w.r.active(rec, 1)
-			defer func() { served(); w.r.active(rec, -1) }()
+			defer func() { served(false); w.r.active(rec, -1) }()
 			text, err := do(ctx, req, a)
 			if err != nil {
 				return nil, nil, err
