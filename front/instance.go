@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,19 +29,29 @@ func (c *client) instanceOf(server string) (*instance.Instance, error) {
 	if in == nil {
 		f := c.f
 		var err error
-		in, err = instance.New(instance.Options{Server: server, Clock: f.opts.Clock, Idle: f.opts.InstanceIdle, Logger: f.opts.Logger.With(c.logAttrs()...),
-			Start: func(ctx context.Context, observe func(conn.Transition)) (*conn.Supervisor, func(), error) {
-				return c.startInstance(ctx, server, observe)
-			},
-			Established: func(first bool) {
-				c.sendLevel(server)
-				if first {
-					c.watchOwn()
-				}
-			},
-			Go:      f.wg.Go,
-			Dropped: c.update, // the client sees the shared listing again
-		})
+		mk := func() (*instance.Instance, error) {
+			return instance.New(instance.Options{Server: server, Clock: f.opts.Clock, Idle: f.opts.InstanceIdle, Logger: f.opts.Logger.With(c.logAttrs()...),
+				Start: func(ctx context.Context, observe func(conn.Transition)) (*conn.Supervisor, func(), error) {
+					return c.startInstance(ctx, server, observe)
+				},
+				Established: func(first bool) {
+					c.sendLevel(server)
+					if first {
+						c.watchOwn()
+					}
+				},
+				Go:      f.wg.Go,
+				Dropped: c.update, // the client sees the shared listing again
+			})
+		}
+		if bugs.InstancesWithoutClient {
+			// Planted: one instance of server for every client of f.
+			var v any
+			v, err = bugs.SharedInstance(f, server, func() (any, error) { return mk() })
+			in, _ = v.(*instance.Instance)
+		} else {
+			in, err = mk()
+		}
 		if err != nil {
 			return nil, err
 		}

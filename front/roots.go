@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
+	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -110,7 +111,9 @@ func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
 	c.mu.Lock()
 	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
 	instances := c.instanceSet()
-	c.mu.Unlock()
+	if !bugs.RootsLockReversed {
+		c.mu.Unlock()
+	}
 	// An instance that starts now took the roots above, or is in the
 	// list: Running waits for its start (see instanceSet).
 	var sups []*conn.Supervisor
@@ -118,6 +121,9 @@ func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
 		if sup := in.Running(); sup != nil {
 			sups = append(sups, sup)
 		}
+	}
+	if bugs.RootsLockReversed {
+		c.mu.Unlock() // planted: the instances' locks were taken under c.mu
 	}
 	if c.kind == stdioClient {
 		sups = append(sups, c.f.supervisors()...)

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -306,6 +307,9 @@ func (s *Set) Round(ctx context.Context, method, name, state string, answers mcp
 		s.mu.Lock()
 		c := s.by[state]
 		s.mu.Unlock()
+		if v, ok := bugs.AnyCall(state); c == nil && bugs.BridgeForgetsSubject && ok {
+			c = v.(*Call) // planted: another client's call
+		}
 		if c == nil || c.method != method || c.name != name {
 			return nil, ErrNoCall(method, name)
 		}
@@ -334,6 +338,9 @@ func (s *Set) Round(ctx context.Context, method, name, state string, answers mcp
 		return nil, errEnded
 	}
 	s.by[c.state] = c
+	if bugs.BridgeForgetsSubject {
+		bugs.KeepCall(c.state, c)
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -504,6 +511,9 @@ func (c *Call) nextState(fresh bool) (string, bool) {
 		delete(s.by, c.state)
 		c.state = randomState()
 		s.by[c.state] = c
+		if bugs.BridgeForgetsSubject {
+			bugs.KeepCall(c.state, c)
+		}
 	}
 	return c.state, true
 }

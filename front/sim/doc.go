@@ -1,0 +1,20 @@
+// Package sim simulates the gateway: a front (package front) over
+// scripted in-memory backends, served over in-memory Streamable HTTP to
+// several clients of both eras (2025-11-25 sessions and 2026-07-28
+// requests), in a testing/synctest bubble, so that simulated time drives
+// every timer of the front, its instances and the clients.
+//
+// A seed chooses everything: the idle and session bounds, how long an
+// instance takes to start, which clients join, call which tools, answer,
+// abandon or replay (as another client) the rounds of a bridged call,
+// change their roots (also while their instance starts), close their
+// sessions or vanish, which backends crash and which instances a reload
+// closes. After every step the driver checks the [Invariants] on the
+// [History] so far; a run that stops making progress is a violation of
+// Progress, reported with the stacks of the goroutines blocked on locks.
+//
+// Its test (go test ./front/sim -seeds N) runs seeds; with the tag
+// simbugs and -planted it also plants each bug of front/internal/bugs and
+// looks for it within as many seeds; -replay N runs N seeds twice and
+// compares their logs.
+package sim

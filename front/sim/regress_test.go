@@ -1,0 +1,26 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/mcpfsm/mcpfsm/front/sim"
+)
+
+// The seeds that once broke an invariant on the unmutated front, each a
+// case the simulator's model of go-sdk had wrong: a session closed with a
+// call in flight (58: its DELETE is answered once the call ended on the
+// backend; 939: its instance closes then), a call answered by the front
+// itself during an outage, which uses the instance (370), and a
+// 2026-07-28 call the client gave up on, which holds the client until it
+// ends on the backend (926). Each must keep every promise.
+func TestRegressions(t *testing.T) {
+	for _, s := range []uint64{58, 370, 926, 939} {
+		res := sim.Run(t, s, sim.Options{})
+		if res.Stalled {
+			stalled(res, "front sim: a regression seed stalled")
+		}
+		for _, v := range res.Violations {
+			t.Errorf("seed %d: %v", s, v)
+		}
+	}
+}
