@@ -43,6 +43,10 @@ type HandlerConfig struct {
 	// time the handler finds no usable credential after having one or
 	// none, with How: serve prints one line to stderr.
 	OnSignInNeeded func(how string)
+	// OnCredential, if set, is called when WaitCredential has found a
+	// credential (signed in by any process): serve ends the sign-in it
+	// started itself.
+	OnCredential func()
 }
 
 // Handler is a conn.HTTP.OAuthHandler (go-sdk's auth.OAuthHandler) that
@@ -268,6 +272,9 @@ func (h *Handler) WaitCredential(ctx context.Context) error {
 			changed = n.Changed() // before the read: a save after it wakes the wait
 		}
 		if c, err := h.current(ctx); err == nil && c != nil {
+			if h.cfg.OnCredential != nil {
+				h.cfg.OnCredential()
+			}
 			return nil
 		}
 		t := h.cfg.Clock.Timer(h.cfg.PollInterval)
