@@ -14,8 +14,8 @@ import (
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -85,7 +85,6 @@ type signIns struct {
 	handlers map[string]*signin.Handler
 	servers  map[string]config.Server // by name, for the sign-ins started by calls
 	front    *front.Front             // asked to show the URL to its clients; nil without one
-	came     map[string]chan struct{} // closed when a server's sign-in stored its credential
 }
 
 // newSignIns makes the sign-ins of cmd, whose config file is path.
@@ -94,7 +93,7 @@ func newSignIns(cmd, path string, stderr io.Writer, logger *slog.Logger) *signIn
 		stderr = io.Discard
 	}
 	s := &signIns{cmd: cmd, path: path, stderr: stderr, handlers: map[string]*signin.Handler{},
-		servers: map[string]config.Server{}, came: map[string]chan struct{}{}}
+		servers: map[string]config.Server{}}
 	s.store, s.err = credentialStore()
 	s.flows = signin.NewFlows(signin.FlowsConfig{Show: s.show, Ended: s.ended, Logger: logger})
 	return s
@@ -170,12 +169,6 @@ func (s *signIns) show(_ context.Context, f *signin.Flow) {
 func (s *signIns) ended(f *signin.Flow, err error) {
 	s.mu.Lock()
 	fr := s.front
-	if err == nil {
-		if ch, ok := s.came[f.Server]; ok {
-			close(ch)
-			delete(s.came, f.Server)
-		}
-	}
 	s.mu.Unlock()
 	if fr != nil {
 		fr.EndSignIn(f.ID)
@@ -197,19 +190,6 @@ func (s *signIns) hint(server, subject string) string {
 		return "open " + f.URL() + " to sign in (the sign-in is under way), or " + how
 	}
 	return how
-}
-
-// signedIn returns a channel closed when a sign-in of server that this
-// command started has stored its credential.
-func (s *signIns) signedIn(server string) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, ok := s.came[server]
-	if !ok {
-		ch = make(chan struct{})
-		s.came[server] = ch
-	}
-	return ch
 }
 
 func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
