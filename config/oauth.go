@@ -33,6 +33,10 @@ type OAuth struct {
 	AuthorizationURL, TokenURL string
 	// Scopes replace the scopes the server asks for.
 	Scopes []string
+	// ClientMetadataURL is mcpfsm's own key clientMetadataUrl: the https
+	// URL of a client ID metadata document describing mcpfsm as this
+	// user's client, used where the authorization server supports them.
+	ClientMetadataURL string
 }
 
 // geminiIgnoredOAuth are keys of Gemini CLI's oauth block that mcpfsm
@@ -68,12 +72,14 @@ func oauthKey(p *parser, e *entry, m member, path string) {
 			o.TokenURL = p.oauthURL(f.Value, fpath)
 		case "scopes":
 			o.Scopes = p.scopes(f.Value, fpath)
+		case "clientMetadataUrl":
+			o.ClientMetadataURL = p.clientMetadataURL(f.Value, fpath)
 		default:
 			if geminiIgnoredOAuth[f.Key] {
 				p.warnf("%s is ignored: mcpfsm does not use it (a key of Gemini CLI)", fpath)
 				continue
 			}
-			p.addf("%s is not an oauth option: give clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, enabled, authorizationUrl or tokenUrl", fpath)
+			p.addf("%s is not an oauth option: give clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, enabled, authorizationUrl, tokenUrl or clientMetadataUrl", fpath)
 		}
 	}
 	if (o.AuthorizationURL == "") != (o.TokenURL == "") {
@@ -153,6 +159,19 @@ func (p *parser) oauthURL(v tree.Value, path string) string {
 		p.addf("%s must use https: %q is plain http to %s, which is not this machine; give its https:// URL (plain http is allowed only for localhost)", path, u.Scheme+"://"+u.Host+u.Path, u.Hostname())
 	default:
 		p.addf("%s must be an https:// URL, not a %s: URL", path, u.Scheme)
+	}
+	return s
+}
+
+// clientMetadataURL reads the URL of a client ID metadata document: an
+// https URL with a path, which is the client's ID.
+func (p *parser) clientMetadataURL(v tree.Value, path string) string {
+	s, ok := p.text(v, path)
+	if !ok {
+		return ""
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+		p.addf("%s must be the https:// URL, with a path, where you publish mcpfsm's client ID metadata document, such as https://example.com/mcpfsm-client.json", path)
 	}
 	return s
 }

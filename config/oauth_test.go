@@ -32,6 +32,8 @@ func TestOAuthKeys(t *testing.T) {
 			&OAuth{Key: "auth", ClientID: "abc", ClientSecret: "s3cr3t", Scopes: []string{"repo"}}},
 		{"loopback http metadata", `{"mcpServers": {"n": {"url": "http://127.0.0.1:9/mcp", "oauth": {"authServerMetadataUrl": "http://localhost:9/.well-known/oauth-authorization-server"}}}}`,
 			&OAuth{Key: "oauth", AuthServerMetadataURL: "http://localhost:9/.well-known/oauth-authorization-server"}},
+		{"client id metadata document", `{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "oauth": {"clientMetadataUrl": "https://example.com/mcpfsm-client.json"}}}}`,
+			&OAuth{Key: "oauth", ClientMetadataURL: "https://example.com/mcpfsm-client.json"}},
 		{"none", `{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp"}}}`, nil},
 	}
 	for _, tc := range tests {
@@ -64,6 +66,8 @@ func TestOAuthKeyErrors(t *testing.T) {
 		{"unknown key", `"oauth": {"client_id": "x"}`, `mcpServers.n.oauth.client_id is not an oauth option`},
 		{"not an object", `"oauth": true`, `mcpServers.n.oauth must be a JSON object, not a boolean`},
 		{"half the endpoints", `"oauth": {"authorizationUrl": "https://a.example.com/authorize"}`, `give both authorizationUrl and tokenUrl`},
+		{"client metadata over http", `"oauth": {"clientMetadataUrl": "http://example.com/c.json"}`,
+			`mcpServers.n.oauth.clientMetadataUrl must be the https:// URL, with a path, where you publish mcpfsm's client ID metadata document`},
 		{"cursor unknown", `"auth": {"client_id": "x"}`, `mcpServers.n.auth.client_id is not an auth option: give CLIENT_ID, CLIENT_SECRET or scopes`},
 	}
 	for _, tc := range tests {

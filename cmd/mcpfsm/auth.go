@@ -145,7 +145,14 @@ func (s *signIns) start(server, subject string) *signin.Flow {
 	if !ok || s.store == nil {
 		return nil
 	}
-	f, _ := s.flows.Start(signin.LoginConfig{Server: server, Resource: srv.URL, Subject: subject, Store: s.store, Client: clientOf(srv.OAuth)})
+	client := clientOf(srv.OAuth)
+	s.mu.Lock()
+	h := s.handlers[srv.Name+"\x00"+srv.URL]
+	s.mu.Unlock()
+	if h != nil && len(client.Scopes) == 0 {
+		client.Scopes = h.StepUpScopes() // step-up: the scopes the server challenged with too
+	}
+	f, _ := s.flows.Start(signin.LoginConfig{Server: server, Resource: srv.URL, Subject: subject, Store: s.store, Client: client})
 	return f
 }
 
@@ -280,7 +287,8 @@ func clientOf(o *config.OAuth) signin.Client {
 		return signin.Client{}
 	}
 	return signin.Client{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, CallbackPort: o.CallbackPort,
-		AuthServerMetadataURL: o.AuthServerMetadataURL, AuthorizationURL: o.AuthorizationURL, TokenURL: o.TokenURL}
+		AuthServerMetadataURL: o.AuthServerMetadataURL, AuthorizationURL: o.AuthorizationURL, TokenURL: o.TokenURL,
+		ClientMetadataURL: o.ClientMetadataURL}
 }
 
 // authStatus prints, for each url server of cfg, whether it is signed in.
