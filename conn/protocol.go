@@ -59,9 +59,7 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 		return sess, err
 	}
 	w := g.wireConn()
-	// An HTTP server that refused the probe's authorization (401, 403)
-	// answered it: it needs a credential, not the classic handshake.
-	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil || g.authRefused() != 0 {
+	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil {
 		return nil, err
 	}
 	// Until the classic handshake succeeds, the server may as well have
