@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,5 +147,34 @@ func TestRedirectsSingleUseAndExpiring(t *testing.T) {
 	}
 	if r.Pending() != 0 {
 		t.Errorf("%d sign-ins still pending", r.Pending())
+	}
+}
+
+// A 403 insufficient_scope makes the next sign-in ask for the scopes the
+// credential had and those the server challenged with (step-up).
+func TestStepUpScopes(t *testing.T) {
+	store := signin.NewFileStore(filepath.Join(t.TempDir(), "credentials"))
+	ctx := context.Background()
+	c := &signin.Credential{Key: signin.Key{Resource: "https://mcp.example.com/mcp", Issuer: "https://as.example.com", Client: "c"},
+		AccessToken: "at-1", TokenURL: "https://as.example.com/token", Scopes: []string{"read"}}
+	if err := store.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	h := signin.NewHandler(signin.HandlerConfig{Server: "s", Resource: c.Resource, Store: store, Clock: clock.NewMock()})
+	if _, err := h.TokenSource(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.StepUpScopes(); got != nil {
+		t.Errorf("StepUpScopes before any 403 = %v, want nil", got)
+	}
+	req := httptest.NewRequest(http.MethodPost, c.Resource, nil)
+	req.Header.Set("Authorization", "Bearer at-1")
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody, Header: http.Header{
+		"Www-Authenticate": {`Bearer error="insufficient_scope", scope="write read"`}}}
+	if err := h.Authorize(ctx, req, resp); err == nil {
+		t.Fatal("Authorize of a 403 insufficient_scope: no sign-in asked for")
+	}
+	if got, want := h.StepUpScopes(), []string{"read", "write"}; !slices.Equal(got, want) {
+		t.Errorf("StepUpScopes = %v, want %v", got, want)
 	}
 }
