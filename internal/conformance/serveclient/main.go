@@ -45,7 +45,7 @@ func main() {
 	if !strings.HasPrefix(scenario, "auth/") {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	if err := run(ctx, os.Args[1], os.Args[2], os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
 		fmt.Fprintln(os.Stderr, "serveclient:", err)
