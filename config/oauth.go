@@ -183,3 +183,42 @@ func loopbackHost(h string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
+// UpstreamAuthShared is the one value of upstreamAuth mcpfsm supports
+// today: every caller of a gateway reaches the server with the one
+// credential the operator signed in with.
+const UpstreamAuthShared = "shared"
+
+// upstreamAuth reads mcpfsm's key upstreamAuth: whose credential an http
+// server's requests carry on a gateway. Only "shared" is supported; a
+// per-caller credential and {"tokenExchange": {...}} are refused with
+// what to give instead, so that no config believes its callers reach the
+// server as themselves while they share the operator's credential.
+func upstreamAuth(p *parser, e *entry, m member, path string) {
+	switch m.Value.Kind {
+	case tree.String:
+		v, _ := p.text(m.Value, path)
+		switch v {
+		case UpstreamAuthShared:
+			e.s.UpstreamAuth = v
+		case "per-caller":
+			p.addf(`%s "per-caller" is not yet supported: mcpfsm cannot keep a credential per caller of a gateway yet; give "shared" (every caller uses the credential the operator signs in with: mcpfsm auth login NAME -config FILE)`, path)
+		default:
+			p.addf(`%s must be "shared" (the operator's one credential for every caller), not %q`, path, v)
+		}
+	case tree.Object:
+		members, _ := p.object(m.Value, path)
+		for _, f := range members {
+			fpath := pathKey(path, f.Key)
+			if f.Key != "tokenExchange" {
+				p.addf(`%s is not an upstreamAuth option: the object form takes tokenExchange only`, fpath)
+				continue
+			}
+			if _, ok := p.object(f.Value, fpath); ok {
+				p.addf(`%s is not yet supported: mcpfsm cannot exchange a caller's token for the server's (RFC 8693) yet; remove it and give "upstreamAuth": "shared"`, fpath)
+			}
+		}
+	default:
+		p.addf(`%s must be "shared" or an object {"tokenExchange": {...}}, not %s`, path, m.Value.Kind.Article())
+	}
+}
