@@ -102,6 +102,11 @@ type Server struct {
 	// OAuth is how mcpfsm signs in to an http server that asks for it
 	// (the hosts' "oauth" or "auth" keys); nil when the entry has none.
 	OAuth *OAuth
+	// UpstreamAuth is mcpfsm's key upstreamAuth: "shared" (every caller
+	// of a gateway reaches the server with the operator's credential),
+	// or "" when the entry does not say; per-caller credentials are not
+	// supported yet.
+	UpstreamAuth string
 
 	Reconnect          policy.Policy
 	FailOnStartupError bool

@@ -14,8 +14,8 @@ func TestDialectTables(t *testing.T) {
 		d     *dialect
 		other []string // read, but not suggested
 	}{
-		"host":   {&hostDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth"}},
-		"gemini": {&geminiDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth"}},
+		"host":   {&hostDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth", "upstreamAuth"}},
+		"gemini": {&geminiDialect, []string{"disabledTools", "timeout", "trust", "tcp", "transportType", "oauth", "auth", "upstreamAuth"}},
 		"codex":  {&codexDialect, []string{"bearer_token"}},
 	} {
 		read := slices.Sorted(maps.Keys(tc.d.fields))

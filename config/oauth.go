@@ -33,6 +33,10 @@ type OAuth struct {
 	AuthorizationURL, TokenURL string
 	// Scopes replace the scopes the server asks for.
 	Scopes []string
+	// ClientMetadataURL is mcpfsm's own key clientMetadataUrl: the https
+	// URL of a client ID metadata document describing mcpfsm as this
+	// user's client, used where the authorization server supports them.
+	ClientMetadataURL string
 }
 
 // geminiIgnoredOAuth are keys of Gemini CLI's oauth block that mcpfsm
@@ -68,12 +72,14 @@ func oauthKey(p *parser, e *entry, m member, path string) {
 			o.TokenURL = p.oauthURL(f.Value, fpath)
 		case "scopes":
 			o.Scopes = p.scopes(f.Value, fpath)
+		case "clientMetadataUrl":
+			o.ClientMetadataURL = p.clientMetadataURL(f.Value, fpath)
 		default:
 			if geminiIgnoredOAuth[f.Key] {
 				p.warnf("%s is ignored: mcpfsm does not use it (a key of Gemini CLI)", fpath)
 				continue
 			}
-			p.addf("%s is not an oauth option: give clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, enabled, authorizationUrl or tokenUrl", fpath)
+			p.addf("%s is not an oauth option: give clientId, clientSecret, callbackPort, authServerMetadataUrl, scopes, enabled, authorizationUrl, tokenUrl or clientMetadataUrl", fpath)
 		}
 	}
 	if (o.AuthorizationURL == "") != (o.TokenURL == "") {
@@ -157,10 +163,62 @@ func (p *parser) oauthURL(v tree.Value, path string) string {
 	return s
 }
 
+// clientMetadataURL reads the URL of a client ID metadata document: an
+// https URL with a path, which is the client's ID.
+func (p *parser) clientMetadataURL(v tree.Value, path string) string {
+	s, ok := p.text(v, path)
+	if !ok {
+		return ""
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+		p.addf("%s must be the https:// URL, with a path, where you publish mcpfsm's client ID metadata document, such as https://example.com/mcpfsm-client.json", path)
+	}
+	return s
+}
+
 func loopbackHost(h string) bool {
 	if h == "localhost" {
 		return true
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// UpstreamAuthShared is the one value of upstreamAuth mcpfsm supports
+// today: every caller of a gateway reaches the server with the one
+// credential the operator signed in with.
+const UpstreamAuthShared = "shared"
+
+// upstreamAuth reads mcpfsm's key upstreamAuth: whose credential an http
+// server's requests carry on a gateway. Only "shared" is supported; a
+// per-caller credential and {"tokenExchange": {...}} are refused with
+// what to give instead, so that no config believes its callers reach the
+// server as themselves while they share the operator's credential.
+func upstreamAuth(p *parser, e *entry, m member, path string) {
+	switch m.Value.Kind {
+	case tree.String:
+		v, _ := p.text(m.Value, path)
+		switch v {
+		case UpstreamAuthShared:
+			e.s.UpstreamAuth = v
+		case "per-caller":
+			p.addf(`%s "per-caller" is not yet supported: mcpfsm cannot keep a credential per caller of a gateway yet; give "shared" (every caller uses the credential the operator signs in with: mcpfsm auth login NAME -config FILE)`, path)
+		default:
+			p.addf(`%s must be "shared" (the operator's one credential for every caller), not %q`, path, v)
+		}
+	case tree.Object:
+		members, _ := p.object(m.Value, path)
+		for _, f := range members {
+			fpath := pathKey(path, f.Key)
+			if f.Key != "tokenExchange" {
+				p.addf(`%s is not an upstreamAuth option: the object form takes tokenExchange only`, fpath)
+				continue
+			}
+			if _, ok := p.object(f.Value, fpath); ok {
+				p.addf(`%s is not yet supported: mcpfsm cannot exchange a caller's token for the server's (RFC 8693) yet; remove it and give "upstreamAuth": "shared"`, fpath)
+			}
+		}
+	default:
+		p.addf(`%s must be "shared" or an object {"tokenExchange": {...}}, not %s`, path, m.Value.Kind.Article())
+	}
 }

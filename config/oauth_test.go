@@ -32,6 +32,8 @@ func TestOAuthKeys(t *testing.T) {
 			&OAuth{Key: "auth", ClientID: "abc", ClientSecret: "s3cr3t", Scopes: []string{"repo"}}},
 		{"loopback http metadata", `{"mcpServers": {"n": {"url": "http://127.0.0.1:9/mcp", "oauth": {"authServerMetadataUrl": "http://localhost:9/.well-known/oauth-authorization-server"}}}}`,
 			&OAuth{Key: "oauth", AuthServerMetadataURL: "http://localhost:9/.well-known/oauth-authorization-server"}},
+		{"client id metadata document", `{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "oauth": {"clientMetadataUrl": "https://example.com/mcpfsm-client.json"}}}}`,
+			&OAuth{Key: "oauth", ClientMetadataURL: "https://example.com/mcpfsm-client.json"}},
 		{"none", `{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp"}}}`, nil},
 	}
 	for _, tc := range tests {
@@ -64,6 +66,8 @@ func TestOAuthKeyErrors(t *testing.T) {
 		{"unknown key", `"oauth": {"client_id": "x"}`, `mcpServers.n.oauth.client_id is not an oauth option`},
 		{"not an object", `"oauth": true`, `mcpServers.n.oauth must be a JSON object, not a boolean`},
 		{"half the endpoints", `"oauth": {"authorizationUrl": "https://a.example.com/authorize"}`, `give both authorizationUrl and tokenUrl`},
+		{"client metadata over http", `"oauth": {"clientMetadataUrl": "http://example.com/c.json"}`,
+			`mcpServers.n.oauth.clientMetadataUrl must be the https:// URL, with a path, where you publish mcpfsm's client ID metadata document`},
 		{"cursor unknown", `"auth": {"client_id": "x"}`, `mcpServers.n.auth.client_id is not an auth option: give CLIENT_ID, CLIENT_SECRET or scopes`},
 	}
 	for _, tc := range tests {
@@ -86,5 +90,29 @@ func TestOAuthOnAStdioServerWarns(t *testing.T) {
 	want := "mcpServers.n.oauth is ignored: mcpfsm signs in only to Streamable HTTP servers (a url of type http), and this one is stdio"
 	if !slices.Contains(cfg.Warnings, want) {
 		t.Errorf("warnings %q, want %q", cfg.Warnings, want)
+	}
+}
+
+// upstreamAuth takes "shared"; a per-caller credential and token exchange
+// are refused as not yet supported, naming the key and what to give.
+func TestUpstreamAuth(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": "shared"}}}`), nil)
+	if err != nil || cfg.Servers[0].UpstreamAuth != UpstreamAuthShared {
+		t.Fatalf("shared: %v, %+v", err, cfg)
+	}
+	tests := []struct{ name, value, want string }{
+		{"per caller", `"per-caller"`, `mcpServers.n.upstreamAuth "per-caller" is not yet supported`},
+		{"token exchange", `{"tokenExchange": {"audience": "x"}}`, `mcpServers.n.upstreamAuth.tokenExchange is not yet supported: mcpfsm cannot exchange a caller's token`},
+		{"other word", `"mine"`, `mcpServers.n.upstreamAuth must be "shared"`},
+		{"number", `3`, `mcpServers.n.upstreamAuth must be "shared" or an object {"tokenExchange": {...}}, not a number`},
+		{"other key", `{"exchange": {}}`, `mcpServers.n.upstreamAuth.exchange is not an upstreamAuth option`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": `+tc.value+`}}}`), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }

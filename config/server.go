@@ -75,6 +75,7 @@ var extensions = map[string]setter{
 	"excludeTools":       excludeTools,
 	"maxConcurrentCalls": maxConcurrentCalls,
 	"isolation":          isolation,
+	"upstreamAuth":       upstreamAuth,
 	"maxInstances":       maxInstances,
 	"roots":              roots,
 	"allowScopes":        allowScopes,

@@ -10,13 +10,14 @@ import (
 // backend is where a request of a client to a server goes: the server's
 // shared instance, or the client's own instance of it.
 type backend struct {
-	server string
-	sup    *conn.Supervisor   // nil when the front knows no supervisor of the server
-	tools  *conn.ToolRegistry // where the instance publishes its tools
-	cat    *conn.Catalog      // and its catalog
-	own    bool               // the client's own instance
-	done   func()             // ends the request's use of the instance
-	f      *Front
+	server  string
+	subject string             // the caller's, for the sign-in hint
+	sup     *conn.Supervisor   // nil when the front knows no supervisor of the server
+	tools   *conn.ToolRegistry // where the instance publishes its tools
+	cat     *conn.Catalog      // and its catalog
+	own     bool               // the client's own instance
+	done    func()             // ends the request's use of the instance
+	f       *Front
 }
 
 // status is the status of the instance, if the front knows it.
@@ -56,7 +57,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 		// the server is answered at once, as any call during an outage,
 		// from the shared instance's state: an instance started now would
 		// only wait for the same server.
-		shared := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+		shared := backend{server: server, subject: c.subject, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
 		// A server still on its first attempt (connecting: an npx
 		// server takes seconds to start) is no outage: the instance
 		// starts and the request waits for it below.
@@ -82,13 +83,13 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 			}
 		}
 	}
-	return backend{server: server, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
+	return backend{server: server, subject: c.subject, sup: sup, tools: c.reg, cat: c.cat, own: true, done: done, f: f}, nil
 }
 
 // sharedBackend is server's shared instance, as a backend.
 func (c *client) sharedBackend(server string) backend {
 	f := c.f
-	b := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+	b := backend{server: server, subject: c.subject, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
 	if f.opts.Backends != nil {
 		b.sup, _ = f.opts.Backends.Supervisor(server)
 	}

@@ -38,6 +38,9 @@ func (c *client) handler(name string) mcp.ToolHandler {
 		defer end()
 		be, err := c.backend(ctx, server)
 		if errors.Is(err, errServerDown) {
+			if st, ok := be.status(); ok && st.State == conn.NeedsAuthorization {
+				c.askInCall(ctx, be)
+			}
 			return errorResult(c.f.describe(be, toolOp(name), nil, "")), nil
 		}
 		if err != nil {
@@ -231,7 +234,11 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 	case st.State == conn.NeedsAuthorization:
 		b.WriteString("; sign in, then try again")
 		var ae *conn.AuthError
-		if errors.As(st.LastErr, &ae) && ae.SignIn != "" {
+		if h := f.signInHint(be); h != "" {
+			// The hint holds the authorization URL, whose query is no
+			// secret of the server's: the person signing in needs it whole.
+			return f.opts.Redact(b.String()) + ": " + h
+		} else if errors.As(st.LastErr, &ae) && ae.SignIn != "" {
 			b.WriteString(": " + ae.SignIn)
 		}
 	case st.State == conn.Disposing, st.State == conn.Disposed:

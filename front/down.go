@@ -27,7 +27,7 @@ func (c *client) downMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return c.handler(call.Params.Name)(ctx, call)
 		}
 		server := serverOf(call.Params.Name)
-		be := backend{server: server, f: c.f}
+		be := backend{server: server, subject: c.subject, f: c.f}
 		st, known := be.status()
 		if known && c.isolated(server) {
 			// The client's own instance may list what the shared one does
@@ -36,6 +36,9 @@ func (c *client) downMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if !known || st.State == conn.Established {
 			return next(ctx, method, req)
+		}
+		if st.State == conn.NeedsAuthorization {
+			c.askInCall(ctx, be) // a 2026-07-28 client's call carries the sign-in's URL elicitation
 		}
 		text := c.f.describe(be, toolOp(call.Params.Name), nil, "")
 		if st.LastErr != nil && st.State != conn.NeedsAuthorization { // describe said how to sign in

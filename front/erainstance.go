@@ -216,7 +216,7 @@ func (f *Front) closeEras() {
 func (c *client) eraBackend(ctx context.Context, server string, ei *eraInstance) (backend, error) {
 	f := c.f
 	if ei.in.Running() == nil {
-		shared := backend{server: server, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
+		shared := backend{server: server, subject: c.subject, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
 		if st, ok := shared.status(); ok && st.State != conn.Established && st.State != conn.Connecting {
 			return shared, errServerDown
 		}
@@ -226,5 +226,5 @@ func (c *client) eraBackend(ctx context.Context, server string, ei *eraInstance)
 		return backend{}, err
 	}
 	_ = sup.Ready(ctx)
-	return backend{server: server, sup: sup, tools: ei.reg, cat: ei.cat, done: done, f: f}, nil
+	return backend{server: server, subject: c.subject, sup: sup, tools: ei.reg, cat: ei.cat, done: done, f: f}, nil
 }

@@ -156,6 +156,12 @@ type Options struct {
 	// Limits bound what one tool result puts into a client's context
 	// (see [ResultLimits]).
 	Limits ResultLimits
+	// SignInHint, if set, says how the caller subject ("" for the
+	// operator) signs in to server: the isError of a request to a server
+	// that needs a sign-in ends with it, in place of the server's own
+	// hint. Serve says the authorization URL of the sign-in under way and
+	// the mcpfsm auth login command.
+	SignInHint func(server, subject string) string
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused
@@ -173,9 +179,10 @@ type Front struct {
 
 	mu       sync.Mutex
 	clients  map[*client]struct{}
-	subjects map[string]*client // the modern clients, by subject
-	slots    slots.Slots        // sessions, per subject and per server's instances
-	shared   *client            // stdio: the one client, whose the shared instances are
+	subjects map[string]*client    // the modern clients, by subject
+	slots    slots.Slots           // sessions, per subject and per server's instances
+	shared   *client               // stdio: the one client, whose the shared instances are
+	signIns  map[string]*signInAsk // the sign-ins under way, by ID (signin.go)
 
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served

@@ -30,6 +30,7 @@ const rootsTimeout = 10 * time.Second
 func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	c.adopt(req.Session)
 	c.fetchRoots(req.Session)
+	c.askSignIns()
 }
 
 func (c *client) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {

@@ -212,7 +212,7 @@ func (c *client) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 		public := c.publicTool(t.Name)
 		server := serverOf(public)
 		h := searchHit{Name: t.Name, Server: server, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
-		be := backend{server: server, f: c.f}
+		be := backend{server: server, subject: c.subject, f: c.f}
 		if st, ok := be.status(); ok && st.State != conn.Established {
 			h.Status = c.f.describe(be, toolOp(t.Name), nil, "a call now is answered with this error")
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,10 @@ type HandlerConfig struct {
 	// time the handler finds no usable credential after having one or
 	// none, with How: serve prints one line to stderr.
 	OnSignInNeeded func(how string)
+	// OnCredential, if set, is called when WaitCredential has found a
+	// credential (signed in by any process): serve ends the sign-in it
+	// started itself.
+	OnCredential func()
 }
 
 // Handler is a conn.HTTP.OAuthHandler (go-sdk's auth.OAuthHandler) that
@@ -58,6 +64,7 @@ type Handler struct {
 	cred    *Credential // the credential in use; nil when none is usable
 	refused string      // the fingerprint of the credential last refused
 	asked   bool        // OnSignInNeeded was called since the last usable credential
+	stepUp  []string    // the scopes a new sign-in asks for after an insufficient_scope
 }
 
 var (
@@ -236,6 +243,21 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	if resp.StatusCode == http.StatusForbidden {
 		cause = errors.Join(cause, errors.New("the server asks for more scope than the credential has"))
+		// Step-up: the next sign-in asks for the scopes the credential
+		// had and those the server challenged with.
+		var want []string
+		if c != nil {
+			want = append(want, c.Scopes...)
+		}
+		for _, ch := range challenges {
+			if ch.Scheme == "bearer" {
+				want = append(want, strings.Fields(ch.Params["scope"])...)
+			}
+		}
+		slices.Sort(want)
+		h.mu.Lock()
+		h.stepUp = slices.Compact(want)
+		h.mu.Unlock()
 	}
 	h.mu.Lock()
 	notify := !h.asked && h.cfg.OnSignInNeeded != nil
@@ -245,6 +267,15 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		h.cfg.OnSignInNeeded(h.cfg.How)
 	}
 	return &conn.SignInError{How: h.cfg.How, Err: cause}
+}
+
+// StepUpScopes returns the scopes a new sign-in should ask for after the
+// server refused the credential for lack of scope (insufficient_scope):
+// the credential's and the challenged ones. It is nil otherwise.
+func (h *Handler) StepUpScopes() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.stepUp)
 }
 
 // bearerError is the error parameter of the Bearer challenge.
@@ -268,6 +299,9 @@ func (h *Handler) WaitCredential(ctx context.Context) error {
 			changed = n.Changed() // before the read: a save after it wakes the wait
 		}
 		if c, err := h.current(ctx); err == nil && c != nil {
+			if h.cfg.OnCredential != nil {
+				h.cfg.OnCredential()
+			}
 			return nil
 		}
 		t := h.cfg.Clock.Timer(h.cfg.PollInterval)

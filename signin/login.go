@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -64,6 +63,15 @@ type LoginConfig struct {
 	// ListenHost is the loopback address the redirect listener binds;
 	// "" means 127.0.0.1.
 	ListenHost string
+	// Redirects and RedirectURL, when both set, receive the redirect in
+	// place of a loopback listener of Login's own: a gateway's sign-ins
+	// land on its own address (RedirectURL is where Redirects is
+	// served). The flow's state is bound to Subject there.
+	Redirects   *Redirects
+	RedirectURL string
+	// RedirectTTL bounds how long the redirect is awaited after the
+	// authorization URL is shown; zero means until ctx ends.
+	RedirectTTL time.Duration
 }
 
 // ErrCallbackPort is matched by the error of a sign-in whose callback
@@ -83,28 +91,33 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	host := cfg.ListenHost
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Client.CallbackPort)))
-	if err != nil {
-		if cfg.Client.CallbackPort != 0 {
-			return nil, fmt.Errorf("%w: server %q: oauth.callbackPort %d: %v; stop what listens there, or register another port with the authorization server and set oauth.callbackPort to it",
-				ErrCallbackPort, cfg.Server, cfg.Client.CallbackPort, err)
+	redirect, cb := cfg.RedirectURL, cfg.Redirects
+	if cb == nil || redirect == "" {
+		host := cfg.ListenHost
+		if host == "" {
+			host = "127.0.0.1"
 		}
-		return nil, fmt.Errorf("server %q: cannot listen for the sign-in's redirect on %s: %w", cfg.Server, host, err)
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Client.CallbackPort)))
+		if err != nil {
+			if cfg.Client.CallbackPort != 0 {
+				return nil, fmt.Errorf("%w: server %q: oauth.callbackPort %d: %v; stop what listens there, or register another port with the authorization server and set oauth.callbackPort to it",
+					ErrCallbackPort, cfg.Server, cfg.Client.CallbackPort, err)
+			}
+			return nil, fmt.Errorf("server %q: cannot listen for the sign-in's redirect on %s: %w", cfg.Server, host, err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		redirect = fmt.Sprintf("http://localhost:%d/callback", port)
+		cb = NewRedirects(nil)
+		mux := http.NewServeMux()
+		mux.Handle("/callback", cb)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	redirect := fmt.Sprintf("http://localhost:%d/callback", port)
-	cb := newCallback()
-	srv := &http.Server{Handler: cb, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
 
 	rec := &discovery{next: hc.Transport, client: cfg.Client}
 	if rec.next == nil {
@@ -131,12 +144,16 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 			mu.Lock()
 			scopes = strings.Fields(q.Get("scope"))
 			mu.Unlock()
-			wait := cb.expect(q.Get("state"))
+			wait, done := cb.expect(q.Get("state"), cfg.Subject, cfg.RedirectTTL)
+			defer done()
 			if err := cfg.Open(ctx, args.URL); err != nil {
 				return nil, err
 			}
 			select {
-			case r := <-wait:
+			case r, ok := <-wait:
+				if !ok {
+					return nil, fmt.Errorf("server %q: no sign-in arrived within %v: start it again", cfg.Server, cfg.RedirectTTL)
+				}
 				if r.err != nil {
 					return nil, r.err
 				}
@@ -235,59 +252,6 @@ func scrubText(s string) string {
 		}
 		s = s[j:]
 	}
-}
-
-// callbackResult is what the redirect brought.
-type callbackResult struct {
-	res *auth.AuthorizationResult
-	err error
-}
-
-// callback is the loopback redirect listener's handler: it hands the one
-// redirect whose state matches the flow's to the flow, and refuses every
-// other.
-type callback struct {
-	mu    sync.Mutex
-	state string
-	wait  chan callbackResult
-}
-
-func newCallback() *callback { return &callback{} }
-
-// expect starts waiting for the redirect that carries state.
-func (c *callback) expect(state string) <-chan callbackResult {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.state, c.wait = state, make(chan callbackResult, 1)
-	return c.wait
-}
-
-func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/callback" {
-		http.NotFound(w, r)
-		return
-	}
-	q := r.URL.Query()
-	c.mu.Lock()
-	state, wait := c.state, c.wait
-	ok := wait != nil && state != "" && q.Get("state") == state
-	if ok {
-		c.state, c.wait = "", nil // single use
-	}
-	c.mu.Unlock()
-	if !ok {
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprint(w, page("This sign-in link is not the one mcpfsm is waiting for (its state does not match). Start the sign-in again from mcpfsm."))
-		return
-	}
-	if e := q.Get("error"); e != "" {
-		wait <- callbackResult{err: fmt.Errorf("the authorization server refused the sign-in: %s", oneWord(e))}
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprint(w, page("The sign-in was refused ("+html.EscapeString(oneWord(e))+"). You can close this window."))
-		return
-	}
-	wait <- callbackResult{res: &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}}
-	fmt.Fprint(w, page("Signed in. You can close this window and return to mcpfsm."))
 }
 
 // oneWord keeps an OAuth error code to its allowed characters.

@@ -269,6 +269,11 @@ func TestNeedsAuthorizationUntilSignIn(t *testing.T) {
 	if got, err := s.whoami(t); err != nil || !strings.Contains(got, "user-"+c.Client) {
 		t.Fatalf("whoami = %q, %v; want the signed-in subject", got, err)
 	}
+	// The 401 on the server/discover probe is no server dying on it: the
+	// supervisor keeps the 2026-07-28 protocol.
+	if p := s.sup.Status().Protocol; p != conn.DefaultProtocolVersion {
+		t.Errorf("protocol after the sign-in %q, want %q", p, conn.DefaultProtocolVersion)
+	}
 
 	// The access token expires at the server: one refresh, and the call
 	// goes through; the rotated refresh token replaces the old one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/config"
+	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -104,41 +108,136 @@ func shellWord(s string) string {
 // errSaid marks the store's error as printed.
 var errSaid = errors.New("said")
 
-// signInHandlers returns the host's Options.SignIn: one signin.Handler
-// per server (by name and URL), kept across reloads, whose first need of
-// a sign-in prints one line to stderr. Without a state directory it
-// gives no handler (saying why once): such a server stops in auth-refused.
-func signInHandlers(cmd, path, storeSpec string, stderr io.Writer) func(config.Server) auth.OAuthHandler {
+// signIns are the sign-ins of one mcpfsm command (serve, run, tools,
+// call): one signin.Handler per server, kept across reloads, and the
+// sign-ins it starts by itself when a server needs one (signin.Flows):
+// each shows its authorization URL in one stderr line with the
+// mcpfsm auth login command, opens $BROWSER when it is set, and asks
+// the front's clients with a URL elicitation (serve over stdio).
+type signIns struct {
+	cmd, path string
+	stderr    io.Writer
+	store     signin.Store
+	flows     *signin.Flows
+
+	mu       sync.Mutex
+	err      error // the state directory's, said once
+	handlers map[string]*signin.Handler
+	servers  map[string]config.Server // by name, for the sign-ins started by calls
+	front    *front.Front             // asked to show the URL to its clients; nil without one
+}
+
+// newSignIns makes the sign-ins of cmd, whose config file is path, with
+// the credential store storeSpec names (see credentialStore).
+func newSignIns(cmd, path, storeSpec string, stderr io.Writer, logger *slog.Logger) *signIns {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	store, err := credentialStore(storeSpec)
-	var mu sync.Mutex
-	handlers := map[string]*signin.Handler{}
-	return func(s config.Server) auth.OAuthHandler {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			if err != errSaid { // said once, when an http server first needs a store
-				fmt.Fprintf(stderr, "mcpfsm %s: remote servers that need a sign-in cannot be signed in to: %v\n", cmd, err)
-				err = errSaid
-			}
-			return nil
+	s := &signIns{cmd: cmd, path: path, stderr: stderr, handlers: map[string]*signin.Handler{},
+		servers: map[string]config.Server{}}
+	s.store, s.err = credentialStore(storeSpec)
+	s.flows = signin.NewFlows(signin.FlowsConfig{Show: s.show, Ended: s.ended, Logger: logger})
+	return s
+}
+
+// close ends the sign-ins under way.
+func (s *signIns) close() { s.flows.Close() }
+
+// setFront has f ask its clients to open the sign-ins' URLs.
+func (s *signIns) setFront(f *front.Front) {
+	s.mu.Lock()
+	s.front = f
+	s.mu.Unlock()
+}
+
+// handler is host.Options.SignIn: the OAuth handler of server srv,
+// whose first need of a sign-in starts one. Without a state directory it
+// gives none (saying why once): such a server stops in auth-refused.
+func (s *signIns) handler(srv config.Server) auth.OAuthHandler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		if s.err != errSaid { // said once, when an http server first needs a store
+			fmt.Fprintf(s.stderr, "mcpfsm %s: remote servers that need a sign-in cannot be signed in to: %v\n", s.cmd, s.err)
+			s.err = errSaid
 		}
-		key := s.Name + "\x00" + s.URL
-		if h, ok := handlers[key]; ok {
-			return h
-		}
-		name, url := s.Name, s.URL
-		h := signin.NewHandler(signin.HandlerConfig{
-			Server: name, Resource: url, Store: store, How: loginHint(name, path),
-			OnSignInNeeded: func(how string) {
-				fmt.Fprintf(stderr, "mcpfsm %s: server %q (%s) needs a sign-in: %s\n", cmd, name, redact.URL(url), how)
-			},
-		})
-		handlers[key] = h
+		return nil
+	}
+	key := srv.Name + "\x00" + srv.URL
+	s.servers[srv.Name] = srv
+	if h, ok := s.handlers[key]; ok {
 		return h
 	}
+	name := srv.Name
+	h := signin.NewHandler(signin.HandlerConfig{
+		Server: name, Resource: srv.URL, Store: s.store, How: loginHint(name, s.path),
+		OnSignInNeeded: func(string) { s.start(name, "") },
+		OnCredential:   func() { s.flows.Cancel(name, "") },
+	})
+	s.handlers[key] = h
+	return h
+}
+
+// start starts the sign-in of subject to server unless one is under way.
+func (s *signIns) start(server, subject string) *signin.Flow {
+	s.mu.Lock()
+	srv, ok := s.servers[server]
+	s.mu.Unlock()
+	if !ok || s.store == nil {
+		return nil
+	}
+	client := clientOf(srv.OAuth)
+	s.mu.Lock()
+	h := s.handlers[srv.Name+"\x00"+srv.URL]
+	s.mu.Unlock()
+	if h != nil && len(client.Scopes) == 0 {
+		client.Scopes = h.StepUpScopes() // step-up: the scopes the server challenged with too
+	}
+	f, _ := s.flows.Start(signin.LoginConfig{Server: server, Resource: srv.URL, Subject: subject, Store: s.store, Client: client})
+	return f
+}
+
+// show says where to sign in: one stderr line, $BROWSER, and the front's
+// clients of the sign-in's subject.
+func (s *signIns) show(_ context.Context, f *signin.Flow) {
+	fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in: open %s (or %s)\n", s.cmd, f.Server, f.URL(), loginHint(f.Server, s.path))
+	if err := signin.StartBrowser(f.URL()); err != nil {
+		fmt.Fprintf(s.stderr, "mcpfsm %s: $BROWSER: %v; open the URL yourself\n", s.cmd, err)
+	}
+	s.mu.Lock()
+	fr := s.front
+	s.mu.Unlock()
+	if fr != nil {
+		fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
+	}
+}
+
+// ended tells the front's clients the sign-in has ended, and says why it
+// failed.
+func (s *signIns) ended(f *signin.Flow, err error) {
+	s.mu.Lock()
+	fr := s.front
+	s.mu.Unlock()
+	if fr != nil {
+		fr.EndSignIn(f.ID)
+	}
+	if err != nil && !errors.Is(err, signin.ErrFlowsClosed) && !errors.Is(err, signin.ErrFlowCanceled) {
+		fmt.Fprintf(s.stderr, "mcpfsm %s: server %q: %v; the next call starts a new sign-in, or %s\n", s.cmd, f.Server, err, loginHint(f.Server, s.path))
+	}
+}
+
+// hint is front.Options.SignInHint: the sign-in under way (started now
+// if the last one ended) and the command.
+func (s *signIns) hint(server, subject string) string {
+	how := loginHint(server, s.path)
+	f := s.flows.Pending(server, subject)
+	if f == nil {
+		f = s.start(server, subject)
+	}
+	if f != nil && f.URL() != "" {
+		return "open " + f.URL() + " to sign in (the sign-in is under way), or " + how
+	}
+	return how
 }
 
 func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -232,7 +331,8 @@ func clientOf(o *config.OAuth) signin.Client {
 		return signin.Client{}
 	}
 	return signin.Client{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, CallbackPort: o.CallbackPort,
-		AuthServerMetadataURL: o.AuthServerMetadataURL, AuthorizationURL: o.AuthorizationURL, TokenURL: o.TokenURL}
+		AuthServerMetadataURL: o.AuthServerMetadataURL, AuthorizationURL: o.AuthorizationURL, TokenURL: o.TokenURL,
+		ClientMetadataURL: o.ClientMetadataURL}
 }
 
 // authStatus prints, for each url server of cfg, whether it is signed in.
@@ -262,4 +362,90 @@ func authStatus(ctx context.Context, cfg *config.Config, store signin.Store, std
 		}
 	}
 	return code
+}
+
+// upWatch tells when servers come up: its record is a host's
+// Options.OnTransition.
+type upWatch struct {
+	mu sync.Mutex
+	up map[string]chan struct{}
+}
+
+func newUpWatch() *upWatch { return &upWatch{up: map[string]chan struct{}{}} }
+
+func (u *upWatch) ch(server string) chan struct{} {
+	ch, ok := u.up[server]
+	if !ok {
+		ch = make(chan struct{})
+		u.up[server] = ch
+	}
+	return ch
+}
+
+// record notes a transition to established.
+func (u *upWatch) record(t conn.Transition) {
+	if t.To != conn.Established {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ch := u.ch(t.Server)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// came returns a channel closed once server has been established.
+func (u *upWatch) came(server string) <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ch(server)
+}
+
+// await waits, for tools and call, until each server of hs that needs a
+// sign-in has been signed in (by the sign-in this command started, or
+// by mcpfsm auth login) and is up, its sign-in has failed, or ctx ends;
+// then up to timeout more for it to come up. It returns the servers
+// that came up.
+func (s *signIns) await(ctx context.Context, hs *host.Host, up *upWatch, timeout time.Duration) map[string]bool {
+	came := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, st := range hs.Status() {
+		if st.Status.State != conn.NeedsAuthorization {
+			continue
+		}
+		name := st.Config.Name
+		wg.Go(func() {
+			var failed <-chan struct{}
+			if f := s.flows.Pending(name, ""); f != nil {
+				failed = f.Done()
+			}
+			select {
+			case <-up.came(name):
+				mu.Lock()
+				came[name] = true
+				mu.Unlock()
+				return
+			case <-failed:
+			case <-ctx.Done():
+				return
+			}
+			// The sign-in ended: signed in, the server comes up now.
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case <-up.came(name):
+				mu.Lock()
+				came[name] = true
+				mu.Unlock()
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		})
+	}
+	wg.Wait()
+	return came
 }

@@ -186,8 +186,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, *hf.store, stderr)})
+	si, up := newSignIns("tools", *hf.path, *hf.store, stderr, logger), newUpWatch()
+	defer si.close()
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: si.handler, OnTransition: up.record})
 	_ = hs.Start(ctx, cfg)
+	signedIn := si.await(ctx, hs, up, *timeout)
 	failed := false
 	if *query != "" {
 		if err := searchTools(stdout, reg.Tools(), *query, *limit); err != nil {
@@ -197,7 +200,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		printTools(stdout, reg.Tools())
 	}
-	failed = reportFailures(stderr, "tools", hs) || failed
+	failed = reportFailures(stderr, "tools", hs, signedIn) || failed
 	if closeHost(ctx, hs, "tools", stderr) {
 		failed = true
 	}
@@ -261,10 +264,13 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, *hf.store, stderr)})
+	si, up := newSignIns("call", *hf.path, *hf.store, stderr, logger), newUpWatch()
+	defer si.close()
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: si.handler, OnTransition: up.record})
 	_ = hs.Start(ctx, &config.Config{Servers: []config.Server{srv}})
+	signedIn := si.await(ctx, hs, up, *timeout)
 	code = exitOK
-	if reportFailures(stderr, "call", hs) {
+	if reportFailures(stderr, "call", hs, signedIn) {
 		code = exitFail
 	} else {
 		code = call(ctx, reg, tool, callArgs, stdout, stderr)

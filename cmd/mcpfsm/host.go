@@ -17,8 +17,11 @@ import (
 
 // reportFailures prints the error (and the last stderr lines) of every
 // server of hs that did not come up, and reports whether there was one.
-func reportFailures(w io.Writer, cmd string, hs *host.Host) bool {
+func reportFailures(w io.Writer, cmd string, hs *host.Host, signedIn ...map[string]bool) bool {
 	failed := hs.Failures()
+	for _, m := range signedIn {
+		failed = slices.DeleteFunc(failed, func(st host.ServerStatus) bool { return m[st.Config.Name] })
+	}
 	for _, st := range failed {
 		msg := fmt.Sprint(st.Err)
 		fmt.Fprintf(w, "mcpfsm %s: server %s: %s\n", cmd, st.Config.Name, msg)

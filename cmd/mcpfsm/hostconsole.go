@@ -91,6 +91,7 @@ type hostConsole struct {
 	provider       *sdkmetric.MeterProvider
 	metricsHandler http.Handler
 	tally          *authz.Tally // serve's requests by server and caller, for the last hour
+	signIns        *signIns     // the sign-ins to remote servers, made by hostOptions
 }
 
 // refused counts a request a server's per-caller policy refused.
@@ -135,9 +136,12 @@ func newHostConsole(flags consoleFlags, ln net.Listener, logger *slog.Logger) (*
 // file it reloads and how it is read, the logger, the secrets, and the
 // console's transitions and metrics.
 func (h *hostConsole) hostOptions(hf *hostFlags, logger *slog.Logger, reg conn.Registry) host.Options {
+	if h.signIns == nil {
+		h.signIns = newSignIns(hf.cmd, *hf.path, *hf.store, hf.stderr, logger)
+	}
 	return host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Secrets: secrets,
 		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance,
-		SignIn: signInHandlers(hf.cmd, *hf.path, *hf.store, hf.stderr)}
+		SignIn: h.signIns.handler}
 }
 
 // start starts a server's shared instance, measured with -http.
@@ -279,6 +283,9 @@ func (h *hostConsole) run(ctx context.Context) {
 // metrics are shut down.
 func (h *hostConsole) stop() {
 	signal.Stop(h.hangups)
+	if h.signIns != nil {
+		h.signIns.close()
+	}
 	if h.tracer != nil {
 		if err := h.tracer.Close(); err != nil {
 			h.logger.Error("trace not fully written: "+err.Error(), "file", h.tracer.Path())

@@ -160,7 +160,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
 		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
 		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String,
-		Tools: sv.toolsOptions(cfg), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut)})
+		Tools: sv.toolsOptions(cfg), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut),
+		SignInHint: hc.signIns.hint})
+	hc.signIns.setFront(f)
 	if err := hc.attach(hs, sf, reg); err != nil {
 		return fail(err)
 	}

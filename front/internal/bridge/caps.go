@@ -105,3 +105,14 @@ func (c Capabilities) check(asks []*ask) error {
 		"the server asks for %s, which this request's _meta %q does not declare; declare it to use this tool, prompt or resource",
 		strings.Join(names, " and "), mcp.MetaKeyClientCapabilities)}
 }
+
+// Declares reports whether the client's current round trip of c declared
+// the capability req needs (a URL-mode elicitation needs "elicitation"
+// with "url"): an Ask of req would not fail the call.
+func (c *Call) Declares(req mcp.InputRequest) bool {
+	c.mu.Lock()
+	caps := c.caps
+	c.mu.Unlock()
+	name, sub := need(req)
+	return caps.known && caps.covers(name, sub)
+}
