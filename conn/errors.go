@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
-	"github.com/mcpfsm/mcpfsm/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,8 +54,8 @@ var ErrStillRunning = errors.New("the old server process is still running")
 // ErrPermanent is matched by the error of an attempt that failed in a way
 // no wait can fix: the server's command is missing or not executable, its
 // working directory is missing, or its URL's host does not resolve. The
-// cause is a [*PermanentError], which names the fix. So is a sandbox
-// (Stdio.Sandbox) this system cannot give. The supervisor
+// cause is a [*PermanentError], which names the fix. A [Launcher]'s error
+// that matches it (a sandbox this system cannot give) is one too. The supervisor
 // retries such a failure once, to confirm it, and then stops in
 // [FailedPermanent] instead of spending its backoff.
 var ErrPermanent = errors.New("no retry can fix it")
@@ -206,9 +205,9 @@ const (
 // PermanentError is the cause of an attempt that failed in a way no wait
 // can fix. It matches errors.Is(err, ErrPermanent) and unwraps to the
 // error the system reported (an *exec.Error, *fs.PathError or
-// *net.DNSError, or a *sandbox.UnavailableError).
+// *net.DNSError), or to a [Launcher]'s error (a *sandbox.UnavailableError).
 type PermanentError struct {
-	Fix string // what the operator must do: one of the Fix constants, or a sandbox.UnavailableError's Fix
+	Fix string // what the operator must do: one of the Fix constants, or a Launcher's fix
 	Err error  // the system's error
 }
 
@@ -229,10 +228,7 @@ func fixFor(err error) string {
 	var pe *fs.PathError
 	var ee *exec.Error
 	var dns *net.DNSError
-	var sb *sandbox.UnavailableError
 	switch {
-	case errors.As(err, &sb):
-		return sb.Fix
 	case errors.Is(err, exec.ErrNotFound):
 		return FixCommand
 	case errors.As(err, &dns) && dns.IsNotFound:
@@ -305,7 +301,7 @@ type ServerExit struct {
 	// the grace periods of a shutdown it started.
 	BySupervisor bool
 	// Limit names the sandbox limit the server ran into, such as "out of
-	// memory under the sandbox's memoryMB 256" (see [Stdio.Sandbox]);
+	// memory under the sandbox's memoryMB 256" (see [Stdio.Launcher]);
 	// empty when none is known.
 	Limit string
 	// Stderr holds the last lines the server wrote to standard error (at
