@@ -37,8 +37,8 @@
 // invariants, the measured replay and reproduction rates, and what the
 // simulator cannot see. The tests of this package are its command line:
 //
-//	go test -tags simbugs ./conn/sim -run 'TestSim$' -seeds 10000 -planted -replay 100 -v   # as CI
-//	go test ./conn/sim -run 'TestSim$' -seed 843 -v               # replay one seed
-//	go test ./conn/sim -run 'TestSim$' -schedule FILE -v          # replay a shrunk schedule
-//	go test ./conn/sim -run 'TestSim$' -exact -seeds 1000         # run each seed twice, compare the logs
+//	go test -tags simbugs ./conn/internal/sim -run 'TestSim$' -seeds 10000 -planted -replay 100 -v   # as CI
+//	go test ./conn/internal/sim -run 'TestSim$' -seed 843 -v               # replay one seed
+//	go test ./conn/internal/sim -run 'TestSim$' -schedule FILE -v          # replay a shrunk schedule
+//	go test ./conn/internal/sim -run 'TestSim$' -exact -seeds 1000         # run each seed twice, compare the logs
 package sim

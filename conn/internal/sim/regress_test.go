@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpfsm/mcpfsm/conn/sim"
+	"github.com/mcpfsm/mcpfsm/conn/internal/sim"
 )
 
 // regressions are the bugs the simulator found in conn, each by the seed
