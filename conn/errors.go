@@ -23,6 +23,13 @@ import (
 
 // Sentinel errors. Match them with errors.Is; the errors returned wrap them
 // with the server name and state.
+//
+// The module's error strings start with their subject, as the standard
+// library's do: an error about one server with `mcp server "<name>": `, an
+// invalid setting with its field or path (conn.Config.Name, Stdio.Path,
+// servers.fs.reconnect.maxAttempts), and an error of a package with no
+// other subject with the package's name ("fsm: ", "sandbox: "). A
+// sentinel carries no prefix, since it is read inside such a chain.
 var (
 	// ErrUnavailable: a tool call was made while the server is not
 	// connected (during an outage, after exhaustion, or after Close). The
