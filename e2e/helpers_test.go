@@ -30,7 +30,7 @@ const wait = 15 * time.Second
 // slack is what a loaded 2-core machine may add to a bound on wall-clock
 // time (a measured interval, a call's return). The exact bounds (a call
 // returns by its deadline, a hung server is lost within two keep-alive
-// intervals, Close is prompt) are checked on simulated time, by conn/internal/sim
+// intervals, Close is prompt) are checked on simulated time, by conn/sim
 // and fsm_test; here a bound only tells a late event from one that
 // waited for the wrong thing (a backoff, CallTimeout, the SDK's own
 // timeouts), so it leaves a second for scheduling.

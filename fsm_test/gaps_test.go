@@ -179,7 +179,7 @@ func TestResyncListFailureKeepsTools(t *testing.T) {
 // TestFailedResyncIsRetried: a re-sync the server did not answer within
 // ConnectTimeout is tried again after the policy's first delay, so a
 // server that recovers gets its list published without another change
-// (conn/internal/sim seed 10522); no transition, the connection stays up.
+// (conn/sim seed 10522); no transition, the connection stays up.
 func TestFailedResyncIsRetried(t *testing.T) {
 	h := newHarness(t, []behaviour{accept}, []string{"a"}, withPolicy(small))
 	h.expect(conn.Established)

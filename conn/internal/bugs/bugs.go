@@ -1,7 +1,7 @@
 // Package bugs holds switches that plant known bugs in package conn, so
-// that the simulator (package conn/internal/sim) can show that it finds each of
+// that the simulator (package conn/sim) can show that it finds each of
 // them. The switches are variables only in a build with the tag simbugs
-// (go test -tags simbugs ./conn/internal/sim -planted, as CI runs it), where a test
+// (go test -tags simbugs ./conn/sim -planted, as CI runs it), where a test
 // of the simulator sets one between runs, when no supervisor is running.
 // In every other build they are constants, false, and the compiler drops
 // the code that reads them: the planted bugs are not in the library.

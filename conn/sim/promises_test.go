@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/conn/internal/sim"
+	"github.com/mcpfsm/mcpfsm/conn/sim"
 )
 
 // The invariants of the design's promises, each shown breaking on the

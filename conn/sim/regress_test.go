@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpfsm/mcpfsm/conn/internal/sim"
+	"github.com/mcpfsm/mcpfsm/conn/sim"
 )
 
 // regressions are the bugs the simulator found in conn, each by the seed

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/conn/internal/sim"
+	"github.com/mcpfsm/mcpfsm/conn/sim"
 )
 
 var (
@@ -66,7 +66,7 @@ func TestSim(t *testing.T) {
 	}
 	want, got := 0, 0
 	if *planted && len(plantedBugs) == 0 {
-		t.Fatal("-planted: the planted bugs are compiled in only with the tag simbugs: go test -tags simbugs ./conn/internal/sim -planted")
+		t.Fatal("-planted: the planted bugs are compiled in only with the tag simbugs: go test -tags simbugs ./conn/sim -planted")
 	}
 	if *planted {
 		want = len(plantedBugs)
@@ -260,7 +260,7 @@ func report(t *testing.T, res *sim.Result, bug string) {
 			t.Logf("writing the shrunk schedule: %v", err)
 		}
 		msg += fmt.Sprintf("  shrunk in %d runs from %d faulty processes and %d steps to %d and %d: %s\n", runs, p0, s0, p1, s1, path)
-		msg += fmt.Sprintf("    replay it: go test ./conn/internal/sim -run 'TestSim$' -schedule %s -v\n", path)
+		msg += fmt.Sprintf("    replay it: go test ./conn/sim -run 'TestSim$' -schedule %s -v\n", path)
 		msg += fmt.Sprintf("    it breaks: %v\n", small.Violation)
 	}
 	t.Error(msg)

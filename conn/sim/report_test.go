@@ -29,7 +29,7 @@ func Report(res *Result, traceFile, replay string) string {
 		fmt.Fprintf(&b, "  trace: %s (supervisors sim-1 to sim-%d; draw the last with go run ./cmd/fsmdot -trace %s -server %s)\n",
 			traceFile, last, traceFile, traceServer(last))
 	}
-	fmt.Fprintf(&b, "  replay: go test ./conn/internal/sim -run 'TestSim$' %s -v\n", replay)
+	fmt.Fprintf(&b, "  replay: go test ./conn/sim -run 'TestSim$' %s -v\n", replay)
 	return b.String()
 }
 
