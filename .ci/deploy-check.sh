@@ -39,6 +39,32 @@ if grep -q 'kind: Ingress' "$out/rendered.yaml"; then
 	exit 1
 fi
 
+# The Redis credential store: its URL (which may carry a password) and its
+# key reach the pods from a Secret only, never the ConfigMap or the args;
+# a URL without a key is refused; an existing Secret is used as it is.
+redis_url='redis://:redispass@redis.example:6379/0'
+redis_key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
+$helm template ci "$chart" --set auth.token=0123456789abcdef0123456789abcdef --set replicas=3 \
+	--set credentialStore.url="$redis_url" --set credentialStore.key="$redis_key" >"$out/credentials.yaml"
+for want in 'name: MCPFSM_CREDENTIAL_STORE' 'name: MCPFSM_CREDENTIAL_KEY' 'name: ci-credential-store' 'key: url' 'key: key'; do
+	grep -qF -- "$want" "$out/credentials.yaml" || { echo "deploy-check: the chart with credentialStore lacks '$want'" >&2; exit 1; }
+done
+n=$(grep -cF -- "$redis_key" "$out/credentials.yaml" || true)
+m=$(grep -cF -- "redispass" "$out/credentials.yaml" || true)
+[ "$n" = 1 ] && [ "$m" = 1 ] || { echo "deploy-check: the credential store's key or URL appears outside its Secret ($n, $m times)" >&2; exit 1; }
+if $helm template ci "$chart" --set credentialStore.url="$redis_url" >/dev/null 2>"$out/nokey.err"; then
+	echo "deploy-check: the chart accepts a credential store without a key" >&2
+	exit 1
+fi
+grep -q 'credentialStore.key' "$out/nokey.err" || { echo "deploy-check: a credential store without a key is refused without naming credentialStore.key" >&2; exit 1; }
+$helm template ci "$chart" --set credentialStore.existingSecret=creds >"$out/existing.yaml"
+grep -qF 'name: creds' "$out/existing.yaml" && ! grep -q 'name: ci-credential-store' "$out/existing.yaml" ||
+	{ echo "deploy-check: credentialStore.existingSecret is not used as it is" >&2; exit 1; }
+if grep -q 'MCPFSM_CREDENTIAL' "$out/rendered.yaml"; then
+	echo "deploy-check: the chart sets a credential store without credentialStore" >&2
+	exit 1
+fi
+
 # The Dockerfile's build, as it runs in the image's build stage.
 build=$(sed -n 's/^RUN \(CGO_ENABLED=0 go build .*\) -o \/out\/mcpfsm \(.*\)$/\1 -o '"$(printf '%s' "$out" | sed 's/[\/&]/\\&/g')"'\/mcpfsm \2/p' Dockerfile)
 [ -n "$build" ] || { echo "deploy-check: no static build line in the Dockerfile" >&2; exit 1; }

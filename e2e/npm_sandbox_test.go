@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpfsm/mcpfsm/conn"
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
@@ -27,10 +28,14 @@ func npmServers(t *testing.T) string {
 // not the one its own arguments allow and the sandbox denies.
 func TestNPMServersInASandbox(t *testing.T) {
 	modules := npmServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
+	// Each subtest waits on its own deadline, which starts once the
+	// fixture is built (newEnv builds it the first time): a build inside
+	// the window, or a shared one, left the second subtest no time.
+	fixture.Build(t)
 
 	t.Run("everything", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
 		e := newEnv(t)
 		tr := conn.Command("node", filepath.Join(modules, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio")
 		tr.Launcher = &sandbox.Spec{AllowRead: []string{modules}, MemoryMB: 1024, MaxFiles: 1024}
@@ -49,6 +54,8 @@ func TestNPMServersInASandbox(t *testing.T) {
 		if _, err := os.Stat(entry); err != nil {
 			t.Skipf("@modelcontextprotocol/server-filesystem is not installed in %s: run .ci/npm-servers.sh", modules)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
 		e := newEnv(t)
 		work, secret := t.TempDir(), t.TempDir()
 		os.WriteFile(filepath.Join(secret, "key"), []byte("secret"), 0o644)

@@ -199,6 +199,7 @@ func (c *client) close() {
 	}
 	c.search.close()
 	c.f.results.forget(c)
+	c.forgetTasks()
 	c.stop()
 	c.release()
 	c.f.wg.Go(func() { c.bridges.Wait(); c.wg.Wait() })

@@ -186,7 +186,8 @@ type Front struct {
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
 
-	results results // the cut results kept for their callers (limits.go)
+	results results  // the cut results kept for their callers (limits.go)
+	tasks   taskRuns // the tool calls run as tasks (tasks.go)
 }
 
 // New returns a Front over o.Registry. It serves no tools until the first
@@ -310,6 +311,7 @@ func (f *Front) Close(ctx context.Context) error {
 	for _, c := range f.all() {
 		f.drop(c)
 	}
+	f.closeTasks()
 	done := make(chan struct{})
 	go func() { f.wait(); close(done) }()
 	select {

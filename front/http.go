@@ -94,6 +94,7 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		}
 	}
 	f.slots.SetDefault(o.MaxSessions)
+	f.tasks.idle.Store(int64(o.SessionTimeout)) // a running task holds its client (tasks.go)
 	// A request with a session id is its session's server's; the SDK
 	// asks for a server only to learn the protocol versions.
 	template := mcp.NewServer(f.opts.Implementation, nil)

@@ -22,7 +22,8 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		RootsListChangedHandler: c.rootsChanged,
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
-	if f.opts.Limits.on() { // a cut result is read as a resource (limits.go)
+	opts.Capabilities.Extensions = map[string]any{taskExtension: map[string]any{}} // tasks.go
+	if f.opts.Limits.on() {                                                        // a cut result is read as a resource (limits.go)
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
 	}
 	if f.opts.Catalog != nil {
@@ -44,6 +45,8 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	}
 	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
 	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
+	s.AddReceivingMiddleware(c.tasksMiddleware) // a tool call run as a task goes on through the bridge (tasks.go)
+	c.addTaskMethods(s)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
 	return s

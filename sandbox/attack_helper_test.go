@@ -5,11 +5,14 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/mcpfsm/mcpfsm/sandbox"
@@ -47,10 +50,55 @@ var attacks = map[string]func(arg string) (string, error){
 		fmt.Println("ready")
 		select {}
 	},
+	// sandboxed:ACTION plays mcpfsm, as whatever user the test made it:
+	// it runs the helper with ACTION in a sandbox (allowAllUnixSockets
+	// unset), holding the pipe of its standard output, and reports what
+	// the helper wrote, and whether anything still held the pipe 10s
+	// after the helper ended.
+	"sandboxed": func(action string) (string, error) {
+		exe, _ := os.Executable()
+		r, w, err := os.Pipe()
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+action)
+		c.Stdout, c.Stderr = w, w
+		run, err := (&sandbox.Spec{}).Prepare(c, sandbox.Options{})
+		if err != nil {
+			return "", err
+		}
+		defer run.Close()
+		err = run.Start(context.Background())
+		w.Close()
+		if err != nil {
+			return "", err
+		}
+		werr := c.Wait()
+		r.SetReadDeadline(time.Now().Add(10 * time.Second))
+		out, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Sprintf("host uid %d\n", os.Getuid()) + string(out), fmt.Errorf("the server's output was held 10s after it ended: %w", err)
+		}
+		return fmt.Sprintf("host uid %d\n", os.Getuid()) + string(out), werr
+	},
 	// rename:OLD:NEW renames OLD.
 	"rename": func(arg string) (string, error) {
 		from, to, _ := strings.Cut(arg, ":")
 		return "", os.Rename(from, to)
+	},
+	// create:PATH makes the directories that lead to PATH and writes it.
+	"create": func(path string) (string, error) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		return "", os.WriteFile(path, []byte("created"), 0o644)
+	},
+	// symlink:TARGET:LINK makes LINK a symbolic link to TARGET.
+	"symlink": func(arg string) (string, error) {
+		target, link, _ := strings.Cut(arg, ":")
+		return "", os.Symlink(target, link)
 	},
 	// remove:PATH removes PATH and all beneath it.
 	"remove": func(path string) (string, error) {
@@ -83,6 +131,16 @@ var attacks = map[string]func(arg string) (string, error){
 		}
 		unix.Close(int(fd))
 		return "io_uring set up\n", nil
+	},
+	// sharedmem:MB maps MB MiB of shared anonymous memory and touches
+	// every page; memfd:MB does the same with a memfd.
+	"sharedmem": func(arg string) (string, error) { return touchShared(arg, -1) },
+	"memfd": func(arg string) (string, error) {
+		fd, err := unix.MemfdCreate("attack", 0)
+		if err != nil {
+			return "", fmt.Errorf("memfd_create: %w", err)
+		}
+		return touchShared(arg, fd)
 	},
 	// dgram:PATH sends a datagram to the named socket PATH from one end of
 	// a datagram socketpair.
@@ -168,4 +226,25 @@ var attacks = map[string]func(arg string) (string, error){
 		}
 		return out.String(), nil
 	},
+}
+
+// touchShared maps MB MiB shared, of fd (-1: anonymous), and writes to
+// every page, so that all of it is resident.
+func touchShared(arg string, fd int) (string, error) {
+	mb, _ := strconv.Atoi(arg)
+	size := mb << 20
+	flags := unix.MAP_SHARED
+	if fd < 0 {
+		flags |= unix.MAP_ANONYMOUS
+	} else if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return "", fmt.Errorf("ftruncate: %w", err)
+	}
+	b, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		return "", fmt.Errorf("mmap: %w", err)
+	}
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	return fmt.Sprintf("resident %d MiB\n", mb), nil
 }

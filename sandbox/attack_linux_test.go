@@ -251,3 +251,39 @@ func TestAttackHostProc(t *testing.T) {
 		t.Errorf("read its own /proc/self/status: %.100q, %v", got, err)
 	}
 }
+
+// TestAttackSharedMemory is the ninth finding of issue 46: memoryMB set
+// RLIMIT_DATA only, and 2 GiB of shared anonymous memory or memfd stayed
+// resident under it. Where mcpfsm can make a memory cgroup (cgroup v1 as
+// root, or a v2 cgroup that hands the memory controller down), the
+// program is killed for it and Limit says so; where it cannot, the
+// sandbox says that only private memory is bounded, and the attack is
+// not run.
+func TestAttackSharedMemory(t *testing.T) {
+	// 512: a test binary built with -race needs that much to start.
+	spec := sandbox.Spec{MemoryMB: 512}
+	limits := strings.Join(spec.Describe(), "\n")
+	if strings.Contains(limits, "private memory only") {
+		if !strings.Contains(limits, "shared memory and memfd are not bounded, as ") {
+			t.Errorf("Describe does not say why shared memory is not bounded:\n%s", limits)
+		}
+		t.Logf("no memory cgroup here, and the sandbox says so: %s", limits)
+		return
+	}
+	if !strings.Contains(limits, "memoryMB 512 (a memory cgroup: shared memory and memfd count)") {
+		t.Errorf("Describe = %s", limits)
+	}
+	exe, _ := os.Executable()
+	for _, attack := range []string{"sharedmem:2048", "memfd:2048"} {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+attack)
+		var limit string
+		out, st := runCmdLimit(t, spec, cmd, &limit)
+		if st.Success() || strings.Contains(out, "resident") {
+			t.Errorf("%s under memoryMB 512: %s, %q; want killed", attack, st, out)
+		}
+		if want := "out of memory under the sandbox's memoryMB 512"; limit != want {
+			t.Errorf("%s: Limit = %q, want %q (%s)", attack, limit, want, st)
+		}
+	}
+}

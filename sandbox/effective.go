@@ -18,11 +18,11 @@ var (
 	deviceWrites = []string{"/dev/null", "/dev/zero", "/dev/full"}
 )
 
-// ProtectedNames are the entries of a writable directory (each of
-// AllowWrite, and the working directory) that a sandboxed program can
-// never write, create or remove, whatever AllowWrite says: the files
-// through which a host, an editor, an agent or git would run what the
-// program put there.
+// ProtectedNames are the entries of the working directory (the
+// workspace) that a sandboxed program can never write, create or
+// remove, whatever AllowWrite says, and of each writable directory and
+// those below it where they exist: the files through which a host, an
+// editor, an agent or git would run what the program put there.
 var ProtectedNames = []string{".vscode", ".mcp.json", ".cursor", ".gemini", ".codex", ".claude",
 	".git/hooks", ".git/config", ".envrc"}
 
@@ -39,6 +39,10 @@ type Path struct {
 	// Added says why the sandbox added the path ("what running needs",
 	// "mandatory"); empty when the Spec named it.
 	Added string
+	// Absent marks a mandatory path that did not exist when the list was
+	// made: the directory that would hold it is split (nothing can be
+	// created directly in it).
+	Absent bool
 }
 
 // Effective is what a [Spec] gives one program: the Spec's lists with
@@ -70,14 +74,20 @@ const (
 //     ancestor of mcpfsm's state directory is an error naming it;
 //   - DenyRead: mcpfsm's state directory (tokens, credentials), when it
 //     exists;
-//   - DenyWrite: [Spec.Protect], [ProtectedNames] in each writable
-//     directory and the working directory, [ProtectedHome], and mcpfsm's
-//     state and configuration directories, those that exist where a write
-//     path holds them (or lies beneath them), marked "mandatory": the
-//     launcher mounts each read-only in a mount namespace of its own, so
-//     that the directory that holds one stays writable. One that does
-//     not exist is not protected: neither Landlock nor a mount can keep a
-//     name from being created in a directory where others can be.
+//   - DenyWrite: [Spec.Protect], [ProtectedNames] in the working
+//     directory (and those that exist in each writable directory and
+//     below it, 4 levels and 2000 directories deep in all),
+//     [ProtectedHome], and mcpfsm's state and configuration directories,
+//     where a write path holds them
+//     (or, for those that exist, lies beneath them), marked "mandatory":
+//     the launcher mounts each that exists read-only in a mount namespace
+//     of its own, so that the directory that holds it stays writable. One
+//     that does not exist (marked Absent) cannot be kept from creation by
+//     a mount (which needs a file to mount on, and the sandbox creates
+//     none in the user's directories), nor by Landlock, which cannot tell
+//     names apart: the directory that would hold it is split like one
+//     that holds a denyWrite path, and nothing can be created directly in
+//     it, while its entries stay writable.
 func (s *Spec) Effective(path, dir string, env []string) (*Effective, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -116,12 +126,13 @@ func (s *Spec) Effective(path, dir string, env []string) (*Effective, error) {
 	}
 	e.Write = named(s.AllowWrite)
 	e.DenyWrite = named(s.DenyWrite)
-	var protect []string
-	protect = append(protect, s.Protect...)
-	for _, root := range append(append([]string(nil), s.AllowWrite...), dir) {
-		for _, n := range ProtectedNames {
-			protect = append(protect, filepath.Join(root, n))
-		}
+	// Protected whether they exist or not: the config's files, the names
+	// in the working directory (the workspace, where the hosts look for
+	// them), the home directory's, mcpfsm's own. The names below each
+	// writable directory are protected where they exist.
+	protect := append([]string(nil), s.Protect...)
+	for _, n := range ProtectedNames {
+		protect = append(protect, filepath.Join(dir, n))
 	}
 	if home != "" {
 		for _, n := range ProtectedHome {
@@ -134,19 +145,61 @@ func (s *Spec) Effective(path, dir string, env []string) (*Effective, error) {
 	if cfg, err := os.UserConfigDir(); err == nil {
 		protect = append(protect, filepath.Join(cfg, "mcpfsm"))
 	}
-	for _, p := range protect {
+	always := len(protect)
+	budget := protectSearchDirs
+	for _, root := range s.AllowWrite {
+		protect = append(protect, findProtected(filepath.Clean(root), protectSearchDepth, &budget)...)
+	}
+	for i, p := range protect {
 		p = filepath.Clean(p)
-		if _, err := os.Lstat(p); err != nil {
-			continue // see Mandatory
+		_, err := os.Lstat(p)
+		if err != nil && i >= always {
+			continue
 		}
 		for _, w := range s.AllowWrite {
-			if under(p, w) || under(w, p) {
-				e.DenyWrite = appendNew(e.DenyWrite, Path{Path: p, Added: addedMandatory})
+			if under(p, w) || err == nil && under(w, p) {
+				e.DenyWrite = appendNew(e.DenyWrite, Path{Path: p, Added: addedMandatory, Absent: err != nil})
 				break
 			}
 		}
 	}
 	return e, nil
+}
+
+// How far below each writable directory [Spec.Effective] looks for the
+// protected names that exist: this many levels, and this many
+// directories in all.
+const (
+	protectSearchDepth = 4
+	protectSearchDirs  = 2000
+)
+
+// findProtected returns the [ProtectedNames] that exist in dir and in
+// the directories below it, depth levels down, listing at most *budget
+// directories. It does not follow symbolic links, nor enter .git or
+// node_modules.
+func findProtected(dir string, depth int, budget *int) []string {
+	if *budget <= 0 {
+		return nil
+	}
+	*budget--
+	var out []string
+	for _, n := range ProtectedNames {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	if depth == 0 {
+		return out
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" {
+			continue
+		}
+		out = append(out, findProtected(filepath.Join(dir, e.Name()), depth-1, budget)...)
+	}
+	return out
 }
 
 // checkAdded refuses an added path that would widen the sandbox to what
@@ -197,7 +250,9 @@ func (e *Effective) Describe() []string {
 		}
 		out := make([]string, 0, len(l))
 		for _, p := range l {
-			if p.Added != "" {
+			if p.Absent {
+				out = append(out, p.Path+" ("+p.Added+", absent: nothing can be created in "+filepath.Dir(p.Path)+")")
+			} else if p.Added != "" {
 				out = append(out, p.Path+" ("+p.Added+")")
 			} else {
 				out = append(out, p.Path)

@@ -156,7 +156,11 @@ func (l *launcher) setup() ([]string, error) {
 	if err := readOnlyOutside(canonicalAll(paths(p.Effective.Write))); err != nil {
 		return nil, unavailable("a read-only view of the filesystem", "use Linux 5.12 or later (mount_setattr), outside a container whose seccomp profile forbids mount", "%v", err)
 	}
-	if err := protectMounts(mandatory(p.Effective.DenyWrite)); err != nil {
+	// A protected path that exists is a read-only mount; one that does
+	// not is refused to Landlock's rules, which split the directory that
+	// would hold it (see fsRules).
+	present, absent := existing(mandatory(p.Effective.DenyWrite))
+	if err := protectMounts(present); err != nil {
 		return nil, unavailable("read-only mounts of the protected paths", "run mcpfsm where user namespaces may mount (outside a container whose seccomp profile forbids mount)", "%v", err)
 	}
 	// A /proc of the sandbox's PID namespace: the host's processes (their
@@ -169,7 +173,7 @@ func (l *launcher) setup() ([]string, error) {
 	}
 
 	cfg := landlockConfig(p.ABI)
-	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS))
+	rules, err := fsRules(&p.Effective, uint64(cfg.HandledAccessFS), absent...)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +364,18 @@ func mandatory(l []Path) []string {
 		}
 	}
 	return out
+}
+
+// existing splits paths into those that exist and those that do not.
+func existing(paths []string) (present, absent []string) {
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			present = append(present, p)
+		} else {
+			absent = append(absent, p)
+		}
+	}
+	return present, absent
 }
 
 // protectMounts makes each of paths a read-only bind mount of itself in

@@ -57,9 +57,35 @@ func TestAttackRewriteConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
 		t.Errorf("a git hook was written")
 	}
-	// The workspace itself stays writable, its top directory included.
+	// Run elsewhere (in the package's directory), the workspace stays
+	// writable, its top directory included.
 	for _, p := range []string{filepath.Join(ws, "notes.md"), filepath.Join(ws, ".git", "index")} {
 		if got, err := run(t, spec, "write:"+p); err != nil {
+			t.Errorf("write %s in the workspace: %q, %v", p, got, err)
+		}
+	}
+	// Run as config runs it, in its workspace, where .mcp.json, .claude
+	// and the rest are absent: the top directory is split (see
+	// TestAttackCreateProtected), its entries stay writable.
+	if cwd := cfg.Servers[0].Cwd; cwd != ws {
+		t.Fatalf("the server's working directory is %q, want the workspace %q", cwd, ws)
+	}
+	inWorkspace := func(action string) (string, error) {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+action)
+		out, st := runCmd(t, spec, cmd)
+		if !st.Success() {
+			return out, errors.New(st.String())
+		}
+		return out, nil
+	}
+	if got, err := inWorkspace("write:" + filepath.Join(ws, "new.md")); err == nil || !strings.Contains(got, "permission denied") {
+		t.Errorf("create a file at the top of the workspace: %q, %v; want permission denied", got, err)
+	}
+	for _, p := range []string{filepath.Join(ws, "notes.md"), filepath.Join(ws, ".git", "index2")} {
+		if got, err := inWorkspace("write:" + p); err != nil {
 			t.Errorf("write %s in the workspace: %q, %v", p, got, err)
 		}
 	}
@@ -169,4 +195,83 @@ func TestAttackMetadata(t *testing.T) {
 	if got, err := run(t, spec, "write:/dev/null"); err != nil {
 		t.Errorf("write /dev/null: %q, %v", got, err)
 	}
+}
+
+// TestAttackCreateProtected is what issue 46 left open: a protected name
+// that does not exist yet (.mcp.json, .claude/settings.json, a git hook
+// in a workspace without .git) could be created in a writable workspace,
+// and a host that reads it runs what the server wrote there. The server
+// runs in its workspace (as config makes it). Each way of creating one
+// is refused, nothing is left in the workspace by the sandbox itself, the
+// workspace's subdirectories stay writable, and a protected name that
+// exists deeper in a writable directory (a nested repository's hooks) is
+// read-only.
+func TestAttackCreateProtected(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{"src", "lib/app/.git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ws, "src", "evil.json"), []byte(`{"mcpServers": {}}`), 0o644)
+	before := listing(t, ws)
+	spec := sandbox.Spec{AllowWrite: []string{ws}}
+	try := func(action string) (string, error) {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+action)
+		out, st := runCmd(t, spec, cmd)
+		if !st.Success() {
+			return out, errors.New(st.String())
+		}
+		return out, nil
+	}
+	for _, action := range []string{
+		"write:" + filepath.Join(ws, ".mcp.json"),
+		"write:" + filepath.Join(ws, ".envrc"),
+		"create:" + filepath.Join(ws, ".claude", "settings.json"),
+		"create:" + filepath.Join(ws, ".vscode", "tasks.json"),
+		"create:" + filepath.Join(ws, ".cursor", "mcp.json"),
+		"create:" + filepath.Join(ws, ".git", "hooks", "pre-commit"),
+		"create:" + filepath.Join(ws, "lib", "app", ".git", "hooks", "pre-commit"),
+		"symlink:" + filepath.Join(ws, "src") + ":" + filepath.Join(ws, ".gemini"),
+		"rename:" + filepath.Join(ws, "src", "evil.json") + ":" + filepath.Join(ws, ".mcp.json"),
+	} {
+		if got, err := try(action); err == nil {
+			t.Errorf("%s: %q; want refused", action, got)
+		}
+	}
+	if after := listing(t, ws); after != before {
+		t.Errorf("the workspace holds\n%s\nafter the attacks, and held\n%s\nbefore", after, before)
+	}
+	for _, p := range []string{filepath.Join(ws, "src", "new", "file"), filepath.Join(ws, "lib", "app", "main.go")} {
+		if got, err := try("create:" + p); err != nil {
+			t.Errorf("create %s in the workspace: %q, %v", p, got, err)
+		}
+	}
+	// Outside the working directory, a writable directory keeps its top
+	// level creatable: absent names are protected where hosts look.
+	out := t.TempDir()
+	if got, err := run(t, sandbox.Spec{AllowWrite: []string{out}}, "write:"+filepath.Join(out, "result")); err != nil {
+		t.Errorf("write in a writable directory that is not the workspace: %q, %v", got, err)
+	}
+	eff, err := spec.Effective("/bin/true", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Join(eff.Describe(), "\n"); !strings.Contains(lines, filepath.Join(ws, ".mcp.json")+" (mandatory, absent: nothing can be created in "+ws+")") {
+		t.Errorf("Effective.Describe does not say the workspace is split:\n%s", lines)
+	}
+}
+
+// listing is every path beneath dir, one a line.
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		out = append(out, strings.TrimPrefix(p, dir))
+		return err
+	})
+	return strings.Join(out, "\n")
 }

@@ -50,12 +50,16 @@ type fsTree struct {
 
 // fsRules returns the rules that give the rights of e (what Prepare
 // made of a Spec). handled is the set of rights the ruleset handles.
-func fsRules(e *Effective, handled uint64) ([]fsRule, error) {
+// absent are the protected paths that do not exist (the ones that do are
+// read-only mounts): each is denied writes like a denyWrite path, so the
+// directory that would hold it is split, and nothing can be created
+// directly in it, that name included.
+func fsRules(e *Effective, handled uint64, absent ...string) ([]fsRule, error) {
 	t := &fsTree{readAll: e.ReadAll, handled: handled,
 		read:      canonicalAll(paths(e.Read)),
 		write:     canonicalAll(append(paths(e.Write), deviceWrites...)),
 		denyRead:  canonicalAll(paths(e.DenyRead)),
-		denyWrite: canonicalAll(paths(named(e.DenyWrite))),
+		denyWrite: append(canonicalAll(paths(named(e.DenyWrite))), canonicalAll(absent)...),
 	}
 	if t.readAll {
 		t.read = nil

@@ -26,9 +26,10 @@ func (r *Run) StderrWatch() io.Writer {
 // Limit names the sandbox limit that the process, which ended as st
 // says, ran into, such as "out of memory under the sandbox's memoryMB
 // 256"; "" when none is known. It knows of a memory limit from what the
-// program wrote to [Run.StderrWatch].
+// program wrote to [Run.StderrWatch], and from the memory cgroup's count
+// of the processes the kernel killed for it.
 func (r *Run) Limit(st *os.ProcessState) string {
-	if r.spec.MemoryMB <= 0 || (st != nil && st.Success()) || !r.oom.sawOOM() {
+	if r.spec.MemoryMB <= 0 || (st != nil && st.Success()) || !r.oom.sawOOM() && !r.cgroupOOM() {
 		return ""
 	}
 	return memoryLimit(r.spec.MemoryMB)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,10 @@ type Run struct {
 	// The control socket's ends (until Start), and the proxy.
 	ctl, child *os.File
 	proxy      *proxy
+	// The cgroup that bounds memory and processes, nil without; oom
+	// keeps, once it is removed, whether it killed for memory.
+	cg    *cgroup
+	cgOOM atomic.Bool
 }
 
 // plan is what the launcher gets from its parent: what to run, and how.
@@ -164,11 +169,39 @@ func (r *Run) Start(ctx context.Context) error {
 	// The plan holds the program's environment: the launcher has its
 	// copy once Start returns.
 	defer func() { r.plan = plan{Path: r.plan.Path} }()
+	mb, procs := r.spec.MemoryMB, r.spec.MaxProcs
+	if cgroupAvailable("memory") != nil {
+		mb = 0
+	}
+	if cgroupAvailable("pids") != nil {
+		procs = 0
+	}
+	if mb > 0 || procs > 0 {
+		cg, err := newCgroup(mb, procs)
+		if err != nil {
+			r.ctl.Close()
+			r.child.Close()
+			return fmt.Errorf("sandbox: limits: %w", err)
+		}
+		r.cg = cg
+	}
 	err := r.cmd.Start()
 	r.child.Close()
 	if err != nil {
 		r.ctl.Close()
+		r.Close()
 		return namespaceError(err)
+	}
+	// The launcher waits for its plan: it joins the cgroup before it
+	// runs anything of the program's.
+	if r.cg != nil {
+		if err := r.cg.join(r.cmd.Process.Pid); err != nil {
+			r.ctl.Close()
+			_ = r.cmd.Process.Kill()
+			_ = r.cmd.Wait()
+			r.Close()
+			return fmt.Errorf("sandbox: limits: %w", err)
+		}
 	}
 	if err := r.handshake(ctx); err != nil {
 		_ = r.cmd.Process.Kill()
@@ -291,6 +324,19 @@ func (r *Run) Close() {
 	if r.proxy != nil {
 		r.proxy.close()
 	}
+	if r.cg != nil {
+		if r.cg.oomKilled() {
+			r.cgOOM.Store(true)
+		}
+		if err := r.cg.remove(); err != nil {
+			r.log.Warn("the sandbox's cgroup", "err", err)
+		}
+	}
+}
+
+// cgroupOOM reports whether the Run's memory cgroup killed a process.
+func (r *Run) cgroupOOM() bool {
+	return r.cgOOM.Load() || r.cg.oomKilled()
 }
 
 // Check reports whether this system can enforce s: s is valid, the
@@ -338,9 +384,9 @@ func (s *Spec) available() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.MaxProcs > 0 && os.Geteuid() == 0 {
+	if s.MaxProcs > 0 && os.Geteuid() == 0 && cgroupAvailable("pids") != nil {
 		return 0, unavailable("limits.maxProcs", "run mcpfsm as an ordinary user, or remove limits.maxProcs",
-			"mcpfsm runs as root, and the kernel does not apply RLIMIT_NPROC to root")
+			"mcpfsm runs as root, the kernel does not apply RLIMIT_NPROC to root, and there is no pids cgroup (%v)", cgroupAvailable("pids"))
 	}
 	return abi, nil
 }

@@ -31,6 +31,9 @@ func (s *Spec) Prepare(*exec.Cmd, Options) (*Run, error) { return nil, errUnsupp
 // Start is never reached outside Linux: Prepare fails.
 func (r *Run) Start(context.Context) error { return errUnsupported() }
 
+// cgroupOOM is false: there is no cgroup outside Linux.
+func (r *Run) cgroupOOM() bool { return false }
+
 // Close does nothing outside Linux.
 func (r *Run) Close() {}
 
@@ -42,3 +45,6 @@ func (s *Spec) Check() error {
 	}
 	return errUnsupported()
 }
+
+// memoryBound says what memoryMB bounds: outside Linux, nothing runs.
+func memoryBound() string { return "private memory only: shared memory and memfd are not bounded" }

@@ -56,12 +56,19 @@ type Spec struct {
 
 	// MemoryMB bounds the memory the program maps writable (RLIMIT_DATA), in
 	// MiB; zero is no bound. It is not a bound on address space: Go and
-	// Node reserve far more of that than they use.
+	// Node reserve far more of that than they use. Where mcpfsm can make
+	// a memory cgroup (cgroup v1 as root, or a v2 cgroup whose
+	// subtree_control has memory), it bounds the memory of the program
+	// and its children together, shared memory and memfd included, and
+	// the kernel kills a process past it; elsewhere shared memory is not
+	// bounded, as [Spec.Describe] says.
 	MemoryMB int `json:"memoryMB,omitempty"`
 	// MaxProcs bounds the processes and threads the program and its
 	// children run at once (RLIMIT_NPROC, counted in the sandbox's own user
-	// namespace); zero is no bound. The kernel does not apply it to root,
-	// so a Spec with MaxProcs cannot be enforced when the host runs as root.
+	// namespace, and a pids cgroup's pids.max where mcpfsm can make one);
+	// zero is no bound. The kernel does not apply RLIMIT_NPROC to root, so
+	// without a pids cgroup a Spec with MaxProcs cannot be enforced when
+	// the host runs as root.
 	MaxProcs int `json:"maxProcs,omitempty"`
 	// MaxFiles bounds the open file descriptors of each process
 	// (RLIMIT_NOFILE); zero is no bound.
@@ -216,7 +223,7 @@ func (s *Spec) Describe() []string {
 			limits = append(limits, fmt.Sprintf("%s %d", l.name, l.n))
 		}
 		if l.n > 0 && l.name == "memoryMB" {
-			limits[len(limits)-1] += " (private memory only: shared memory and memfd are not bounded)"
+			limits[len(limits)-1] += " (" + memoryBound() + ")"
 		}
 	}
 	if len(limits) > 0 {

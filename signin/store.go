@@ -1,10 +1,12 @@
 // Package signin signs mcpfsm in to remote MCP servers that need OAuth:
-// it keeps their credentials at rest ([Store], [FileStore]), authorizes
+// it keeps their credentials at rest ([Store]: [FileStore], or
+// [RedisStore] for several replicas, encrypted), authorizes
 // a supervisor's requests with them ([Handler], a conn.HTTP.OAuthHandler
 // that refreshes an expired token once and otherwise asks for a sign-in),
 // and runs the sign-in a person starts ([Login]: go-sdk's authorization
 // code flow with PKCE, a loopback redirect listener and the person's
-// browser).
+// browser). On a gateway, an [Exchanger] trades each caller's own token
+// for one of the upstream (RFC 8693 token exchange).
 //
 // Access tokens, refresh tokens, authorization codes, PKCE verifiers and
 // client secrets are secrets by value: nothing in this package puts one

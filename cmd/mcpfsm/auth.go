@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,7 +33,11 @@ free port) and stores the credential. A running 'mcpfsm serve' or 'run'
 picks it up within seconds, without a restart, and refreshes it.
 
 Credentials are kept in $XDG_STATE_HOME/mcpfsm/credentials (or
-~/.local/state/mcpfsm/credentials), one file per server at mode 0600.
+~/.local/state/mcpfsm/credentials), one file per server at mode 0600;
+with -credential-store redis://HOST:PORT/DB (or $MCPFSM_CREDENTIAL_STORE)
+in Redis, shared by every replica given the same store, each value
+encrypted with the key in $MCPFSM_CREDENTIAL_KEY (32 random bytes in
+base64: openssl rand -base64 32).
 status lists the servers of FILE and whether each is signed in; logout
 deletes NAME's credential.
 
@@ -40,13 +45,47 @@ Exit status: 0 when the credential is stored (login), listed (status) or
 removed (logout); 1 on failure; 2 on bad usage.
 `
 
-// credentialStore is mcpfsm's file store of credentials.
-func credentialStore() (*signin.FileStore, error) {
-	dir, err := access.StateDir()
+// credentialStoreEnv names the credential store when -credential-store
+// is not given (the Helm chart sets it from a Secret).
+const credentialStoreEnv = "MCPFSM_CREDENTIAL_STORE"
+
+// credentialStore is the store of sign-in credentials spec names
+// (-credential-store, else $MCPFSM_CREDENTIAL_STORE): a Redis store shared
+// by replicas, its values encrypted with $MCPFSM_CREDENTIAL_KEY, or by
+// default the files of mcpfsm's state directory. A Redis store is reached
+// and its key checked at once; it lives as long as the process, and
+// cmdAuth closes it.
+func credentialStore(spec string) (signin.Store, error) {
+	flag := "-credential-store"
+	if spec == "" {
+		spec, flag = os.Getenv(credentialStoreEnv), credentialStoreEnv
+	}
+	if spec == "" {
+		dir, err := access.StateDir()
+		if err != nil {
+			return nil, err
+		}
+		return signin.NewFileStore(filepath.Join(dir, "credentials")), nil
+	}
+	scheme, _, _ := strings.Cut(spec, "://")
+	if scheme != "redis" && scheme != "rediss" && scheme != "unix" {
+		return nil, fmt.Errorf("%s %s: give redis://[:PASSWORD@]HOST:PORT/DB, rediss://... or unix:///PATH?db=N, or nothing for files in the state directory", flag, redact.URL(spec))
+	}
+	key, err := signin.KeyFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, redact.URL(spec), err)
+	}
+	s, err := signin.OpenRedis(signin.RedisConfig{URL: spec, Key: key})
 	if err != nil {
 		return nil, err
 	}
-	return signin.NewFileStore(filepath.Join(dir, "credentials")), nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Check(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // loginHint is how a person signs in to server of the config at path.
@@ -69,11 +108,11 @@ var errSaid = errors.New("said")
 // per server (by name and URL), kept across reloads, whose first need of
 // a sign-in prints one line to stderr. Without a state directory it
 // gives no handler (saying why once): such a server stops in auth-refused.
-func signInHandlers(cmd, path string, stderr io.Writer) func(config.Server) auth.OAuthHandler {
+func signInHandlers(cmd, path, storeSpec string, stderr io.Writer) func(config.Server) auth.OAuthHandler {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	store, err := credentialStore()
+	store, err := credentialStore(storeSpec)
 	var mu sync.Mutex
 	handlers := map[string]*signin.Handler{}
 	return func(s config.Server) auth.OAuthHandler {
@@ -141,10 +180,13 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	store, err := credentialStore()
+	store, err := credentialStore(*hf.store)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfsm auth %s: %v\n", sub, err)
 		return exitFail
+	}
+	if c, ok := store.(io.Closer); ok {
+		defer c.Close()
 	}
 	if sub == "status" {
 		return authStatus(ctx, cfg, store, stdout, stderr)

@@ -131,13 +131,7 @@ func summarise(w io.Writer, s config.Server) {
 		if s.Sandbox == nil {
 			fmt.Fprintf(w, "  sandbox:   none (\"sandboxEnabled\": true, or serve -sandbox-all, confines it)\n")
 		} else {
-			lines := s.Sandbox.Describe()
-			// The lists as the sandbox enforces them, with what it adds
-			// (marked); an error is check's to report (Server.Check).
-			if eff, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err == nil {
-				lines = append(eff.Describe(), lines[2:]...)
-			}
-			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(lines, "\n             "))
+			fmt.Fprintf(w, "  sandbox:   %s\n", strings.Join(sandboxDescribe(s), "\n             "))
 		}
 	}
 }
@@ -192,7 +186,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, stderr)})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("tools", *hf.path, *hf.store, stderr)})
 	_ = hs.Start(ctx, cfg)
 	failed := false
 	if *query != "" {
@@ -267,7 +261,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			tool, *hf.path, strings.Join(names, ", "))
 	}
 	reg := conn.NewRegistry()
-	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, stderr)})
+	hs := host.New(host.Options{Logger: logger, Registry: reg, StartTimeout: *timeout, SignIn: signInHandlers("call", *hf.path, *hf.store, stderr)})
 	_ = hs.Start(ctx, &config.Config{Servers: []config.Server{srv}})
 	code = exitOK
 	if reportFailures(stderr, "call", hs) {
@@ -498,4 +492,15 @@ func printToolLists(reg *conn.ToolRegistry, w io.Writer) (stop func()) {
 		cancel()
 		<-printed
 	}
+}
+
+// sandboxDescribe is what a stdio server's sandbox allows, the lists as
+// the sandbox enforces them, with what it adds (marked); when they cannot
+// be made (check reports why, Server.Check), the configured ones.
+func sandboxDescribe(s config.Server) []string {
+	lines := s.Sandbox.Describe()
+	if eff, err := s.Sandbox.Effective(s.CommandPath(), s.Cwd, os.Environ()); err == nil {
+		lines = append(eff.Describe(), lines[2:]...)
+	}
+	return lines
 }

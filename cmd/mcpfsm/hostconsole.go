@@ -10,16 +10,19 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/access"
 	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/console"
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/metrics"
+	"github.com/mcpfsm/mcpfsm/sandbox"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
@@ -134,7 +137,7 @@ func newHostConsole(flags consoleFlags, ln net.Listener, logger *slog.Logger) (*
 func (h *hostConsole) hostOptions(hf *hostFlags, logger *slog.Logger, reg conn.Registry) host.Options {
 	return host.Options{Path: *hf.path, Load: hf.reading.options(), Logger: logger, Registry: reg, Secrets: secrets,
 		OnTransition: h.record, Start: h.start, StartInstance: h.startInstance,
-		SignIn: signInHandlers(hf.cmd, *hf.path, hf.stderr)}
+		SignIn: signInHandlers(hf.cmd, *hf.path, *hf.store, hf.stderr)}
 }
 
 // start starts a server's shared instance, measured with -http.
@@ -348,10 +351,30 @@ func (s consoleServer) Instances() map[conn.State]int {
 	return nil
 }
 
-// Sandbox is what the server's sandbox allows (console.Sandboxed).
+// Sandbox is what the server's sandbox allows (console.Sandboxed): the
+// effective lists, as check prints them.
 func (s consoleServer) Sandbox() []string {
 	if cfg, ok := s.hs.Config(s.name); ok && cfg.Sandbox != nil {
-		return cfg.Sandbox.Describe()
+		return effectiveSandbox(cfg)
 	}
 	return nil
+}
+
+// sandboxLines caches effectiveSandbox by server name, for the config's
+// Spec (a reload makes a new one): the console asks on every status
+// request, and the effective lists look through the writable directories.
+var sandboxLines sync.Map // name -> sandboxCache
+
+type sandboxCache struct {
+	spec  *sandbox.Spec
+	lines []string
+}
+
+func effectiveSandbox(cfg config.Server) []string {
+	if c, ok := sandboxLines.Load(cfg.Name); ok && c.(sandboxCache).spec == cfg.Sandbox {
+		return c.(sandboxCache).lines
+	}
+	l := sandboxDescribe(cfg)
+	sandboxLines.Store(cfg.Name, sandboxCache{cfg.Sandbox, l})
+	return l
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,10 +16,14 @@ import (
 )
 
 // The console's view of a host: every server with a supervisor, a
-// sandboxed one saying what its sandbox allows and an unsandboxed one
-// nothing; a host without a file cannot reload, as the console's 501 says.
+// sandboxed one saying what its sandbox allows (the effective lists, what
+// the sandbox adds marked) and an unsandboxed one nothing; a host without
+// a file cannot reload, as the console's 501 says.
 func TestConsoleHostShowsServersAndTheirSandboxes(t *testing.T) {
 	bin := fixture.Build(t)
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	os.Mkdir(filepath.Join(state, "mcpfsm"), 0o700) // denied when it exists
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`{"servers": {
 		"boxed": {"command": %q, "sandboxEnabled": true, "sandbox": {"filesystem": {"denyRead": ["/root/.ssh"]}}},
 		"free": {"command": %q}}}`, bin, bin)), nil)
@@ -37,7 +43,7 @@ func TestConsoleHostShowsServersAndTheirSandboxes(t *testing.T) {
 	for _, s := range ch.Servers() {
 		got[s.Status().Server] = s.(console.Sandboxed).Sandbox()
 	}
-	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh", "write: nowhere", "network: none; no Unix sockets"}, "free": nil}
+	want := map[string][]string{"boxed": {"read: everything; not /root/.ssh, " + state + "/mcpfsm (mcpfsm's state)", "write: nowhere", "network: none; no Unix sockets"}, "free": nil}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sandboxes (-want +got):\n%s", diff)
 	}

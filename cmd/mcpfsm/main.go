@@ -28,6 +28,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/internal/suggest"
 	"github.com/mcpfsm/mcpfsm/sandbox"
+	"github.com/mcpfsm/mcpfsm/signin"
 )
 
 // Exit codes.
@@ -379,6 +380,7 @@ type hostFlags struct {
 	path, format, level *string
 	reading             *loadFlags
 	stderr              io.Writer // load's: where a sign-in's one line goes
+	store               *string   // -credential-store
 }
 
 func addHostFlags(fs *flag.FlagSet, cmd, level string) *hostFlags {
@@ -388,6 +390,8 @@ func addHostFlags(fs *flag.FlagSet, cmd, level string) *hostFlags {
 		format:  fs.String("log-format", "text", "log `FORMAT`: text or json"),
 		level:   fs.String("log-level", level, "log `LEVEL`: debug, info, warn or error"),
 		reading: addLoadFlags(fs),
+		store: fs.String("credential-store", "", "where sign-in credentials are kept: `URL` redis://[:PASSWORD@]HOST:PORT/DB (or rediss://, unix:///PATH?db=N), "+
+			"shared by replicas, every value encrypted with $"+signin.CredentialKeyEnv+"; default $"+credentialStoreEnv+", else files in the state directory"),
 	}
 }
 

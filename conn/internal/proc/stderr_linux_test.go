@@ -17,19 +17,27 @@ import (
 	"go.uber.org/goleak"
 )
 
-// chunkWriter collects what it is given; each Write first announces itself
-// on entered (if not nil) and then waits for release (if not nil).
+// chunkWriter counts what it is given and keeps its first keepBytes; each
+// Write first announces itself on entered (if not nil) and then waits for
+// release (if not nil). It keeps no more than that so that a flood's
+// writer costs nothing: a 16 MiB buffer growing under the race detector
+// took seconds on a loaded machine, long after the copy had handed over
+// its last chunk.
 type chunkWriter struct {
 	entered chan struct{}
 	release chan struct{}
 	busy    atomic.Bool
 	mu      sync.Mutex
-	buf     bytes.Buffer
-	got     chan struct{} // closed once buf holds want bytes
+	buf     bytes.Buffer  // the first keepBytes written
+	n       int           // bytes written
+	got     chan struct{} // closed once n reaches want
 	want    int
 	overlap atomic.Bool // two Writes ran at once
 	tooBig  atomic.Bool // a chunk beyond stderrChunk
 }
+
+// keepBytes is how much of what it is given a chunkWriter keeps.
+const keepBytes = 64 << 10
 
 func newChunkWriter(want int) *chunkWriter {
 	return &chunkWriter{got: make(chan struct{}), want: want}
@@ -54,9 +62,12 @@ func (c *chunkWriter) Write(b []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	before := c.buf.Len()
-	c.buf.Write(b)
-	if before < c.want && c.buf.Len() >= c.want {
+	before := c.n
+	c.n += len(b)
+	if room := keepBytes - c.buf.Len(); room > 0 {
+		c.buf.Write(b[:min(room, len(b))])
+	}
+	if before < c.want && c.n >= c.want {
 		close(c.got)
 	}
 	return len(b), nil

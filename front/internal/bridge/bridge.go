@@ -338,6 +338,18 @@ func (s *Set) Close() {
 	}
 }
 
+// Drop loses the call whose current round state names, if the set holds
+// one: it is cancelled on the backend (a task cancelled while its call
+// awaits answers, see package front's tasks).
+func (s *Set) Drop(state string) {
+	s.mu.Lock()
+	c := s.by[state]
+	s.mu.Unlock()
+	if c != nil {
+		c.lose("the call was cancelled")
+	}
+}
+
 // Wait waits until every call of the set has ended on the backend.
 func (s *Set) Wait() { s.wg.Wait() }
 

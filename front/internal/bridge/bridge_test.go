@@ -352,3 +352,39 @@ func TestCapabilitiesCover(t *testing.T) {
 		}
 	}
 }
+
+// Drop ends a call whose round is out to its client: the backend's call
+// is cancelled, and the round's state names nothing any more.
+func TestDropCancelsTheCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	s := NewSet(Options{})
+	defer s.Wait()
+	defer s.Close()
+	ended := make(chan error, 1)
+	first, err := s.Round(ctx, "tools/call", "ask", "", nil, Capabilities{}, func(ctx context.Context) (mcp.Result, error) {
+		res, err := elicit(ctx)
+		ended <- err
+		return res, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := first.(*mcp.CallToolResult).RequestState
+	s.Drop("mcpfsm-unknown") // names nothing: no effect
+	if s.Len() != 1 {
+		t.Fatalf("Drop of an unknown state removed a call")
+	}
+	s.Drop(state)
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Error("the backend's call ended without an error")
+		}
+	case <-time.After(limit):
+		t.Fatal("the backend's call did not end")
+	}
+	if _, err := s.Round(ctx, "tools/call", "ask", state, answers(first, "x"), Capabilities{}, elicit); err == nil {
+		t.Error("the dropped call's state still names it")
+	}
+}

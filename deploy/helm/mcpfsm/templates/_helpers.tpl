@@ -16,3 +16,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "mcpfsm.secretName" -}}
 {{- if .Values.auth.existingSecret -}}{{ .Values.auth.existingSecret }}{{- else -}}{{ include "mcpfsm.name" . }}-token{{- end -}}
 {{- end -}}
+
+{{- define "mcpfsm.credentialSecretName" -}}
+{{- if .Values.credentialStore.existingSecret -}}{{ .Values.credentialStore.existingSecret }}{{- else -}}{{ include "mcpfsm.name" . }}-credential-store{{- end -}}
+{{- end -}}
