@@ -44,7 +44,7 @@ result() {
 
 summary=""
 status=0
-echo "| set | scenario | internal/conformance/host | go-sdk's conformance client |"
+echo "| set | scenario | cmd/conformance-host | go-sdk's conformance client |"
 echo "|---|---|---|---|"
 for rev in 2025-11-25 2026-07-28; do
 	# "list --client --requirements REV" prints the required client

@@ -2,7 +2,7 @@ package authz
 
 import "slices"
 
-// Caller is who sent a request, as the policy sees it.
+// Caller is who sent a request, as the rules see it.
 type Caller struct {
 	// Subject is the access token's subject ("sub", or "client:" and its
 	// client_id), access.SubjectToken for the static token, "" for a

@@ -1,4 +1,4 @@
-// Package authz is mcpfsm's per-caller policy: which caller may see and
+// Package authz holds mcpfsm's per-caller rules: which caller may see and
 // use which of a server's tools, prompts and resources ([Rules]), how
 // often ([Limiter]), and what each caller asked for over the last hour
 // ([Tally], for the console).
@@ -34,11 +34,11 @@
 // idle for a whole period is full again and is dropped, so memory holds
 // only the callers of the last period or two.
 //
-// [Policy] holds a server's Rules and Limiter; [Policy.Check] decides a
+// [Guard] holds a server's Rules and Limiter; [Guard.Check] decides a
 // request that reaches the server (rules first, so a denied call spends
 // no rate) and returns its [Verdict], which [Tally] counts.
 //
 // Every type here reads time from an injected clock (a *clock.Mock in
 // tests), and nil *Rules and *Limiter let everything through, so that a
-// server without a policy costs a nil check.
+// server without rules or a limit costs a nil check.
 package authz

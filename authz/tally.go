@@ -9,7 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// Verdict is what the policy made of one request.
+// Verdict is what a Guard made of one request.
 type Verdict uint8
 
 // Verdicts.
@@ -133,7 +133,7 @@ type Count struct {
 	Allowed, Denied, Limited int
 }
 
-// Refused is how many of the requests the policy refused.
+// Refused is how many of the requests the rules or the limit refused.
 func (c Count) Refused() int { return c.Denied + c.Limited }
 
 // Counts returns the counts of the last hour of server's callers, or of

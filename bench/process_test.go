@@ -55,7 +55,7 @@ func startFixtureIn(b *testing.B, p policy.Policy, sb *sandbox.Spec) *fixtureSup
 	if sb != nil {
 		spec := *sb
 		spec.AllowWrite = append(spec.AllowWrite, filepath.Dir(f.pidlog))
-		tr.Sandbox = &spec
+		tr.Launcher = &spec
 		f.boxed = true
 	}
 	sup, err := conn.Start(context.Background(), conn.Config{

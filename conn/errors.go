@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
-	"github.com/mcpfsm/mcpfsm/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,6 +23,13 @@ import (
 
 // Sentinel errors. Match them with errors.Is; the errors returned wrap them
 // with the server name and state.
+//
+// The module's error strings start with their subject, as the standard
+// library's do: an error about one server with `mcp server "<name>": `, an
+// invalid setting with its field or path (conn.Config.Name, Stdio.Path,
+// servers.fs.reconnect.maxAttempts), and an error of a package with no
+// other subject with the package's name ("fsm: ", "sandbox: "). A
+// sentinel carries no prefix, since it is read inside such a chain.
 var (
 	// ErrUnavailable: a tool call was made while the server is not
 	// connected (during an outage, after exhaustion, or after Close). The
@@ -55,8 +61,8 @@ var ErrStillRunning = errors.New("the old server process is still running")
 // ErrPermanent is matched by the error of an attempt that failed in a way
 // no wait can fix: the server's command is missing or not executable, its
 // working directory is missing, or its URL's host does not resolve. The
-// cause is a [*PermanentError], which names the fix. So is a sandbox
-// (Stdio.Sandbox) this system cannot give. The supervisor
+// cause is a [*PermanentError], which names the fix. A [Launcher]'s error
+// that matches it (a sandbox this system cannot give) is one too. The supervisor
 // retries such a failure once, to confirm it, and then stops in
 // [FailedPermanent] instead of spending its backoff.
 var ErrPermanent = errors.New("no retry can fix it")
@@ -206,9 +212,9 @@ const (
 // PermanentError is the cause of an attempt that failed in a way no wait
 // can fix. It matches errors.Is(err, ErrPermanent) and unwraps to the
 // error the system reported (an *exec.Error, *fs.PathError or
-// *net.DNSError, or a *sandbox.UnavailableError).
+// *net.DNSError), or to a [Launcher]'s error (a *sandbox.UnavailableError).
 type PermanentError struct {
-	Fix string // what the operator must do: one of the Fix constants, or a sandbox.UnavailableError's Fix
+	Fix string // what the operator must do: one of the Fix constants, or a Launcher's fix
 	Err error  // the system's error
 }
 
@@ -229,10 +235,7 @@ func fixFor(err error) string {
 	var pe *fs.PathError
 	var ee *exec.Error
 	var dns *net.DNSError
-	var sb *sandbox.UnavailableError
 	switch {
-	case errors.As(err, &sb):
-		return sb.Fix
 	case errors.Is(err, exec.ErrNotFound):
 		return FixCommand
 	case errors.As(err, &dns) && dns.IsNotFound:
@@ -305,7 +308,7 @@ type ServerExit struct {
 	// the grace periods of a shutdown it started.
 	BySupervisor bool
 	// Limit names the sandbox limit the server ran into, such as "out of
-	// memory under the sandbox's memoryMB 256" (see [Stdio.Sandbox]);
+	// memory under the sandbox's memoryMB 256" (see [Stdio.Launcher]);
 	// empty when none is known.
 	Limit string
 	// Stderr holds the last lines the server wrote to standard error (at

@@ -42,7 +42,7 @@ func (s *Supervisor) Reconnect(ctx context.Context) error {
 	}
 }
 
-func (s *Supervisor) closedErr() error { return fmt.Errorf("conn: %q: %w", s.cfg.Name, ErrClosed) }
+func (s *Supervisor) closedErr() error { return fmt.Errorf("mcp server %q: %w", s.cfg.Name, ErrClosed) }
 
 // reconnect runs Reconnect on the loop. Every reply is buffered, so the
 // loop never waits on a caller who gave up.
@@ -65,13 +65,13 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 		return
 	case Halted:
 		if s.stuck != nil && !s.stuckGone {
-			reply <- fmt.Errorf("conn: %q: not reconnecting: generation %d's server process has not exited since it was retired (%w); stop it, then reconnect",
+			reply <- fmt.Errorf("mcp server %q: not reconnecting: generation %d's server process has not exited since it was retired (%w); stop it, then reconnect",
 				s.cfg.Name, s.stuck.id, ErrStillRunning)
 			return
 		}
 	}
 	if !s.machine.Can(EventReconnect) {
-		reply <- fmt.Errorf("conn: %q: cannot reconnect from state %s", s.cfg.Name, s.machine.State())
+		reply <- fmt.Errorf("mcp server %q: cannot reconnect from state %s", s.cfg.Name, s.machine.State())
 		return
 	}
 	s.budget.Reset()

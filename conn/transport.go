@@ -4,15 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/proc"
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
-	"github.com/mcpfsm/mcpfsm/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -103,14 +105,45 @@ type Stdio struct {
 	// SIGTERM, and after SIGTERM before SIGKILL. Zero means
 	// DefaultTerminateDuration.
 	TerminateDuration time.Duration
-	// Sandbox, if set, runs every process of the server inside it (Linux
-	// only; see package sandbox, whose Init the program must call first in
-	// main). A sandbox this system cannot give fails the attempt with an
-	// [ErrPermanent] error that names what is missing: the server is never
-	// started unsandboxed. A connection the sandbox's proxy refused is
-	// logged by the supervisor's Logger; an exit under its memory limit
-	// says so in [ServerExit].
-	Sandbox *sandbox.Spec
+	// Launcher, if set, starts the server's command in place of
+	// exec.Cmd.Start, as package sandbox's *sandbox.Spec does to run it
+	// inside a sandbox. If it also has a method Validate() error, Start
+	// calls it and reports its error as a [*ConfigError]. What the
+	// launcher logs goes to the supervisor's Logger; a limit it names
+	// appears in [ServerExit]. It must not change while a supervisor uses
+	// the transport.
+	Launcher Launcher
+}
+
+// Launcher starts a [Stdio] server's command in its own way: package
+// sandbox's *sandbox.Spec starts it inside a sandbox. Implementations
+// must be safe for concurrent use: each connection attempt calls Launch.
+type Launcher interface {
+	// Launch starts cmd, which has not started, and returns once it runs
+	// or has failed to start; the supervisor then waits for it with
+	// cmd.Wait as usual. ctx bounds the launcher's own setup, not the
+	// process. Launch may change cmd's Path, Args, Env, ExtraFiles and
+	// SysProcAttr, but keeps its Stdin, Stdout, Stderr, Dir and process
+	// group. logger receives what the launcher reports while the process
+	// runs. A failure that no retry can fix is an error that matches
+	// [ErrPermanent], such as a [*PermanentError] naming the fix: the
+	// supervisor then stops trying.
+	Launch(ctx context.Context, cmd *exec.Cmd, logger *slog.Logger) (Launched, error)
+}
+
+// Launched is a command that a [Launcher] started. The supervisor calls
+// its methods from the goroutine that reaps the process.
+type Launched interface {
+	// StderrWatch returns a writer that also receives the process's
+	// standard error, or nil.
+	StderrWatch() io.Writer
+	// Limit names the limit that the process, which ended as st says,
+	// ran into, such as "out of memory under the sandbox's memoryMB 256";
+	// "" when none is known. It becomes [ServerExit.Limit].
+	Limit(st *os.ProcessState) string
+	// Close releases what the launch holds; it is called once the process
+	// is reaped.
+	Close()
 }
 
 // Command returns a [Stdio] transport that runs name with args.
@@ -130,9 +163,10 @@ func (s *Stdio) Open(context.Context) (mcp.Transport, error) {
 	}
 	spec := proc.Spec{Path: s.Path, Args: append([]string(nil), s.Args...), Env: append([]string(nil), s.Env...),
 		InheritEnv: s.InheritEnv, Dir: s.Dir, Stderr: s.Stderr, Grace: grace}
-	if s.Sandbox != nil {
-		sb := *s.Sandbox
-		spec.Sandbox = &sb
+	if l := s.Launcher; l != nil {
+		spec.Launch = func(ctx context.Context, cmd *exec.Cmd, logger *slog.Logger) (proc.Launched, error) {
+			return l.Launch(ctx, cmd, logger)
+		}
 	}
 	return transport.NewStdio(spec), nil
 }
@@ -165,9 +199,9 @@ func (s *Stdio) validate() error {
 	if s.TerminateDuration < 0 {
 		return fmt.Errorf("Stdio.TerminateDuration is %v: use a positive duration, or zero for %v", s.TerminateDuration, DefaultTerminateDuration)
 	}
-	if s.Sandbox != nil {
-		if err := s.Sandbox.Validate(); err != nil {
-			return fmt.Errorf("Stdio.Sandbox: %w", err)
+	if v, ok := s.Launcher.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("Stdio.Launcher: %w", err)
 		}
 	}
 	return nil

@@ -38,7 +38,7 @@ func TestNPMServersInASandbox(t *testing.T) {
 		defer cancel()
 		e := newEnv(t)
 		tr := conn.Command("node", filepath.Join(modules, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio")
-		tr.Sandbox = &sandbox.Spec{AllowRead: []string{modules}, MemoryMB: 1024, MaxFiles: 1024}
+		tr.Launcher = &sandbox.Spec{AllowRead: []string{modules}, MemoryMB: 1024, MaxFiles: 1024}
 		sup := e.start(conn.Config{Name: "everything", Transport: tr, Reconnect: fast(3)})
 		if err := sup.Ready(ctx); err != nil {
 			t.Fatalf("Ready: %v", err)
@@ -60,7 +60,7 @@ func TestNPMServersInASandbox(t *testing.T) {
 		work, secret := t.TempDir(), t.TempDir()
 		os.WriteFile(filepath.Join(secret, "key"), []byte("secret"), 0o644)
 		tr := conn.Command("node", entry, work, secret)
-		tr.Sandbox = &sandbox.Spec{AllowRead: []string{modules, work}, AllowWrite: []string{work}, DenyRead: []string{secret}}
+		tr.Launcher = &sandbox.Spec{AllowRead: []string{modules, work}, AllowWrite: []string{work}, DenyRead: []string{secret}}
 		sup := e.start(conn.Config{Name: "fs", Transport: tr, Reconnect: fast(3)})
 		if err := sup.Ready(ctx); err != nil {
 			t.Fatalf("Ready: %v", err)

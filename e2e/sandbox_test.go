@@ -50,7 +50,7 @@ func TestSandboxedServer(t *testing.T) {
 	defer ln.Close()
 
 	cmd := e.command("-probes")
-	cmd.Sandbox = &sandbox.Spec{AllowRead: []string{in}, DenyRead: []string{in + "/key"}, AllowWrite: []string{in + "/w", e.dir}, // e.dir: the pidlog
+	cmd.Launcher = &sandbox.Spec{AllowRead: []string{in}, DenyRead: []string{in + "/key"}, AllowWrite: []string{in + "/w", e.dir}, // e.dir: the pidlog
 		AllowedDomains: []string{"localhost"}, MemoryMB: 256}
 	sup := e.start(conn.Config{Transport: cmd, Reconnect: fast(3), Logger: e.rec.Logger()})
 	e.rec.Await(t, wait, conn.Established)
@@ -129,8 +129,9 @@ func TestSandboxedServer(t *testing.T) {
 func TestSandboxMaxProcs(t *testing.T) {
 	e := newEnv(t)
 	cmd := e.command("-probes")
-	cmd.Sandbox = &sandbox.Spec{MaxProcs: 40, AllowWrite: []string{e.dir}}
-	if os.Geteuid() != 0 || cmd.Sandbox.Check() == nil {
+	spec := &sandbox.Spec{MaxProcs: 40, AllowWrite: []string{e.dir}}
+	cmd.Launcher = spec
+	if os.Geteuid() != 0 || spec.Check() == nil {
 		e.start(conn.Config{Transport: cmd, Reconnect: fast(3)})
 		e.rec.Await(t, wait, conn.Established)
 		got, err := e.call("procs", map[string]any{"arg": "100"})

@@ -19,24 +19,24 @@ type fakeBackends struct {
 	iso    map[string]int                          // per-client servers' maxInstances; absent: shared
 	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
 
-	started  []*conn.Supervisor // the per-client instances perClient started, in order
-	policies map[string]authz.Policy
+	started []*conn.Supervisor // the per-client instances perClient started, in order
+	guards  map[string]authz.Guard
 }
 
-func (b *fakeBackends) Policy(server string) authz.Policy {
+func (b *fakeBackends) Guard(server string) authz.Guard {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.policies[server]
+	return b.guards[server]
 }
 
-// setPolicy gives server a per-caller policy.
-func (b *fakeBackends) setPolicy(server string, p authz.Policy) {
+// setGuard gives server a per-caller rules.
+func (b *fakeBackends) setGuard(server string, p authz.Guard) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.policies == nil {
-		b.policies = map[string]authz.Policy{}
+	if b.guards == nil {
+		b.guards = map[string]authz.Guard{}
 	}
-	b.policies[server] = p
+	b.guards[server] = p
 }
 
 func newFakeBackends() *fakeBackends {

@@ -94,9 +94,9 @@ type Backends interface {
 	// catalog, client options, roots and transitions). It returns an
 	// error when the server is not configured (any more).
 	StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
-	// Policy returns server's per-caller policy: who may see and use
+	// Guard returns what decides server's requests, by caller: who may see and use
 	// which of its tools, prompts and resources, and how often.
-	Policy(server string) authz.Policy
+	Guard(server string) authz.Guard
 }
 
 // isolation is how the HTTP front's clients share a server (see
@@ -142,10 +142,10 @@ type Options struct {
 	// it removes the secrets the host configured.
 	Redact func(string) string
 	// Tally, if set, counts every request the servers' per-caller
-	// policies decide, by server and caller (for the console).
+	// guards decide, by server and caller (for the console).
 	Tally *authz.Tally
 	// OnRefused, if set, is called for every request a server's
-	// per-caller policy refuses (for metrics).
+	// per-caller rules refuses (for metrics).
 	OnRefused func(server string, v authz.Verdict)
 	// Tracer, if set, traces every request and the backend calls it
 	// makes. Nil traces nothing, and costs nothing.

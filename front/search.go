@@ -26,7 +26,7 @@ import (
 // CallToolName, which calls one of them by name. Pin lists tools that
 // are listed as they are besides. A search answers only among the tools
 // the client's caller may see and use, as its tools/list would have
-// listed them (its servers' per-caller policies, its own instances'
+// listed them (its servers' per-caller rules, its own instances'
 // listings), and a hit of a server in an outage says so. A call through
 // CallToolName takes the path a direct tools/call of the tool takes: the
 // same policy check and rate limit, audit record, trace span and outage
@@ -198,7 +198,7 @@ func (c *client) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 		if c.kind == stdioClient {
 			return true
 		}
-		ok, _ := c.f.policy(server).Rules.Allow(caller, authz.Tool, c.rawOf(public, raw))
+		ok, _ := c.f.guard(server).Rules.Allow(caller, authz.Tool, c.rawOf(public, raw))
 		return ok
 	})
 	if errors.Is(err, toolsearch.ErrEmptyQuery) {

@@ -18,7 +18,7 @@ import (
 )
 
 // searchFor calls the search tool as p and returns the names found.
-func (p *policyClient) searchFor(t *testing.T, query string) []string {
+func (p *rulesClient) searchFor(t *testing.T, query string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -55,7 +55,7 @@ func TestSearchFindsOnlyTheCallersTools(t *testing.T) {
 	modes(t, func(t *testing.T, perClient bool) {
 		r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: perClient, bearer: true,
 			tools: ToolsOptions{Search: true, Pin: []string{"meta", "ask"}}})
-		r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, searchRules)})
+		r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"}, searchRules)})
 		alice := r.connectCaller(t, conn.ClassicProtocolVersion, "alice", "a:use", "a:ask")
 		bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob", "a:use")
 		if diff := cmp.Diff([]string{"ask", CallToolName, SearchToolName, "meta"}, alice.tools(t)); diff != "" {
@@ -79,7 +79,7 @@ func TestSearchFindsOnlyTheCallersTools(t *testing.T) {
 // use is called, with its arguments.
 func TestCallToolTakesTheDirectPath(t *testing.T) {
 	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, tools: ToolsOptions{Search: true}})
-	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, searchRules),
+	r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"}, searchRules),
 		Limiter: authz.NewLimiter("a", authz.Rate{N: 2, Per: time.Hour}, clock.NewMock())})
 	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob", "a:use")
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -168,12 +168,12 @@ func TestSearchHitSaysTheServerIsDown(t *testing.T) {
 // new session.
 func TestSearchFollowsARulesChange(t *testing.T) {
 	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true, tools: ToolsOptions{Search: true}})
-	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"})})
+	r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"})})
 	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob", "a:use")
 	if diff := cmp.Diff([]string{"ask", "progress"}, bob.searchFor(t, "ask progress")); diff != "" {
 		t.Fatalf("before the change (-want +got):\n%s", diff)
 	}
-	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, searchRules)})
+	r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"}, searchRules)})
 	r.f.Update() // what a reload does (host.Options.OnApply)
 	if diff := cmp.Diff([]string{"progress"}, bob.searchFor(t, "ask progress")); diff != "" {
 		t.Errorf("after ask needs a:ask (-want +got):\n%s", diff)

@@ -22,9 +22,9 @@ var ErrNoPath = errors.New("host: cannot reload: no config file (Options.Path is
 // Changes is what [Host.Apply] did, by server name.
 type Changes struct {
 	Added, Restarted, Removed, Unchanged []string
-	// Policy are the servers whose per-caller policy alone changed: they
-	// keep running, with the new policy.
-	Policy []string
+	// Rules are the servers whose per-caller rules alone changed: they
+	// keep running, with the new rules.
+	Rules []string
 }
 
 // Apply makes the running set cfg's: servers of new names start, those
@@ -46,16 +46,16 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	}
 	var stop []*server
 	var start []config.Server
-	repoliced := map[string]*server{}
+	reguarded := map[string]*server{}
 	for _, srv := range cfg.Servers {
 		st, ok := old[srv.Name]
 		switch {
 		case !ok:
 			ch.Added = append(ch.Added, srv.Name)
 			start = append(start, srv)
-		case st.sup != nil && !reflect.DeepEqual(st.cfg, srv) && reflect.DeepEqual(withoutPolicy(st.cfg), withoutPolicy(srv)):
-			ch.Policy = append(ch.Policy, srv.Name)
-			repoliced[srv.Name] = st.repolicy(srv, h.policyOf(srv, st.policy))
+		case st.sup != nil && !reflect.DeepEqual(st.cfg, srv) && reflect.DeepEqual(withoutRules(st.cfg), withoutRules(srv)):
+			ch.Rules = append(ch.Rules, srv.Name)
+			reguarded[srv.Name] = st.withGuard(srv, h.guardOf(srv, st.guard))
 		case st.sup == nil || !reflect.DeepEqual(st.cfg, srv):
 			ch.Restarted = append(ch.Restarted, srv.Name)
 			stop = append(stop, st)
@@ -83,7 +83,7 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	}
 	var all []*server
 	for _, st := range h.running() {
-		if n, ok := repoliced[st.cfg.Name]; ok {
+		if n, ok := reguarded[st.cfg.Name]; ok {
 			st = n
 		}
 		if _, ok := next[st.cfg.Name]; !ok && !slices.Contains(ch.Removed, st.cfg.Name) {
@@ -96,7 +96,7 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (Changes, error) {
 	h.set(all)
 	h.log.Info("applied the config", "config", h.opts.Path,
 		"added", names(ch.Added), "restarted", names(ch.Restarted), "removed", names(ch.Removed), "unchanged", names(ch.Unchanged),
-		"policy", names(ch.Policy))
+		"rules", names(ch.Rules))
 	if h.opts.OnApply != nil {
 		h.opts.OnApply(ch)
 	}
@@ -187,19 +187,19 @@ func closeAll(ctx context.Context, all []*server) error {
 	return errors.Join(errs...)
 }
 
-// withoutPolicy is s without its per-caller policy: two servers that
+// withoutRules is s without its per-caller rules: two servers that
 // differ only in policy run the same way.
-func withoutPolicy(s config.Server) config.Server {
+func withoutRules(s config.Server) config.Server {
 	s.AllowScopes, s.ToolScopes, s.RateLimit = nil, nil, authz.Rate{}
 	return s
 }
 
-// repolicy returns st's successor with cfg and policy: the same
+// withGuard returns st's successor with cfg and guard: the same
 // supervisor, stderr and per-client instances, which move to it.
-func (st *server) repolicy(cfg config.Server, policy authz.Policy) *server {
+func (st *server) withGuard(cfg config.Server, guard authz.Guard) *server {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	next := &server{cfg: cfg, sup: st.sup, err: st.err, stderr: st.stderr, policy: policy, instances: st.instances}
+	next := &server{cfg: cfg, sup: st.sup, err: st.err, stderr: st.stderr, guard: guard, instances: st.instances}
 	// An instance a client starts on st from now on is refused, not lost
 	// to the host: the client's next request starts it on next.
 	st.instances, st.retired = nil, true

@@ -56,7 +56,10 @@ func Transport(s config.Server, stderr io.Writer) conn.Transport {
 	t.Env = s.Env
 	t.Dir = s.Cwd
 	t.Stderr = stderr
-	t.Sandbox = s.Sandbox
+	if s.Sandbox != nil {
+		sb := *s.Sandbox // the supervisor's own, whatever becomes of s
+		t.Launcher = &sb
+	}
 	return t
 }
 

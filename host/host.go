@@ -10,7 +10,7 @@
 // and [Host.Status] serve an operator; [Host.Close] stops everything, and
 // no server process outlives it. A Host is the Backends of a front
 // (package front): it gives the front each server's status, supervisors,
-// isolation, per-client instances and per-caller policy.
+// isolation, per-client instances and per-caller rules.
 //
 // Every conn.Config is assembled in one place: [ConnConfig] gives a
 // server's own settings (transport, policy, timeouts, tool filter,
@@ -85,12 +85,12 @@ type Options struct {
 	// StderrLines is how many last lines of each stdio server's stderr
 	// are kept for [Host.Status]; zero means 20.
 	StderrLines int
-	// Clock is the time of the servers' rate limiters ([Host.Policy]).
+	// Clock is the time of the servers' rate limiters ([Host.Guard]).
 	// Nil means the real clock.
 	Clock clock.Clock
 	// OnApply, if set, is called after every [Host.Apply] (and Reload)
 	// with what changed: a front re-reads its clients' views then, since
-	// a server whose per-caller policy alone changed keeps running.
+	// a server whose per-caller rules alone changed keeps running.
 	OnApply func(Changes)
 	// Secrets, if set, receives the secret values of every server the
 	// host starts (env and envFile values, header values, URL credentials
@@ -144,7 +144,7 @@ type server struct {
 	err    error            // Start's, then the first attempt's error
 	stderr *tailWriter
 
-	policy authz.Policy // its per-caller policy, from cfg
+	guard authz.Guard // its per-caller rules and limit, from cfg
 
 	mu        sync.Mutex
 	instances []*conn.Supervisor // its per-client instances (StartInstance)
@@ -215,7 +215,7 @@ func (h *Host) startAll(ctx context.Context, servers []config.Server, wait bool)
 		if h.opts.Secrets != nil {
 			AddSecrets(h.opts.Secrets, srv)
 		}
-		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines, h.hide), policy: h.policyOf(srv, authz.Policy{})}
+		st := &server{cfg: srv, stderr: newTailWriter(h.log, srv.Name, h.opts.StderrLines, h.hide), guard: h.guardOf(srv, authz.Guard{})}
 		out[i] = st
 		wg.Go(func() { st.sup, st.err = h.startOne(sctx, st) })
 	}
@@ -429,18 +429,18 @@ func (h *Host) Reconnect(ctx context.Context, server string) error {
 	return sup.Reconnect(ctx)
 }
 
-// Policy returns the per-caller policy of server (its "allowScopes",
-// "toolScopes" and "rateLimit"), for a front.
-func (h *Host) Policy(server string) authz.Policy {
+// Guard returns the per-caller rules and rate limit of server (its
+// "allowScopes", "toolScopes" and "rateLimit"), for a front.
+func (h *Host) Guard(server string) authz.Guard {
 	if st, ok := h.lookup(server); ok {
-		return st.policy
+		return st.guard
 	}
-	return authz.Policy{}
+	return authz.Guard{}
 }
 
-// policyOf is the policy of srv, with old's limiter when its rate is the
+// guardOf is the Guard of srv, with old's limiter when its rate is the
 // same: a reload does not refill every caller's allowance.
-func (h *Host) policyOf(srv config.Server, old authz.Policy) authz.Policy {
+func (h *Host) guardOf(srv config.Server, old authz.Guard) authz.Guard {
 	rules, err := srv.Rules()
 	if err != nil {
 		h.log.Warn("server's access rules not applied: "+err.Error(), "server", srv.Name)
@@ -449,5 +449,5 @@ func (h *Host) policyOf(srv config.Server, old authz.Policy) authz.Policy {
 	if old.Limiter != nil && lim != nil && old.Limiter.Rate() == lim.Rate() {
 		lim = old.Limiter
 	}
-	return authz.Policy{Rules: rules, Limiter: lim}
+	return authz.Guard{Rules: rules, Limiter: lim}
 }

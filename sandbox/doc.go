@@ -30,6 +30,8 @@
 // that names the missing feature and its fix: a program is never started
 // unsandboxed instead. Outside Linux every Spec is unavailable.
 //
-// Package conn's Stdio transport runs a server in a sandbox when its
-// Sandbox field is set; package config reads the hosts' keys into it.
+// A *Spec is a conn.Launcher ([Spec.Launch]): package conn's Stdio
+// transport runs a server in a sandbox when its Launcher field is a
+// *Spec, and package conn itself does not import this package. Package
+// config reads the hosts' keys into a Spec.
 package sandbox

@@ -12,7 +12,8 @@ type UnavailableError struct {
 }
 
 // Error reads "sandbox unavailable: <feature>: <reason>"; the fix is in
-// Fix (a conn.PermanentError adds it in brackets).
+// Fix ([Spec.Launch] wraps it in a conn.PermanentError, which adds the
+// fix in brackets).
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("sandbox unavailable: %s: %s", e.Feature, e.Reason)
 }

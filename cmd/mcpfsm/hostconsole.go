@@ -86,7 +86,7 @@ type hostConsole struct {
 	flags   consoleFlags
 
 	watcher        *host.Watcher    // with -watch
-	tracer         *host.Tracer     // with -trace
+	tracer         *host.TraceFile  // with -trace
 	metrics        *metrics.Metrics // with -http: served at /metrics
 	provider       *sdkmetric.MeterProvider
 	metricsHandler http.Handler

@@ -7,23 +7,23 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/front"
-	"github.com/mcpfsm/mcpfsm/tracing"
+	"github.com/mcpfsm/mcpfsm/oteltracing"
 )
 
-// frontTracer is a tracing.Tracer as the front's Tracer.
-type frontTracer struct{ t *tracing.Tracer }
+// frontTracer is a oteltracing.Tracer as the front's Tracer.
+type frontTracer struct{ t *oteltracing.Tracer }
 
 var _ front.Tracer = frontTracer{}
 
 func (f frontTracer) Request(ctx context.Context, method, name, session, server string, meta map[string]any,
 	header http.Header) (context.Context, func(string, error)) {
-	ctx, span := f.t.StartRequest(ctx, tracing.Request{Method: method, Name: name, Session: session, Server: server,
+	ctx, span := f.t.StartRequest(ctx, oteltracing.Request{Method: method, Name: name, Session: session, Server: server,
 		Meta: meta, Header: header})
 	return ctx, span.End
 }
 
 func (f frontTracer) Call(ctx context.Context, server, method, name string) (context.Context, func(string, error)) {
-	ctx, span := f.t.StartCall(ctx, tracing.Call{Server: server, Method: method, Name: name})
+	ctx, span := f.t.StartCall(ctx, oteltracing.Call{Server: server, Method: method, Name: name})
 	return ctx, span.End
 }
 
@@ -36,7 +36,7 @@ func (f frontTracer) Propagate(ctx context.Context, set func(key, value string))
 // OTLP endpoint says otherwise. stop exports the spans left, for at most
 // 5s, and logs what it could not.
 func startTracing(ctx context.Context, logger *slog.Logger) (_ front.Tracer, stop func(), _ error) {
-	t, err := tracing.FromEnv(ctx, tracing.EnvOptions{Version: version()})
+	t, err := oteltracing.FromEnv(ctx, oteltracing.EnvOptions{Version: version()})
 	if err != nil || t == nil {
 		return nil, func() {}, err
 	}

@@ -35,7 +35,12 @@
 // the state an error names, a host's deadline at the instant of conn's
 // own timer). docs/reliability.md has the fault model, the
 // invariants, the measured replay and reproduction rates, and what the
-// simulator cannot see. The tests of this package are its command line:
+// simulator cannot see. The tests of this package are its command line.
+//
+// The simulator is test machinery: all of its code is in this package's
+// _test.go files, so no build outside `go test ./conn/sim` compiles it,
+// and the package exports nothing. The names this doc links to are those
+// of the test build.
 //
 //	go test -tags simbugs ./conn/sim -run 'TestSim$' -seeds 10000 -planted -replay 100 -v   # as CI
 //	go test ./conn/sim -run 'TestSim$' -seed 843 -v               # replay one seed

@@ -12,6 +12,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
-	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Process is one running server and its process group, from [Start]
@@ -48,7 +48,7 @@ type Process struct {
 	sent  atomic.Int32     // the last terminateStep+1 the shutdown signalled
 	tail  *Tail            // the end of standard error
 	state *os.ProcessState // how it ended; written before exited is closed
-	sb    *sandbox.Run     // the sandbox it runs in; nil when none
+	sb    Launched         // what Spec.Launch started; nil when none
 }
 
 // Stdout is the read end of the child's stdout. It reads until every
@@ -169,8 +169,8 @@ func (p *Process) terminate(grace time.Duration) <-chan struct{} {
 }
 
 // Start starts the process described by spec. The process runs until it
-// exits or is terminated, whatever becomes of ctx; a sandbox's setup
-// (Spec.Sandbox) is bounded by ctx.
+// exits or is terminated, whatever becomes of ctx; a launcher's setup
+// (Spec.Launch) is bounded by ctx.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	return startProcess(ctx, spec)
 }
@@ -211,15 +211,13 @@ func startProcess(ctx context.Context, cfg Spec) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stderr = errW
-	var sb *sandbox.Run
-	if cfg.Sandbox != nil {
-		sb, err = cfg.Sandbox.Prepare(cmd, sandbox.Options{Logger: cfg.Logger})
-	}
-	switch {
-	case err != nil:
-	case sb != nil:
-		err = sb.Start(ctx)
-	default:
+	var sb Launched
+	if cfg.Launch != nil {
+		sb, err = cfg.Launch(ctx, cmd, cfg.Logger)
+		if err == nil && cmd.Process == nil {
+			err = errors.New("the launcher returned without starting the command")
+		}
+	} else {
 		err = cmd.Start()
 	}
 	// The environment was the child's to copy; the command stays in
@@ -259,7 +257,7 @@ func startProcess(ctx context.Context, cfg Spec) (*Process, error) {
 		// is the process group, not the stderr copier.
 		p.signal(stepKill)
 		if sb != nil {
-			sb.Close() // its proxy serves nobody now
+			sb.Close() // a sandbox's proxy serves nobody now
 		}
 		// Its last words are in the pipe: give the copier a moment to
 		// drain them into the tail for StderrTail, but no longer, since

@@ -1,15 +1,15 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
-
-	"github.com/mcpfsm/mcpfsm/sandbox"
 )
 
 // Spec describes the process to start.
@@ -38,10 +38,24 @@ type Spec struct {
 	// OnGone, if set, is called once the process is reaped and its group
 	// killed, after [Process.Done] is closed, on the same goroutine.
 	OnGone func()
-	// Sandbox, if set, runs the process inside it (see package sandbox);
-	// Logger receives what the sandbox refused.
-	Sandbox *sandbox.Spec
-	Logger  *slog.Logger
+	// Launch, if set, starts the command in place of cmd.Start (a sandbox
+	// does); the command is still waited for with cmd.Wait. Logger is
+	// handed to it for what the launcher reports, such as a connection
+	// its sandbox refused.
+	Launch func(ctx context.Context, cmd *exec.Cmd, logger *slog.Logger) (Launched, error)
+	Logger *slog.Logger
+}
+
+// Launched is a command that a Spec's Launch started.
+type Launched interface {
+	// StderrWatch returns a writer that also gets the process's standard
+	// error, or nil.
+	StderrWatch() io.Writer
+	// Limit names the limit the process, which ended as st says, ran
+	// into; "" when none is known.
+	Limit(st *os.ProcessState) string
+	// Close releases what the launch holds once the process is reaped.
+	Close()
 }
 
 // Exit is how a reaped process ended.

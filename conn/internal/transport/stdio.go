@@ -57,7 +57,7 @@ func (t *Stdio) processSpec() proc.Spec {
 	if sink := t.sink; sink != nil {
 		spec.OnExit = func() { sink.SessionEnded(t, true) }
 		spec.OnGone = func() { sink.ProcessGone(t) }
-		if spec.Sandbox != nil {
+		if spec.Launch != nil {
 			spec.Logger = sink.ProcessLogger()
 		}
 	}

@@ -37,8 +37,9 @@ type Sink interface {
 	// ProcessGone: the process (group) is gone, and the channel its
 	// Terminate returns is closed; on the goroutine that reaped it.
 	ProcessGone(src any)
-	// ProcessLogger is the logger of what the process's sandbox refused,
-	// with the server and generation.
+	// ProcessLogger is the logger, with the server and generation, of
+	// what the process's launcher reports, such as a connection its
+	// sandbox refused.
 	ProcessLogger() *slog.Logger
 }
 

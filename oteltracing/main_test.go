@@ -1,4 +1,4 @@
-package tracing_test
+package oteltracing_test
 
 import (
 	"testing"

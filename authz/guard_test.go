@@ -9,10 +9,10 @@ import (
 	"github.com/mcpfsm/mcpfsm/authz"
 )
 
-// TestPolicyCheck: the rules decide first, and a denied call spends
+// TestGuardCheck: the rules decide first, and a denied call spends
 // none of the caller's rate.
-func TestPolicyCheck(t *testing.T) {
-	p := authz.Policy{Rules: github(t), Limiter: authz.NewLimiter("github", authz.Rate{N: 1, Per: time.Minute}, clock.NewMock())}
+func TestGuardCheck(t *testing.T) {
+	p := authz.Guard{Rules: github(t), Limiter: authz.NewLimiter("github", authz.Rate{N: 1, Per: time.Minute}, clock.NewMock())}
 	reader := authz.Caller{Subject: "alice", Scopes: []string{"gh:read"}}
 	if v, err := p.Check(reader, authz.Tool, "delete_issue"); v != authz.Denied || !errors.Is(err, authz.ErrDenied) {
 		t.Errorf("a missing scope: %v, %v", v, err)
@@ -23,7 +23,7 @@ func TestPolicyCheck(t *testing.T) {
 	if v, err := p.Check(reader, authz.Tool, "get_issue"); v != authz.Limited || !errors.Is(err, authz.ErrRateLimited) {
 		t.Errorf("past the rate: %v, %v", v, err)
 	}
-	if v, err := (authz.Policy{}).Check(authz.Caller{}, authz.Resource, "x://y"); v != authz.Allowed || err != nil {
-		t.Errorf("no policy: %v, %v", v, err)
+	if v, err := (authz.Guard{}).Check(authz.Caller{}, authz.Resource, "x://y"); v != authz.Allowed || err != nil {
+		t.Errorf("no guard: %v, %v", v, err)
 	}
 }

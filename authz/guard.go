@@ -1,8 +1,8 @@
 package authz
 
-// Policy is the per-caller policy of one server: its rules and its rate
-// limiter, either nil for none.
-type Policy struct {
+// Guard decides the requests of callers to one server: it holds the
+// server's per-caller rules and its rate limiter, either nil for none.
+type Guard struct {
 	Rules   *Rules
 	Limiter *Limiter
 }
@@ -12,7 +12,7 @@ type Policy struct {
 // which counts only the calls the rules let through. It returns Allowed
 // and nil, or Denied and a *DeniedError, or Limited and a *LimitError.
 // Listings are decided with Rules.Allow alone: they count no call.
-func (p Policy) Check(c Caller, kind Kind, name string) (Verdict, error) {
+func (p Guard) Check(c Caller, kind Kind, name string) (Verdict, error) {
 	if err := p.Rules.Check(c, kind, name); err != nil {
 		return Denied, err
 	}

@@ -10,12 +10,12 @@ import (
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
 )
 
-// Tracer writes every transition of the connection machine it is given
+// TraceFile writes every transition of the connection machine it is given
 // as one line of an fsm trace (package fsm/trace): time, machine (the
 // server), from, event, when, to, and a [conn.TraceExtra] of attempt,
 // delay, generation and cause. The trace can be checked against conn.Table with trace.Check and drawn with
-// fsmdot -trace. Pass [Tracer.Record] as (or from) Options.OnTransition.
-type Tracer struct {
+// fsmdot -trace. Pass [TraceFile.Record] as (or from) Options.OnTransition.
+type TraceFile struct {
 	path string
 	hide func(string) string
 
@@ -28,7 +28,7 @@ type Tracer struct {
 // Causes are written with credential-shaped text masked and, with hide
 // (a registry's String, such as Options.Secrets'), with its secrets
 // hidden by value; hide may be nil.
-func OpenTrace(path string, hide func(string) string) (*Tracer, error) {
+func OpenTrace(path string, hide func(string) string) (*TraceFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("host: -trace %s: %w", path, err)
@@ -36,15 +36,15 @@ func OpenTrace(path string, hide func(string) string) (*Tracer, error) {
 	if hide == nil {
 		hide = func(s string) string { return s }
 	}
-	return &Tracer{path: path, hide: hide, f: f}, nil
+	return &TraceFile{path: path, hide: hide, f: f}, nil
 }
 
 // Path is the trace's file.
-func (t *Tracer) Path() string { return t.path }
+func (t *TraceFile) Path() string { return t.path }
 
 // Record writes tr as a line. It never fails the caller: the first write
 // error is kept for Close.
-func (t *Tracer) Record(tr conn.Transition) {
+func (t *TraceFile) Record(tr conn.Transition) {
 	if tr.Err != nil {
 		tr.Err = errors.New(t.hide(tr.Err.Error())) // TraceStep masks what is credential-shaped
 	}
@@ -60,7 +60,7 @@ func (t *Tracer) Record(tr conn.Transition) {
 }
 
 // Close closes the file and returns the first error writing it.
-func (t *Tracer) Close() error {
+func (t *TraceFile) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A server's per-caller policy (package authz; Backends.Policy) decides
+// A server's per-caller rules (package authz; Backends.Guard) decides
 // what each client sees and may use: a tool, prompt or resource whose
 // rules the client's caller does not pass is not in its lists (and its
 // lists change, with list_changed to it alone, when a reload changes the
@@ -24,12 +24,12 @@ import (
 // with a tool error naming the limit and when it frees. Each decision is
 // counted (Options.Tally, Options.OnRefused) and a refusal audited.
 
-// policy is server's per-caller policy: none without Backends.
-func (f *Front) policy(server string) authz.Policy {
+// guard decides the requests to server: none without Backends.
+func (f *Front) guard(server string) authz.Guard {
 	if f.opts.Backends == nil {
-		return authz.Policy{}
+		return authz.Guard{}
 	}
-	return f.opts.Backends.Policy(server)
+	return f.opts.Backends.Guard(server)
 }
 
 // sees reports whether c's caller may see server's kind named name.
@@ -37,7 +37,7 @@ func (c *client) sees(server string, kind authz.Kind, name string) bool {
 	if c.kind == stdioClient {
 		return true
 	}
-	ok, _ := c.f.policy(server).Rules.Allow(c.caller, kind, name)
+	ok, _ := c.f.guard(server).Rules.Allow(c.caller, kind, name)
 	return ok
 }
 
@@ -71,7 +71,7 @@ func tokenCaller(info *auth.TokenInfo) authz.Caller {
 func (c *client) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra, server string, kind authz.Kind, name, served string) error {
 	f := c.f
 	caller := c.callerOf(extra)
-	v, err := f.policy(server).Check(caller, kind, name)
+	v, err := f.guard(server).Check(caller, kind, name)
 	if f.opts.Tally != nil {
 		f.opts.Tally.Add(server, caller, v)
 	}

@@ -1,4 +1,4 @@
-package tracing_test
+package oteltracing_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
 	"github.com/mcpfsm/mcpfsm/internal/otlptest"
-	"github.com/mcpfsm/mcpfsm/tracing"
+	"github.com/mcpfsm/mcpfsm/oteltracing"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -33,7 +33,7 @@ func traceOneCall(t *testing.T, recv *otlptest.Receiver, transport conn.Transpor
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	tr, err := tracing.FromEnv(ctx, tracing.EnvOptions{Version: "v-test"})
+	tr, err := oteltracing.FromEnv(ctx, oteltracing.EnvOptions{Version: "v-test"})
 	if err != nil || tr == nil {
 		t.Fatalf("FromEnv = %v, %v; want a Tracer", tr, err)
 	}
@@ -53,8 +53,8 @@ func traceOneCall(t *testing.T, recv *otlptest.Receiver, transport conn.Transpor
 		t.Fatal("no tool echo")
 	}
 	meta := map[string]any{"traceparent": clientTP, "tracestate": "vendor=x", "baggage": "tenant=acme"}
-	rctx, rs := tr.StartRequest(ctx, tracing.Request{Method: "tools/call", Name: "mcp__fix__echo", Session: "s1", Server: "fix", Meta: meta})
-	cctx, cs := tr.StartCall(rctx, tracing.Call{Server: "fix", Method: "tools/call", Name: "echo"})
+	rctx, rs := tr.StartRequest(ctx, oteltracing.Request{Method: "tools/call", Name: "mcp__fix__echo", Session: "s1", Server: "fix", Meta: meta})
+	cctx, cs := tr.StartCall(rctx, oteltracing.Call{Server: "fix", Method: "tools/call", Name: "echo"})
 	if _, err := tool.Call(cctx, map[string]any{"text": secretArg}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func checkTrace(t *testing.T, recv *otlptest.Receiver, got fixture.MetaRecord, h
 	if req.Name != "tools/call mcp__fix__echo" || call.Name != "tools/call echo" {
 		t.Errorf("span names %q, %q", req.Name, call.Name)
 	}
-	if req.Service != "mcpfsm" || req.Scope != tracing.ScopeName {
+	if req.Service != "mcpfsm" || req.Scope != oteltracing.ScopeName {
 		t.Errorf("service %q scope %q", req.Service, req.Scope)
 	}
 	if req.Attributes["mcp.session.id"] != "s1" || call.Attributes["gen_ai.tool.name"] != "echo" || call.Attributes["mcpfsm.server.name"] != "fix" {

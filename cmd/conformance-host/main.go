@@ -1,6 +1,6 @@
 //lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still served; a host with every handler answers them.
 
-// Command host is the MCP conformance suite's client under test, built
+// Command conformance-host is the MCP conformance suite's client under test, built
 // only on package conn's public API: conn.Start, conn.HTTP and
 // Config.Client. It behaves as a plain host with every handler would: it
 // connects, lists the server's tools and calls each of them with

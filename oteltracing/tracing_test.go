@@ -1,4 +1,4 @@
-package tracing_test
+package oteltracing_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/tracing"
+	"github.com/mcpfsm/mcpfsm/oteltracing"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -26,12 +26,12 @@ const (
 	clientTP    = "00-" + clientTrace + "-" + clientSpan + "-01"
 )
 
-func recorder(t *testing.T) (*tracing.Tracer, *tracetest.SpanRecorder) {
+func recorder(t *testing.T) (*oteltracing.Tracer, *tracetest.SpanRecorder) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tracing.New(tp), rec
+	return oteltracing.New(tp), rec
 }
 
 func attrMap(kvs []attribute.KeyValue) map[string]string {
@@ -49,9 +49,9 @@ func attrMap(kvs []attribute.KeyValue) map[string]string {
 func TestRequestContinuesTheClientsTrace(t *testing.T) {
 	tr, rec := recorder(t)
 	meta := map[string]any{"traceparent": clientTP, "tracestate": "vendor=x", "baggage": "tenant=acme", "progressToken": 7}
-	ctx, rs := tr.StartRequest(context.Background(), tracing.Request{
+	ctx, rs := tr.StartRequest(context.Background(), oteltracing.Request{
 		Method: "tools/call", Name: "mcp__gh__get_issue", Session: "sess-1", Server: "gh", Meta: meta})
-	ctx, cs := tr.StartCall(ctx, tracing.Call{Server: "gh", Method: "tools/call", Name: "get_issue"})
+	ctx, cs := tr.StartCall(ctx, oteltracing.Call{Server: "gh", Method: "tools/call", Name: "get_issue"})
 	sent := map[string]string{}
 	tr.Propagate(ctx, func(k, v string) { sent[k] = v })
 	cs.End("ok", nil)
@@ -107,14 +107,14 @@ func TestRequestParents(t *testing.T) {
 	other := "00-" + strings.Repeat("1", 32) + "-" + strings.Repeat("2", 16) + "-01"
 	for _, tc := range []struct {
 		name   string
-		r      tracing.Request
+		r      oteltracing.Request
 		parent string // the parent's trace id, "" for a new trace
 	}{
-		{"none", tracing.Request{Method: "tools/list"}, ""},
-		{"header", tracing.Request{Method: "tools/list", Header: http.Header{"Traceparent": {clientTP}}}, clientTrace},
-		{"meta wins", tracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": clientTP}, Header: http.Header{"Traceparent": {other}}}, clientTrace},
-		{"malformed", tracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": "00-zz-01"}}, ""},
-		{"not a string", tracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": 42}}, ""},
+		{"none", oteltracing.Request{Method: "tools/list"}, ""},
+		{"header", oteltracing.Request{Method: "tools/list", Header: http.Header{"Traceparent": {clientTP}}}, clientTrace},
+		{"meta wins", oteltracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": clientTP}, Header: http.Header{"Traceparent": {other}}}, clientTrace},
+		{"malformed", oteltracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": "00-zz-01"}}, ""},
+		{"not a string", oteltracing.Request{Method: "tools/list", Meta: map[string]any{"traceparent": 42}}, ""},
 	} {
 		_, s := tr.StartRequest(context.Background(), tc.r)
 		s.End("", nil)
@@ -147,7 +147,7 @@ func TestFailedSpans(t *testing.T) {
 		{"timeout", context.DeadlineExceeded, map[string]string{"error.type": "timeout"}},
 		{"", context.Canceled, map[string]string{"error.type": "_OTHER"}},
 	} {
-		_, s := tr.StartRequest(context.Background(), tracing.Request{Method: "prompts/get", Name: "p"})
+		_, s := tr.StartRequest(context.Background(), oteltracing.Request{Method: "prompts/get", Name: "p"})
 		s.End(tc.outcome, tc.err)
 		spans := rec.Ended()
 		got := spans[len(spans)-1]
@@ -172,13 +172,13 @@ func TestFailedSpans(t *testing.T) {
 // TestNilTracerIsOff: a nil Tracer does nothing, and leaves a
 // supervisor's Config as it was.
 func TestNilTracerIsOff(t *testing.T) {
-	var tr *tracing.Tracer
+	var tr *oteltracing.Tracer
 	ctx := context.Background()
-	got, s := tr.StartRequest(ctx, tracing.Request{Method: "tools/call", Meta: map[string]any{"traceparent": clientTP}})
+	got, s := tr.StartRequest(ctx, oteltracing.Request{Method: "tools/call", Meta: map[string]any{"traceparent": clientTP}})
 	if got != ctx {
 		t.Error("a nil Tracer changed the request's ctx")
 	}
-	got, c := tr.StartCall(got, tracing.Call{Method: "tools/call"})
+	got, c := tr.StartCall(got, oteltracing.Call{Method: "tools/call"})
 	if got != ctx {
 		t.Error("a nil Tracer changed the call's ctx")
 	}
@@ -197,7 +197,7 @@ func TestNilTracerIsOff(t *testing.T) {
 func TestInstrumentKeepsTheHostsHook(t *testing.T) {
 	tr, _ := recorder(t)
 	cfg := tr.Instrument(conn.Config{Propagate: func(_ context.Context, set func(string, string)) { set("x-own", "1") }})
-	ctx, s := tr.StartRequest(context.Background(), tracing.Request{Method: "tools/call"})
+	ctx, s := tr.StartRequest(context.Background(), oteltracing.Request{Method: "tools/call"})
 	defer s.End("ok", nil)
 	sent := map[string]string{}
 	cfg.Propagate(ctx, func(k, v string) { sent[k] = v })
@@ -208,12 +208,12 @@ func TestInstrumentKeepsTheHostsHook(t *testing.T) {
 
 func TestCopyMeta(t *testing.T) {
 	dst := map[string]any{"progressToken": "p"}
-	tracing.CopyMeta(dst, map[string]any{"traceparent": clientTP, "baggage": "a=b", "tracestate": 3, "other": "x"})
+	oteltracing.CopyMeta(dst, map[string]any{"traceparent": clientTP, "baggage": "a=b", "tracestate": 3, "other": "x"})
 	want := map[string]any{"progressToken": "p", "traceparent": clientTP, "baggage": "a=b"}
 	if diff := cmp.Diff(want, dst); diff != "" {
 		t.Errorf("CopyMeta (-want +got):\n%s", diff)
 	}
-	tracing.CopyMeta(dst, nil)
+	oteltracing.CopyMeta(dst, nil)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,4 +1,4 @@
-package tracing_test
+package oteltracing_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
 	"github.com/mcpfsm/mcpfsm/internal/stats"
-	"github.com/mcpfsm/mcpfsm/tracing"
+	"github.com/mcpfsm/mcpfsm/oteltracing"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -23,19 +23,19 @@ func (discard) Shutdown(context.Context) error                             { ret
 
 // onTracer is a Tracer as FromEnv makes it (batched, every span sampled)
 // with spans dropped at the exporter.
-func onTracer(b *testing.B) *tracing.Tracer {
+func onTracer(b *testing.B) *oteltracing.Tracer {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discard{}))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tracing.New(tp)
+	return oteltracing.New(tp)
 }
 
 var clientMeta = map[string]any{"traceparent": clientTP, "progressToken": 1}
 
 // front is what a front does with the tracer for one tools/call: the
 // request span, the call span, call, both ends.
-func front(ctx context.Context, tr *tracing.Tracer, call func(context.Context) error) error {
-	ctx, rs := tr.StartRequest(ctx, tracing.Request{Method: "tools/call", Name: "mcp__s__echo", Session: "s", Server: "s", Meta: clientMeta})
-	ctx, cs := tr.StartCall(ctx, tracing.Call{Server: "s", Method: "tools/call", Name: "echo"})
+func front(ctx context.Context, tr *oteltracing.Tracer, call func(context.Context) error) error {
+	ctx, rs := tr.StartRequest(ctx, oteltracing.Request{Method: "tools/call", Name: "mcp__s__echo", Session: "s", Server: "s", Meta: clientMeta})
+	ctx, cs := tr.StartCall(ctx, oteltracing.Call{Server: "s", Method: "tools/call", Name: "echo"})
 	err := call(ctx)
 	cs.End("ok", err)
 	rs.End("ok", err)
@@ -50,7 +50,7 @@ func BenchmarkSpans(b *testing.B) {
 	set := func(string, string) {}
 	for _, arm := range []struct {
 		name string
-		tr   *tracing.Tracer
+		tr   *oteltracing.Tracer
 	}{{"off", nil}, {"on", onTracer(b)}} {
 		b.Run(arm.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -84,7 +84,7 @@ func BenchmarkCall(b *testing.B) {
 	srv.AddEchoTool("echo")
 	b.Cleanup(srv.Close)
 	on := onTracer(b)
-	trs := [numArms]*tracing.Tracer{armOn: on}
+	trs := [numArms]*oteltracing.Tracer{armOn: on}
 	var tools [numArms]conn.Tool
 	for arm, name := range []string{"bare", "off", "on"} {
 		reg := conn.NewRegistry()

@@ -1,4 +1,4 @@
-package tracing_test
+package oteltracing_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfsm/mcpfsm/tracing"
+	"github.com/mcpfsm/mcpfsm/oteltracing"
 )
 
 func envOf(kv ...string) func(string) string {
@@ -28,7 +28,7 @@ func TestFromEnvIsOffByDefault(t *testing.T) {
 		{"OTEL_SDK_DISABLED", "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1"},
 		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, // a protocol alone names no exporter
 	} {
-		tr, err := tracing.FromEnv(context.Background(), tracing.EnvOptions{Getenv: envOf(env...)})
+		tr, err := oteltracing.FromEnv(context.Background(), oteltracing.EnvOptions{Getenv: envOf(env...)})
 		if tr != nil || err != nil {
 			t.Errorf("FromEnv(%q) = %v, %v; want off", env, tr, err)
 			_ = tr.Shutdown(context.Background())
@@ -45,7 +45,7 @@ func TestFromEnvExporters(t *testing.T) {
 		{"OTEL_TRACES_EXPORTER", "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"},
 		{"OTEL_TRACES_EXPORTER", "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"},
 	} {
-		tr, err := tracing.FromEnv(context.Background(), tracing.EnvOptions{Getenv: envOf(env...)})
+		tr, err := oteltracing.FromEnv(context.Background(), oteltracing.EnvOptions{Getenv: envOf(env...)})
 		if tr == nil || err != nil {
 			t.Errorf("FromEnv(%q) = %v, %v; want a Tracer", env, tr, err)
 			continue
@@ -56,11 +56,11 @@ func TestFromEnvExporters(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	tr, err := tracing.FromEnv(context.Background(), tracing.EnvOptions{Getenv: envOf("OTEL_TRACES_EXPORTER", "console"), Console: &out})
+	tr, err := oteltracing.FromEnv(context.Background(), oteltracing.EnvOptions{Getenv: envOf("OTEL_TRACES_EXPORTER", "console"), Console: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, s := tr.StartRequest(context.Background(), tracing.Request{Method: "tools/call", Name: "mcp__a__b"})
+	_, s := tr.StartRequest(context.Background(), oteltracing.Request{Method: "tools/call", Name: "mcp__a__b"})
 	s.End("ok", nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestFromEnvErrors(t *testing.T) {
 		{[]string{"OTEL_TRACES_EXPORTER", "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"}, `$OTEL_EXPORTER_OTLP_PROTOCOL=http/json is not supported: use http/protobuf or grpc`},
 		{[]string{"OTEL_TRACES_EXPORTER", "console,otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "udp"}, `$OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="udp" is not an OTLP protocol: use http/protobuf or grpc`},
 	} {
-		tr, err := tracing.FromEnv(context.Background(), tracing.EnvOptions{Getenv: envOf(tc.env...)})
+		tr, err := oteltracing.FromEnv(context.Background(), oteltracing.EnvOptions{Getenv: envOf(tc.env...)})
 		if tr != nil || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FromEnv(%q) = %v, %v; want an error with %q", tc.env, tr, err, tc.want)
 		}

@@ -1,4 +1,4 @@
-// Package tracing traces an MCP proxy with OpenTelemetry: a span per
+// Package oteltracing traces an MCP proxy with OpenTelemetry: a span per
 // request a front serves and per call it makes to a backend, joined to
 // the client's trace and continued into the backend's, so that one trace
 // runs from the agent through the proxy into the server.
@@ -52,4 +52,4 @@
 // an exporter or an OTLP endpoint is set, and OTEL_SDK_DISABLED=true
 // turns it off. Off, FromEnv returns a nil *Tracer, whose methods return
 // at once: tracing costs a nil check.
-package tracing
+package oteltracing

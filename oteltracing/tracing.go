@@ -1,4 +1,4 @@
-package tracing
+package oteltracing
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // ScopeName is the instrumentation scope of the spans: the name the
 // Tracer is obtained under.
-const ScopeName = "github.com/mcpfsm/mcpfsm/tracing"
+const ScopeName = "github.com/mcpfsm/mcpfsm/oteltracing"
 
 // MetaKeys are the _meta keys of trace context (SEP-414).
 var MetaKeys = tracectx.Keys

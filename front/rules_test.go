@@ -35,17 +35,17 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// policyClient is a client of a bearer rig that counts the tool list
+// rulesClient is a client of a bearer rig that counts the tool list
 // changes it is told of.
-type policyClient struct {
+type rulesClient struct {
 	sess    *mcp.ClientSession
 	changes atomic.Int32
 	changed chan struct{}
 }
 
-func (r *relayRig) connectCaller(t *testing.T, protocol, subject string, scopes ...string) *policyClient {
+func (r *relayRig) connectCaller(t *testing.T, protocol, subject string, scopes ...string) *rulesClient {
 	t.Helper()
-	p := &policyClient{changed: make(chan struct{}, 16)}
+	p := &rulesClient{changed: make(chan struct{}, 16)}
 	c := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			p.changes.Add(1)
@@ -67,7 +67,7 @@ func (r *relayRig) connectCaller(t *testing.T, protocol, subject string, scopes 
 	return p
 }
 
-func (p *policyClient) tools(t *testing.T) []string {
+func (p *rulesClient) tools(t *testing.T) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -101,7 +101,7 @@ func TestScopesDecideWhatEachCallerSees(t *testing.T) {
 	modes(t, func(t *testing.T, perClient bool) {
 		for _, protocol := range []string{conn.ClassicProtocolVersion, ""} {
 			r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, perClient: perClient, bearer: true})
-			r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, authz.ToolScope{Pattern: "ask", Scopes: []string{"a:ask"}})})
+			r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"}, authz.ToolScope{Pattern: "ask", Scopes: []string{"a:ask"}})})
 			alice := r.connectCaller(t, protocol, "alice", "a:use", "a:ask")
 			bob := r.connectCaller(t, protocol, "bob", "a:use")
 			carol := r.connectCaller(t, protocol, "carol")
@@ -137,13 +137,13 @@ func TestScopesDecideWhatEachCallerSees(t *testing.T) {
 // list_changed to those alone.
 func TestAReloadedRuleNotifiesTheClientsItChanges(t *testing.T) {
 	r := newRelayRigWith(t, relayOptions{protocol: conn.ClassicProtocolVersion, bearer: true})
-	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"}, authz.ToolScope{Pattern: "ask", Scopes: []string{"a:ask"}})})
+	r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"}, authz.ToolScope{Pattern: "ask", Scopes: []string{"a:ask"}})})
 	alice := r.connectCaller(t, conn.ClassicProtocolVersion, "alice", "a:use", "a:ask")
 	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob", "a:use")
 	if slices.Contains(bob.tools(t), "ask") {
 		t.Fatal("bob sees ask before the change")
 	}
-	r.bs.setPolicy("a", authz.Policy{Rules: mustRules(t, []string{"a:use"})})
+	r.bs.setGuard("a", authz.Guard{Rules: mustRules(t, []string{"a:use"})})
 	r.f.Update()
 	recv(t, bob.changed, "bob's list_changed")
 	if !slices.Contains(bob.tools(t), "ask") {
@@ -167,10 +167,10 @@ func TestRateLimitPerCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.bs.setPolicy("a", authz.Policy{Limiter: authz.NewLimiter("a", rate, clk)})
+	r.bs.setGuard("a", authz.Guard{Limiter: authz.NewLimiter("a", rate, clk)})
 	alice := r.connectCaller(t, conn.ClassicProtocolVersion, "alice")
 	bob := r.connectCaller(t, conn.ClassicProtocolVersion, "bob")
-	call := func(p *policyClient) (string, bool) {
+	call := func(p *rulesClient) (string, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
 		res, err := p.sess.CallTool(ctx, &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}})
