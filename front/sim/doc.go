@@ -9,12 +9,13 @@
 // abandon or replay (as another client) the rounds of a bridged call,
 // change their roots (also while their instance starts), close their
 // sessions or vanish, which backends crash and which instances a reload
-// closes. After every step the driver checks the [Invariants] on the
-// [History] so far; a run that stops making progress is a violation of
+// closes. After every step the driver checks the invariants on the
+// history so far; a run that stops making progress is a violation of
 // Progress, reported with the stacks of the goroutines blocked on locks.
 //
 // Its test (go test ./front/sim -seeds N) runs seeds; with the tag
 // simbugs and -planted it also plants each bug of front/internal/bugs and
 // looks for it within as many seeds; -replay N runs N seeds twice and
-// compares their logs.
+// compares their logs. The simulator lives in the package's test files,
+// and the package exports nothing.
 package sim

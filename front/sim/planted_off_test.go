@@ -1,6 +1,6 @@
 //go:build !simbugs
 
-package sim_test
+package sim
 
 // plantedBugs is empty without the tag simbugs: the switches are
 // constants.

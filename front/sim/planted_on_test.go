@@ -1,6 +1,6 @@
 //go:build simbugs
 
-package sim_test
+package sim
 
 import "github.com/mcpfsm/mcpfsm/front/internal/bugs"
 

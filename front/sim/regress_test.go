@@ -1,9 +1,7 @@
-package sim_test
+package sim
 
 import (
 	"testing"
-
-	"github.com/mcpfsm/mcpfsm/front/sim"
 )
 
 // The seeds that once broke an invariant on the unmutated front, each a
@@ -15,7 +13,7 @@ import (
 // ends on the backend (926). Each must keep every promise.
 func TestRegressions(t *testing.T) {
 	for _, s := range []uint64{58, 370, 926, 939} {
-		res := sim.Run(t, s, sim.Options{})
+		res := Run(t, s, Options{})
 		if res.Stalled {
 			stalled(res, "front sim: a regression seed stalled")
 		}

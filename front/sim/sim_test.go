@@ -1,4 +1,4 @@
-package sim_test
+package sim
 
 import (
 	"bufio"
@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mcpfsm/mcpfsm/front/sim"
 )
 
 var (
@@ -38,7 +36,7 @@ type plantedBug struct {
 // stalled reports a stalled run and ends the process: the run's
 // goroutines stay blocked for good, so neither the test nor goleak could
 // end.
-func stalled(res sim.Result, line string) {
+func stalled(res Result, line string) {
 	for _, v := range res.Violations {
 		fmt.Printf("seed %d: %v\n", res.Seed, v)
 	}
@@ -59,7 +57,7 @@ func TestSim(t *testing.T) {
 		return
 	}
 	if *seed != 0 {
-		res := sim.Run(t, *seed, sim.Options{Stall: *stall})
+		res := Run(t, *seed, Options{Stall: *stall})
 		if res.Stalled {
 			stalled(res, fmt.Sprintf("front sim: seed %d stalled", *seed))
 		}
@@ -72,7 +70,7 @@ func TestSim(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	bad := runSeeds(t, *from, *seeds, func(res sim.Result) {
+	bad := runSeeds(t, *from, *seeds, func(res Result) {
 		if res.Stalled {
 			stalled(res, fmt.Sprintf("front sim: seed %d stalled; replay it: go test ./front/sim -run '^TestSim$' -seed %d -v", res.Seed, res.Seed))
 		}
@@ -111,7 +109,7 @@ func TestSim(t *testing.T) {
 // runSeeds runs n seeds from first on -workers workers, hands each
 // result to see (on one goroutine at a time), and returns how many broke
 // an invariant.
-func runSeeds(t *testing.T, first uint64, n int, see func(sim.Result)) int {
+func runSeeds(t *testing.T, first uint64, n int, see func(Result)) int {
 	var next atomic.Uint64
 	next.Store(first)
 	var mu sync.Mutex
@@ -124,7 +122,7 @@ func runSeeds(t *testing.T, first uint64, n int, see func(sim.Result)) int {
 				if s >= first+uint64(n) {
 					return
 				}
-				res := sim.Run(t, s, sim.Options{Stall: *stall})
+				res := Run(t, s, Options{Stall: *stall})
 				mu.Lock()
 				if len(res.Violations) > 0 {
 					bad++
@@ -168,7 +166,7 @@ func hunt(t *testing.T) {
 	}
 	*plantedBugs[i].on = true
 	if *seed != 0 {
-		res := sim.Run(t, *seed, sim.Options{Stall: *stall})
+		res := Run(t, *seed, Options{Stall: *stall})
 		for _, l := range res.Log {
 			fmt.Println(l)
 		}
@@ -178,7 +176,7 @@ func hunt(t *testing.T) {
 		os.Exit(0)
 	}
 	var once sync.Once
-	runSeeds(t, *from, *seeds, func(res sim.Result) {
+	runSeeds(t, *from, *seeds, func(res Result) {
 		if len(res.Violations) == 0 {
 			return
 		}
@@ -214,12 +212,12 @@ func replay(t *testing.T) (same, n int) {
 				if i >= len(list) {
 					return
 				}
-				a := sim.Run(t, list[i], sim.Options{Stall: *stall})
-				b := sim.Run(t, list[i], sim.Options{Stall: *stall})
+				a := Run(t, list[i], Options{Stall: *stall})
+				b := Run(t, list[i], Options{Stall: *stall})
 				if a.Stalled || b.Stalled {
 					stalled(a, fmt.Sprintf("front sim: seed %d stalled on replay", list[i]))
 				}
-				la, lb := sim.Canonical(a.Log), sim.Canonical(b.Log)
+				la, lb := Canonical(a.Log), Canonical(b.Log)
 				mu.Lock()
 				n++
 				if slices.Equal(la, lb) {

@@ -116,7 +116,7 @@ func (w *world) Isolation(server string) (bool, int) {
 	return server != perClient, w.maxInst
 }
 
-func (w *world) Policy(string) authz.Policy { return authz.Policy{} }
+func (w *world) Guard(string) authz.Guard { return authz.Guard{} }
 
 // StartInstance starts an instance of server for the client configure is
 // for, after the start's simulated latency.
