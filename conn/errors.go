@@ -212,7 +212,7 @@ const (
 // PermanentError is the cause of an attempt that failed in a way no wait
 // can fix. It matches errors.Is(err, ErrPermanent) and unwraps to the
 // error the system reported (an *exec.Error, *fs.PathError or
-// *net.DNSError), or to a [Launcher]'s error (a *sandbox.UnavailableError).
+// *net.DNSError), or to a [Launcher]'s error (such as a sandbox's).
 type PermanentError struct {
 	Fix string // what the operator must do: one of the Fix constants, or a Launcher's fix
 	Err error  // the system's error
@@ -226,6 +226,18 @@ func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
 
 // Unwrap returns the system's error.
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// permanentByFix wraps err in a [*PermanentError] when an error in its
+// chain names the fix of a failure no retry can fix by a method
+// PermanentFix() string (a [Launcher]'s, such as a sandbox this system
+// cannot give), unless it matches [ErrPermanent] already.
+func permanentByFix(err error) error {
+	var p interface{ PermanentFix() string }
+	if err == nil || errors.Is(err, ErrPermanent) || !errors.As(err, &p) {
+		return err
+	}
+	return &PermanentError{Fix: p.PermanentFix(), Err: err}
+}
 
 // fixFor names the fix for a failure no wait can fix, or returns "". The
 // system's errors are matched where they arise, so an unrelated "no such

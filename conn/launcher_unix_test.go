@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -104,27 +105,43 @@ func TestLauncherStartsTheCommand(t *testing.T) {
 	}
 }
 
+// fixedError is a launcher's error that names its fix by behaviour, as a
+// sandbox's does, without knowing package conn.
+type fixedError struct{ fix string }
+
+func (e *fixedError) Error() string        { return "this system has no such sandbox" }
+func (e *fixedError) PermanentFix() string { return e.fix }
+
 // TestLauncherPermanentError: a launcher's error that matches
-// ErrPermanent stops the supervisor in failed-permanent after one
-// confirming retry, with the launcher's fix.
+// ErrPermanent, or that names its fix by a PermanentFix method, stops the
+// supervisor in failed-permanent after one confirming retry, with the
+// launcher's fix.
 func TestLauncherPermanentError(t *testing.T) {
 	cause := errors.New("this system has no such sandbox")
-	tr := conn.Command("true")
-	tr.Launcher = &fakeLauncher{err: &conn.PermanentError{Fix: "use another system", Err: cause}}
-	rec := conntest.NewRecorder()
-	clk := clock.NewMock()
-	sup, err := conn.Start(context.Background(), conn.Config{Name: "fx", Transport: tr, Registry: conn.NewRegistry(),
-		Clock: clk, OnTransition: rec.OnTransition})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close(context.Background())
-	first := rec.Expect(t, waitLimit, conn.FailedRetrying)[0]
-	clk.Add(first.Delay)
-	last := rec.Expect(t, waitLimit, conn.Connecting, conn.FailedPermanent)[1]
-	var pe *conn.PermanentError
-	if !errors.As(last.Err, &pe) || pe.Fix != "use another system" || !errors.Is(last.Err, cause) {
-		t.Errorf("err = %v, want the launcher's *PermanentError", last.Err)
+	byFix := &fixedError{fix: "use another system"}
+	for name, lerr := range map[string]error{
+		"PermanentError": &conn.PermanentError{Fix: "use another system", Err: cause},
+		"PermanentFix":   fmt.Errorf("launch: %w", byFix),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := conn.Command("true")
+			tr.Launcher = &fakeLauncher{err: lerr}
+			rec := conntest.NewRecorder()
+			clk := clock.NewMock()
+			sup, err := conn.Start(context.Background(), conn.Config{Name: "fx", Transport: tr, Registry: conn.NewRegistry(),
+				Clock: clk, OnTransition: rec.OnTransition})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sup.Close(context.Background())
+			first := rec.Expect(t, waitLimit, conn.FailedRetrying)[0]
+			clk.Add(first.Delay)
+			last := rec.Expect(t, waitLimit, conn.Connecting, conn.FailedPermanent)[1]
+			var pe *conn.PermanentError
+			if !errors.As(last.Err, &pe) || pe.Fix != "use another system" || !errors.Is(last.Err, lerr) {
+				t.Errorf("err = %v, want a *PermanentError with the launcher's fix, wrapping its error", last.Err)
+			}
+		})
 	}
 }
 

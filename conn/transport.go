@@ -126,14 +126,17 @@ type Launcher interface {
 	// SysProcAttr, but keeps its Stdin, Stdout, Stderr, Dir and process
 	// group. logger receives what the launcher reports while the process
 	// runs. A failure that no retry can fix is an error that matches
-	// [ErrPermanent], such as a [*PermanentError] naming the fix: the
-	// supervisor then stops trying.
+	// [ErrPermanent], such as a [*PermanentError] naming the fix, or one
+	// with a method PermanentFix() string that names it (which conn wraps
+	// in a [*PermanentError]): the supervisor then stops trying.
 	Launch(ctx context.Context, cmd *exec.Cmd, logger *slog.Logger) (Launched, error)
 }
 
 // Launched is a command that a [Launcher] started. The supervisor calls
-// its methods from the goroutine that reaps the process.
-type Launched interface {
+// its methods from the goroutine that reaps the process. It is an alias
+// of an interface type, so that a launcher's package can implement
+// [Launcher] by writing the same interface type, without importing conn.
+type Launched = interface {
 	// StderrWatch returns a writer that also receives the process's
 	// standard error, or nil.
 	StderrWatch() io.Writer
@@ -165,7 +168,8 @@ func (s *Stdio) Open(context.Context) (mcp.Transport, error) {
 		InheritEnv: s.InheritEnv, Dir: s.Dir, Stderr: s.Stderr, Grace: grace}
 	if l := s.Launcher; l != nil {
 		spec.Launch = func(ctx context.Context, cmd *exec.Cmd, logger *slog.Logger) (proc.Launched, error) {
-			return l.Launch(ctx, cmd, logger)
+			launched, err := l.Launch(ctx, cmd, logger)
+			return launched, permanentByFix(err)
 		}
 	}
 	return transport.NewStdio(spec), nil

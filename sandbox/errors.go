@@ -11,9 +11,14 @@ type UnavailableError struct {
 	Fix     string // such as "sysctl -w kernel.unprivileged_userns_clone=1"
 }
 
+// PermanentFix returns Fix: no retry can make the sandbox available, and
+// Fix names what can. It is how package conn tells a permanent failure
+// of a launcher.
+func (e *UnavailableError) PermanentFix() string { return e.Fix }
+
 // Error reads "sandbox unavailable: <feature>: <reason>"; the fix is in
-// Fix ([Spec.Launch] wraps it in a conn.PermanentError, which adds the
-// fix in brackets).
+// Fix (conn wraps the error of [Spec.Launch] in a conn.PermanentError,
+// which adds the fix in brackets).
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("sandbox unavailable: %s: %s", e.Feature, e.Reason)
 }
