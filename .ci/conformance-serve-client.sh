@@ -5,7 +5,7 @@
 # scenario's URL (and, for pre-registration, its client) into a config in
 # a host's format and drives "mcpfsm serve" over stdio, with $BROWSER a
 # script that follows the authorization URL (curl); serve signs in by
-# itself. internal/conformance/host runs the same scenarios in the same
+# itself. cmd/conformance-host runs the same scenarios in the same
 # run: its passes are the floor. Prints a Markdown table, then
 #   serve as client: N/M (floor K)
 # and exits non-zero when serve fails a scenario the host passes that is
@@ -29,7 +29,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 (cd "$root" && go build -o "$out/mcpfsm" ./cmd/mcpfsm &&
 	go build -o "$out/serveclient" ./internal/conformance/serveclient &&
-	go build -o "$out/host" ./internal/conformance/host)
+	go build -o "$out/host" ./cmd/conformance-host)
 # The host runs the auth scenarios only, as serveclient does: the others
 # are not counted here (.ci/conformance-run.sh runs them).
 cat >"$out/host-auth.sh" <<HOST
@@ -66,7 +66,7 @@ passed=0
 floor=0
 gaps=0
 unexpected=""
-echo "| set | scenario | mcpfsm serve (serveclient) | internal/conformance/host |"
+echo "| set | scenario | mcpfsm serve (serveclient) | cmd/conformance-host |"
 echo "|---|---|---|---|"
 for rev in 2025-11-25 2026-07-28; do
 	scenarios=$("$conformance" list --client --requirements "$rev" |
@@ -102,6 +102,6 @@ if [ "$total" -eq 0 ]; then
 	exit 1
 fi
 if [ -n "$unexpected" ] || [ "$passed" -lt $((floor - gaps)) ]; then
-	echo "conformance-serve-client: mcpfsm serve passed $passed of $total auth client scenarios, below internal/conformance/host's $floor less $gaps known gap(s); failed where the host passed:$unexpected" >&2
+	echo "conformance-serve-client: mcpfsm serve passed $passed of $total auth client scenarios, below cmd/conformance-host's $floor less $gaps known gap(s); failed where the host passed:$unexpected" >&2
 	exit 1
 fi

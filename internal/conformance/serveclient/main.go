@@ -33,7 +33,7 @@ import (
 )
 
 // clientMetadataURL is the client ID metadata document the suite serves
-// for clients that register by URL (as internal/conformance/host uses).
+// for clients that register by URL (as cmd/conformance-host uses).
 const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
 
 func main() {
