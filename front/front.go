@@ -65,6 +65,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,6 +163,14 @@ type Options struct {
 	// hint. Serve says the authorization URL of the sign-in under way and
 	// the mcpfsm auth login command.
 	SignInHint func(server, subject string) string
+	// CallerSignIn, if set, returns the OAuth handler that carries the
+	// credential of caller subject to server, or nil when the server's
+	// credential is not the caller's own (serve's upstreamAuth
+	// "per-caller"). A client with a subject gets it on its own instance
+	// of server in place of the operator's (an own instance even when the
+	// server is shared by every client), and that instance starts even
+	// while the shared one waits for the operator's sign-in.
+	CallerSignIn func(server, subject string) auth.OAuthHandler
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused

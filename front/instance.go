@@ -9,6 +9,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,6 +108,11 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	cfg.Registry, cfg.Catalog = c.reg, c.cat
 	cfg.Client, cfg.ClientMiddleware = c.clientOptions(server), c.clientMiddleware(server)
 	c.pinEra(cfg)
+	if h := c.callerSignIn(server); h != nil {
+		if tr, ok := cfg.Transport.(*conn.HTTP); ok {
+			tr.OAuthHandler = h // the caller's own credential, never the operator's
+		}
+	}
 	cfg.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
 	if tr := c.f.opts.Tracer; tr != nil {
 		cfg.Propagate = tr.Propagate
@@ -121,6 +127,15 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 		}
 		observe(t)
 	}
+}
+
+// callerSignIn is the OAuth handler of c's own credential to server, or
+// nil when server is not signed in to per caller or c has no subject.
+func (c *client) callerSignIn(server string) auth.OAuthHandler {
+	if c.subject == "" || c.f.opts.CallerSignIn == nil {
+		return nil
+	}
+	return c.f.opts.CallerSignIn(server, c.subject)
 }
 
 // knownRoots are c's roots, if they were read.
