@@ -108,6 +108,9 @@ type Server struct {
 	// does not say: per-caller on serve with -oauth-issuer, the
 	// operator's otherwise.
 	UpstreamAuth string
+	// TokenExchange is upstreamAuth's {"tokenExchange": {...}}: each OAuth
+	// caller's token is exchanged for the server's; nil when not given.
+	TokenExchange *TokenExchange
 
 	Reconnect          policy.Policy
 	FailOnStartupError bool

@@ -217,11 +217,57 @@ func upstreamAuth(p *parser, e *entry, m member, path string) {
 				p.addf(`%s is not an upstreamAuth option: the object form takes tokenExchange only`, fpath)
 				continue
 			}
-			if _, ok := p.object(f.Value, fpath); ok {
-				p.addf(`%s is not yet supported: mcpfsm cannot exchange a caller's token for the server's (RFC 8693) yet; remove it and give "upstreamAuth": "per-caller" (each caller signs in) or "shared"`, fpath)
+			if x, ok := p.tokenExchange(f.Value, fpath); ok {
+				e.s.TokenExchange = x
 			}
 		}
 	default:
 		p.addf(`%s must be "per-caller", "shared" or an object {"tokenExchange": {...}}, not %s`, path, m.Value.Kind.Article())
 	}
+}
+
+// TokenExchange is mcpfsm's key upstreamAuth.tokenExchange: serve with
+// OAuth callers trades each caller's own access token for one of the
+// server's (RFC 8693) at the server's authorization server, which trusts
+// the callers' identity provider.
+type TokenExchange struct {
+	TokenURL string   // tokenUrl: the authorization server's token endpoint
+	Issuer   string   // issuer: that authorization server's issuer
+	Audience string   // audience: the exchange's audience; "" means Issuer
+	ClientID string   // clientId: serve's client there
+	Secret   string   // clientSecret: its secret, as "${VAR}"; "" for a public client
+	Scopes   []string // scopes asked for
+}
+
+// tokenExchange reads upstreamAuth.tokenExchange.
+func (p *parser) tokenExchange(v tree.Value, path string) (*TokenExchange, bool) {
+	members, ok := p.object(v, path)
+	if !ok {
+		return nil, false
+	}
+	x := &TokenExchange{}
+	for _, f := range members {
+		fpath := pathKey(path, f.Key)
+		switch f.Key {
+		case "tokenUrl":
+			x.TokenURL = p.oauthURL(f.Value, fpath)
+		case "issuer":
+			x.Issuer = p.oauthURL(f.Value, fpath)
+		case "audience":
+			x.Audience = p.nonEmptyString(f.Value, fpath, "the audience the authorization server expects")
+		case "clientId":
+			x.ClientID = p.nonEmptyString(f.Value, fpath, "serve's client ID at the server's authorization server")
+		case "clientSecret":
+			x.Secret = p.nonEmptyString(f.Value, fpath, `the client's secret, as "${VAR}" from the environment`)
+		case "scopes":
+			x.Scopes = p.scopes(f.Value, fpath)
+		default:
+			p.addf("%s is not a tokenExchange option: give tokenUrl, issuer, audience, clientId, clientSecret or scopes", fpath)
+		}
+	}
+	if x.TokenURL == "" || x.ClientID == "" {
+		p.addf(`%s needs "tokenUrl" (the server's authorization server's token endpoint) and "clientId" (serve's client there)`, path)
+		return nil, false
+	}
+	return x, true
 }

@@ -102,8 +102,13 @@ func TestUpstreamAuth(t *testing.T) {
 			t.Fatalf("%s: %v, %+v", v, err, cfg)
 		}
 	}
+	cfg, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": {"tokenExchange": {"tokenUrl": "https://as.example.com/token", "clientId": "gw", "scopes": "a b"}}}}}`), nil)
+	if err != nil || cfg.Servers[0].TokenExchange == nil || cfg.Servers[0].TokenExchange.ClientID != "gw" || len(cfg.Servers[0].TokenExchange.Scopes) != 2 {
+		t.Fatalf("tokenExchange: %v, %+v", err, cfg)
+	}
 	tests := []struct{ name, value, want string }{
-		{"token exchange", `{"tokenExchange": {"audience": "x"}}`, `mcpServers.n.upstreamAuth.tokenExchange is not yet supported: mcpfsm cannot exchange a caller's token`},
+		{"token exchange", `{"tokenExchange": {"audience": "x"}}`, `mcpServers.n.upstreamAuth.tokenExchange needs "tokenUrl"`},
+		{"token exchange key", `{"tokenExchange": {"tokenUrl": "https://as.example.com/token", "clientId": "gw", "x": 1}}`, `mcpServers.n.upstreamAuth.tokenExchange.x is not a tokenExchange option`},
 		{"other word", `"mine"`, `mcpServers.n.upstreamAuth must be "per-caller" (each OAuth caller of serve signs in as itself) or "shared"`},
 		{"number", `3`, `mcpServers.n.upstreamAuth must be "per-caller", "shared" or an object {"tokenExchange": {...}}, not a number`},
 		{"other key", `{"exchange": {}}`, `mcpServers.n.upstreamAuth.exchange is not an upstreamAuth option`},

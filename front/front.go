@@ -170,7 +170,11 @@ type Options struct {
 	// of server in place of the operator's (an own instance even when the
 	// server is shared by every client), and that instance starts even
 	// while the shared one waits for the operator's sign-in.
-	CallerSignIn func(server, subject string) auth.OAuthHandler
+	//
+	// token returns the caller's own access token, the last it presented
+	// to the HTTP front (held in memory only): serve exchanges it for the
+	// server's (upstreamAuth "tokenExchange").
+	CallerSignIn func(server, subject string, token func(context.Context) (string, error)) auth.OAuthHandler
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused
@@ -192,6 +196,7 @@ type Front struct {
 	slots    slots.Slots           // sessions, per subject and per server's instances
 	shared   *client               // stdio: the one client, whose the shared instances are
 	signIns  map[string]*signInAsk // the sign-ins under way, by ID (signin.go)
+	tokens   map[string]string     // each OAuth caller's last access token, by subject (CallerSignIn)
 
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mcpfsm/mcpfsm/conn"
@@ -135,7 +137,34 @@ func (c *client) callerSignIn(server string) auth.OAuthHandler {
 	if c.subject == "" || c.f.opts.CallerSignIn == nil {
 		return nil
 	}
-	return c.f.opts.CallerSignIn(server, c.subject)
+	return c.f.opts.CallerSignIn(server, c.subject, c.f.callerToken(c.subject))
+}
+
+// keepCallerToken keeps the access token of r, whose caller is subject,
+// for the exchanges of subject's own instances (Options.CallerSignIn).
+func (f *Front) keepCallerToken(subject string, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subject == "" || f.opts.CallerSignIn == nil || !ok || tok == "" {
+		return
+	}
+	f.mu.Lock()
+	if f.tokens == nil {
+		f.tokens = map[string]string{}
+	}
+	f.tokens[subject] = tok
+	f.mu.Unlock()
+}
+
+// callerToken returns subject's last access token.
+func (f *Front) callerToken(subject string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if tok := f.tokens[subject]; tok != "" {
+			return tok, nil
+		}
+		return "", fmt.Errorf("no access token of the caller is known")
+	}
 }
 
 // knownRoots are c's roots, if they were read.

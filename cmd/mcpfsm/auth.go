@@ -129,9 +129,10 @@ type signIns struct {
 	// A gateway with OAuth callers (serve -oauth-issuer): the handlers of
 	// each caller's own credentials, by server, URL and subject, and
 	// where their sign-ins' redirects land (serve's own address).
-	callers   map[string]*signin.Handler
-	redirects *signin.Redirects
-	callback  string // the redirect URL; "" when callers sign in to nothing
+	callers    map[string]*signin.Handler
+	exchangers map[string]*signin.Exchanger // by server and URL (upstreamAuth tokenExchange)
+	redirects  *signin.Redirects
+	callback   string // the redirect URL; "" when callers sign in to nothing
 }
 
 // newSignIns makes the sign-ins of cmd, whose config file is path, with
@@ -141,7 +142,7 @@ func newSignIns(cmd, path, storeSpec string, stderr io.Writer, logger *slog.Logg
 		stderr = io.Discard
 	}
 	s := &signIns{cmd: cmd, path: path, stderr: stderr, handlers: map[string]*signin.Handler{},
-		servers: map[string]config.Server{}, callers: map[string]*signin.Handler{}}
+		servers: map[string]config.Server{}, callers: map[string]*signin.Handler{}, exchangers: map[string]*signin.Exchanger{}}
 	s.store, s.err = credentialStore(storeSpec)
 	s.flows = signin.NewFlows(signin.FlowsConfig{Show: s.show, Ended: s.ended, Logger: logger})
 	return s
@@ -205,12 +206,33 @@ func (s *signIns) ownCredential(srv config.Server, subject string) bool {
 // nil when server is signed in to by the operator for all (upstreamAuth
 // "shared", no OAuth callers, not an http server that signs in). Its
 // first need of a sign-in starts one for subject alone.
-func (s *signIns) callerHandler(server, subject string) auth.OAuthHandler {
+//
+// With upstreamAuth {"tokenExchange": {...}} the handler trades the
+// caller's own access token (token) for the server's (signin.Exchanger);
+// the caller never signs in to the server.
+func (s *signIns) callerHandler(server, subject string, token func(context.Context) (string, error)) auth.OAuthHandler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	srv, ok := s.servers[server] // set when the host gave the server a handler
 	if !ok || s.store == nil || !s.ownCredential(srv, subject) {
 		return nil
+	}
+	if x := srv.TokenExchange; x != nil {
+		ekey := srv.Name + "\x00" + srv.URL
+		e, ok := s.exchangers[ekey]
+		if !ok {
+			var err error
+			e, err = signin.NewExchanger(signin.ExchangeConfig{Server: server, Resource: srv.URL, TokenURL: x.TokenURL,
+				Issuer: x.Issuer, Audience: x.Audience, ClientID: x.ClientID, ClientSecret: x.Secret, Scopes: x.Scopes, Store: s.store})
+			if err != nil { // the caller signs in instead: never the operator's credential
+				fmt.Fprintf(s.stderr, "mcpfsm %s: server %q: %v; its callers sign in instead\n", s.cmd, server, err)
+			} else {
+				s.exchangers[ekey] = e
+			}
+		}
+		if e != nil {
+			return e.ForCaller(subject, token)
+		}
 	}
 	key := srv.Name + "\x00" + srv.URL + "\x00" + subject
 	if h, ok := s.callers[key]; ok {

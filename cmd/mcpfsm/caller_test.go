@@ -206,3 +206,53 @@ func TestServePerCallerSignIn(t *testing.T) {
 		t.Errorf("stderr does not say alice's sign-in is asked for:\n%s", out)
 	}
 }
+
+// With upstreamAuth {"tokenExchange": {...}}, serve trades each OAuth
+// caller's own access token for one of the server's (RFC 8693): alice and
+// bob reach the upstream each as itself without a sign-in, and a caller
+// whose token the upstream's authorization server does not trust gets an
+// error, not another caller's or the operator's token. No token reaches
+// serve's output.
+func TestServeTokenExchangePerCaller(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource,
+		"upstreamAuth": obj{"tokenExchange": obj{"tokenUrl": as.Issuer + "/token", "issuer": as.Issuer, "clientId": "gateway"}}}}})
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource)
+
+	tokens := map[string]string{}
+	for _, sub := range []string{"alice", "bob", "mallory"} {
+		tokens[sub] = is.Token(t, resource, sub, "mcp")
+		if sub != "mallory" {
+			as.TrustSubjectToken(tokens[sub], sub)
+		}
+	}
+	for _, sub := range []string{"alice", "bob", "mallory", "alice"} {
+		c := connectCaller(t, endpoint, tokens[sub], sub)
+		text, isErr := c.call(t, "mcp__notes__whoami", "")
+		switch {
+		case sub == "mallory" && (!isErr || strings.Contains(text, "subject ")):
+			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want an error", text, isErr)
+		case sub != "mallory" && (isErr || text != "subject "+sub):
+			t.Errorf("%s reached the upstream as %q (isError %v); want itself; stderr:\n%s", sub, text, isErr, stderr)
+		}
+	}
+	if n := as.Exchanges(); n != 2 {
+		t.Errorf("%d token exchanges; want 2 (alice's, kept for her second client, and bob's)", n)
+	}
+	for _, sub := range as.Accepted() {
+		if sub != "alice" && sub != "bob" {
+			t.Errorf("the upstream accepted a token of %q", sub)
+		}
+	}
+	out := stderr.String()
+	for _, s := range as.Secrets() {
+		if strings.Contains(out, s) {
+			t.Errorf("serve's stderr holds a token %.8s...", s)
+		}
+	}
+}
