@@ -104,9 +104,13 @@ type Server struct {
 	OAuth *OAuth
 	// UpstreamAuth is mcpfsm's key upstreamAuth: "shared" (every caller
 	// of a gateway reaches the server with the operator's credential),
-	// or "" when the entry does not say; per-caller credentials are not
-	// supported yet.
+	// "per-caller" (each OAuth caller with its own), or "" when the entry
+	// does not say: per-caller on serve with -oauth-issuer, the
+	// operator's otherwise.
 	UpstreamAuth string
+	// TokenExchange is upstreamAuth's {"tokenExchange": {...}}: each OAuth
+	// caller's token is exchanged for the server's; nil when not given.
+	TokenExchange *TokenExchange
 
 	Reconnect          policy.Policy
 	FailOnStartupError bool

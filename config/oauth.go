@@ -184,27 +184,30 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// UpstreamAuthShared is the one value of upstreamAuth mcpfsm supports
-// today: every caller of a gateway reaches the server with the one
-// credential the operator signed in with.
-const UpstreamAuthShared = "shared"
+// The values of upstreamAuth: whose credential an http server's requests
+// carry on a gateway whose callers sign in with OAuth (serve
+// -oauth-issuer). UpstreamAuthShared: every caller reaches the server
+// with the one credential the operator signed in with.
+// UpstreamAuthPerCaller: each caller with its own (the default there).
+const (
+	UpstreamAuthShared    = "shared"
+	UpstreamAuthPerCaller = "per-caller"
+)
 
 // upstreamAuth reads mcpfsm's key upstreamAuth: whose credential an http
-// server's requests carry on a gateway. Only "shared" is supported; a
-// per-caller credential and {"tokenExchange": {...}} are refused with
-// what to give instead, so that no config believes its callers reach the
-// server as themselves while they share the operator's credential.
+// server's requests carry on a gateway. "shared" and "per-caller" are
+// supported; {"tokenExchange": {...}} is refused with what to give
+// instead, so that no config believes its callers reach the server by
+// their own token while they do not.
 func upstreamAuth(p *parser, e *entry, m member, path string) {
 	switch m.Value.Kind {
 	case tree.String:
 		v, _ := p.text(m.Value, path)
 		switch v {
-		case UpstreamAuthShared:
+		case UpstreamAuthShared, UpstreamAuthPerCaller:
 			e.s.UpstreamAuth = v
-		case "per-caller":
-			p.addf(`%s "per-caller" is not yet supported: mcpfsm cannot keep a credential per caller of a gateway yet; give "shared" (every caller uses the credential the operator signs in with: mcpfsm auth login NAME -config FILE)`, path)
 		default:
-			p.addf(`%s must be "shared" (the operator's one credential for every caller), not %q`, path, v)
+			p.addf(`%s must be "per-caller" (each OAuth caller of serve signs in as itself) or "shared" (the operator's one credential for every caller), not %q`, path, v)
 		}
 	case tree.Object:
 		members, _ := p.object(m.Value, path)
@@ -214,11 +217,57 @@ func upstreamAuth(p *parser, e *entry, m member, path string) {
 				p.addf(`%s is not an upstreamAuth option: the object form takes tokenExchange only`, fpath)
 				continue
 			}
-			if _, ok := p.object(f.Value, fpath); ok {
-				p.addf(`%s is not yet supported: mcpfsm cannot exchange a caller's token for the server's (RFC 8693) yet; remove it and give "upstreamAuth": "shared"`, fpath)
+			if x, ok := p.tokenExchange(f.Value, fpath); ok {
+				e.s.TokenExchange = x
 			}
 		}
 	default:
-		p.addf(`%s must be "shared" or an object {"tokenExchange": {...}}, not %s`, path, m.Value.Kind.Article())
+		p.addf(`%s must be "per-caller", "shared" or an object {"tokenExchange": {...}}, not %s`, path, m.Value.Kind.Article())
 	}
+}
+
+// TokenExchange is mcpfsm's key upstreamAuth.tokenExchange: serve with
+// OAuth callers trades each caller's own access token for one of the
+// server's (RFC 8693) at the server's authorization server, which trusts
+// the callers' identity provider.
+type TokenExchange struct {
+	TokenURL string   // tokenUrl: the authorization server's token endpoint
+	Issuer   string   // issuer: that authorization server's issuer
+	Audience string   // audience: the exchange's audience; "" means Issuer
+	ClientID string   // clientId: serve's client there
+	Secret   string   // clientSecret: its secret, as "${VAR}"; "" for a public client
+	Scopes   []string // scopes asked for
+}
+
+// tokenExchange reads upstreamAuth.tokenExchange.
+func (p *parser) tokenExchange(v tree.Value, path string) (*TokenExchange, bool) {
+	members, ok := p.object(v, path)
+	if !ok {
+		return nil, false
+	}
+	x := &TokenExchange{}
+	for _, f := range members {
+		fpath := pathKey(path, f.Key)
+		switch f.Key {
+		case "tokenUrl":
+			x.TokenURL = p.oauthURL(f.Value, fpath)
+		case "issuer":
+			x.Issuer = p.oauthURL(f.Value, fpath)
+		case "audience":
+			x.Audience = p.nonEmptyString(f.Value, fpath, "the audience the authorization server expects")
+		case "clientId":
+			x.ClientID = p.nonEmptyString(f.Value, fpath, "serve's client ID at the server's authorization server")
+		case "clientSecret":
+			x.Secret = p.nonEmptyString(f.Value, fpath, `the client's secret, as "${VAR}" from the environment`)
+		case "scopes":
+			x.Scopes = p.scopes(f.Value, fpath)
+		default:
+			p.addf("%s is not a tokenExchange option: give tokenUrl, issuer, audience, clientId, clientSecret or scopes", fpath)
+		}
+	}
+	if x.TokenURL == "" || x.ClientID == "" {
+		p.addf(`%s needs "tokenUrl" (the server's authorization server's token endpoint) and "clientId" (serve's client there)`, path)
+		return nil, false
+	}
+	return x, true
 }

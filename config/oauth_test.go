@@ -93,18 +93,24 @@ func TestOAuthOnAStdioServerWarns(t *testing.T) {
 	}
 }
 
-// upstreamAuth takes "shared"; a per-caller credential and token exchange
-// are refused as not yet supported, naming the key and what to give.
+// upstreamAuth takes "shared" and "per-caller"; token exchange is refused
+// as not yet supported, naming the key and what to give.
 func TestUpstreamAuth(t *testing.T) {
-	cfg, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": "shared"}}}`), nil)
-	if err != nil || cfg.Servers[0].UpstreamAuth != UpstreamAuthShared {
-		t.Fatalf("shared: %v, %+v", err, cfg)
+	for _, v := range []string{UpstreamAuthShared, UpstreamAuthPerCaller} {
+		cfg, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": "`+v+`"}}}`), nil)
+		if err != nil || cfg.Servers[0].UpstreamAuth != v {
+			t.Fatalf("%s: %v, %+v", v, err, cfg)
+		}
+	}
+	cfg, err := Parse([]byte(`{"mcpServers": {"n": {"url": "https://mcp.example.com/mcp", "upstreamAuth": {"tokenExchange": {"tokenUrl": "https://as.example.com/token", "clientId": "gw", "scopes": "a b"}}}}}`), nil)
+	if err != nil || cfg.Servers[0].TokenExchange == nil || cfg.Servers[0].TokenExchange.ClientID != "gw" || len(cfg.Servers[0].TokenExchange.Scopes) != 2 {
+		t.Fatalf("tokenExchange: %v, %+v", err, cfg)
 	}
 	tests := []struct{ name, value, want string }{
-		{"per caller", `"per-caller"`, `mcpServers.n.upstreamAuth "per-caller" is not yet supported`},
-		{"token exchange", `{"tokenExchange": {"audience": "x"}}`, `mcpServers.n.upstreamAuth.tokenExchange is not yet supported: mcpfsm cannot exchange a caller's token`},
-		{"other word", `"mine"`, `mcpServers.n.upstreamAuth must be "shared"`},
-		{"number", `3`, `mcpServers.n.upstreamAuth must be "shared" or an object {"tokenExchange": {...}}, not a number`},
+		{"token exchange", `{"tokenExchange": {"audience": "x"}}`, `mcpServers.n.upstreamAuth.tokenExchange needs "tokenUrl"`},
+		{"token exchange key", `{"tokenExchange": {"tokenUrl": "https://as.example.com/token", "clientId": "gw", "x": 1}}`, `mcpServers.n.upstreamAuth.tokenExchange.x is not a tokenExchange option`},
+		{"other word", `"mine"`, `mcpServers.n.upstreamAuth must be "per-caller" (each OAuth caller of serve signs in as itself) or "shared"`},
+		{"number", `3`, `mcpServers.n.upstreamAuth must be "per-caller", "shared" or an object {"tokenExchange": {...}}, not a number`},
 		{"other key", `{"exchange": {}}`, `mcpServers.n.upstreamAuth.exchange is not an upstreamAuth option`},
 	}
 	for _, tc := range tests {

@@ -52,11 +52,13 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	if err != nil {
 		return backend{}, err
 	}
-	if in.Running() == nil {
+	if in.Running() == nil && c.callerSignIn(server) == nil {
 		// A first use (or one after an idle close) during an outage of
 		// the server is answered at once, as any call during an outage,
 		// from the shared instance's state: an instance started now would
-		// only wait for the same server.
+		// only wait for the same server. An instance that signs in with
+		// the caller's own credential is not the shared one's outage: it
+		// starts (and asks its caller to sign in when it must).
 		shared := backend{server: server, subject: c.subject, tools: f.opts.Registry, cat: f.opts.Catalog, done: func() {}, f: f}
 		// A server still on its first attempt (connecting: an npx
 		// server takes seconds to start) is no outage: the instance

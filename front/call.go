@@ -49,7 +49,13 @@ func (c *client) handler(name string) mcp.ToolHandler {
 		defer be.done()
 		t, ok := be.tools.Lookup(public)
 		if !ok {
-			return errorResult(c.f.describe(be, toolOp(name), nil, "the tool is no longer available")), nil
+			why := "the tool is no longer available"
+			if st, sok := be.status(); sok && st.State == conn.NeedsAuthorization {
+				// The client's own instance waits for its caller's sign-in.
+				c.askInCall(ctx, be)
+				why = ""
+			}
+			return errorResult(c.f.describe(be, toolOp(name), nil, why)), nil
 		}
 		return c.invoke(ctx, req, name, t, be, in, end)
 	}

@@ -65,6 +65,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/slots"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,6 +163,18 @@ type Options struct {
 	// hint. Serve says the authorization URL of the sign-in under way and
 	// the mcpfsm auth login command.
 	SignInHint func(server, subject string) string
+	// CallerSignIn, if set, returns the OAuth handler that carries the
+	// credential of caller subject to server, or nil when the server's
+	// credential is not the caller's own (serve's upstreamAuth
+	// "per-caller"). A client with a subject gets it on its own instance
+	// of server in place of the operator's (an own instance even when the
+	// server is shared by every client), and that instance starts even
+	// while the shared one waits for the operator's sign-in.
+	//
+	// token returns the caller's own access token, the last it presented
+	// to the HTTP front (held in memory only): serve exchanges it for the
+	// server's (upstreamAuth "tokenExchange").
+	CallerSignIn func(server, subject string, token func(context.Context) (string, error)) auth.OAuthHandler
 }
 
 // DefaultInstanceIdle is how long a per-client instance may go unused
@@ -183,6 +196,7 @@ type Front struct {
 	slots    slots.Slots           // sessions, per subject and per server's instances
 	shared   *client               // stdio: the one client, whose the shared instances are
 	signIns  map[string]*signInAsk // the sign-ins under way, by ID (signin.go)
+	tokens   map[string]string     // each OAuth caller's last access token, by subject (CallerSignIn)
 
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served

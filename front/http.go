@@ -133,6 +133,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 			perSubject = -1
 		}
 		caller := tokenCaller(auth.TokenInfoFromContext(r.Context()))
+		if o.Operator == nil || !o.Operator(r) {
+			f.keepCallerToken(subject, r)
+		}
 		if modernRequest(r) {
 			c, err := f.subjectClient(subject, caller, o.MaxSessions, perSubject)
 			if err != nil {

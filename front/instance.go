@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,6 +110,11 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	cfg.Registry, cfg.Catalog = c.reg, c.cat
 	cfg.Client, cfg.ClientMiddleware = c.clientOptions(server), c.clientMiddleware(server)
 	c.pinEra(cfg)
+	if h := c.callerSignIn(server); h != nil {
+		if tr, ok := cfg.Transport.(*conn.HTTP); ok {
+			tr.OAuthHandler = h // the caller's own credential, never the operator's
+		}
+	}
 	cfg.FailOnStartupError = false // Start must not wait: the request does, by its own deadline
 	if tr := c.f.opts.Tracer; tr != nil {
 		cfg.Propagate = tr.Propagate
@@ -120,6 +128,42 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 			next(t)
 		}
 		observe(t)
+	}
+}
+
+// callerSignIn is the OAuth handler of c's own credential to server, or
+// nil when server is not signed in to per caller or c has no subject.
+func (c *client) callerSignIn(server string) auth.OAuthHandler {
+	if c.subject == "" || c.f.opts.CallerSignIn == nil {
+		return nil
+	}
+	return c.f.opts.CallerSignIn(server, c.subject, c.f.callerToken(c.subject))
+}
+
+// keepCallerToken keeps the access token of r, whose caller is subject,
+// for the exchanges of subject's own instances (Options.CallerSignIn).
+func (f *Front) keepCallerToken(subject string, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subject == "" || f.opts.CallerSignIn == nil || !ok || tok == "" {
+		return
+	}
+	f.mu.Lock()
+	if f.tokens == nil {
+		f.tokens = map[string]string{}
+	}
+	f.tokens[subject] = tok
+	f.mu.Unlock()
+}
+
+// callerToken returns subject's last access token.
+func (f *Front) callerToken(subject string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if tok := f.tokens[subject]; tok != "" {
+			return tok, nil
+		}
+		return "", fmt.Errorf("no access token of the caller is known")
 	}
 }
 

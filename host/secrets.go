@@ -31,6 +31,9 @@ func AddSecrets(s Secrets, srv config.Server) {
 	if srv.OAuth != nil && srv.OAuth.ClientSecret != "" {
 		s.Add(srv.Name+"."+srv.OAuth.Key+".clientSecret", srv.OAuth.ClientSecret)
 	}
+	if x := srv.TokenExchange; x != nil && x.Secret != "" {
+		s.Add(srv.Name+".upstreamAuth.tokenExchange.clientSecret", x.Secret)
+	}
 	u, err := url.Parse(srv.URL)
 	if err != nil || srv.URL == "" {
 		return

@@ -64,10 +64,11 @@ type Flow struct {
 
 	cancel context.CancelCauseFunc
 
-	mu   sync.Mutex
-	url  string
-	done chan struct{}
-	err  error
+	mu    sync.Mutex
+	url   string
+	shown chan struct{} // closed when the flow first has a URL
+	done  chan struct{}
+	err   error
 }
 
 // URL is the authorization URL to open, once the flow has one.
@@ -76,6 +77,10 @@ func (f *Flow) URL() string {
 	defer f.mu.Unlock()
 	return f.url
 }
+
+// Shown is closed once the flow has an authorization URL (URL is then
+// not ""); a flow that ends before it has one never closes it.
+func (f *Flow) Shown() <-chan struct{} { return f.shown }
 
 // Done is closed when the sign-in has ended.
 func (f *Flow) Done() <-chan struct{} { return f.done }
@@ -117,7 +122,7 @@ func (fs *Flows) Start(lc LoginConfig) (*Flow, bool) {
 	if f, ok := fs.running[k]; ok {
 		return f, false
 	}
-	f := &Flow{Server: lc.Server, Subject: lc.Subject, ID: randomID(), done: make(chan struct{})}
+	f := &Flow{Server: lc.Server, Subject: lc.Subject, ID: randomID(), shown: make(chan struct{}), done: make(chan struct{})}
 	if fs.ctx.Err() != nil {
 		f.err = ErrFlowsClosed
 		close(f.done)
@@ -130,6 +135,9 @@ func (fs *Flows) Start(lc LoginConfig) (*Flow, bool) {
 	timer := fs.cfg.Clock.AfterFunc(fs.cfg.Timeout, func() { cancel(expired) })
 	lc.Open = func(ctx context.Context, authURL string) error {
 		f.mu.Lock()
+		if f.url == "" {
+			close(f.shown)
+		}
 		f.url = authURL
 		f.mu.Unlock()
 		if fs.cfg.Show != nil {

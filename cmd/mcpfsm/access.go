@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -101,11 +102,21 @@ func addAccessFlags(fs *flag.FlagSet, oauth bool) *accessFlags {
 	return a
 }
 
+// callbackPath is where serve -oauth-issuer receives the redirects of
+// its callers' sign-ins to the servers (upstreamAuth "per-caller"),
+// outside the access rule: a browser's redirect carries no bearer token;
+// the state it carries is what admits it (signin.Redirects).
+const callbackPath = "/oauth/callback"
+
 // surfaces are the access rules of the two HTTP surfaces, and their TLS.
 type surfaces struct {
 	mcp     *access.Rule // -listen: the users': the token or OAuth
 	console *access.Rule // -http: the operator's: the token or its cookie, OAuth only with -console-oauth-scope
 	tls     *tls.Config  // nil: plain HTTP
+	// callback is where the sign-ins of OAuth callers to the servers
+	// land: /oauth/callback at the origin of -oauth-resource; "" without
+	// -oauth-issuer.
+	callback string
 
 	mu        sync.Mutex
 	madeFiles []string // the token files of the token this run made
@@ -248,6 +259,9 @@ func (a *accessFlags) build(listen string, logger *slog.Logger) (*surfaces, erro
 				host = net.JoinHostPort(a.allowHosts[0], port)
 			}
 			resource = scheme + "://" + host + "/mcp"
+		}
+		if u, err := url.Parse(resource); err == nil && u.Host != "" {
+			out.callback = u.Scheme + "://" + u.Host + callbackPath
 		}
 		mcpCfg.OAuth = &access.OAuth{Issuer: *a.oauthIssuer, Audience: *a.oauthAudience, Scopes: a.scopes,
 			JWKSURL: *a.oauthJWKS, ResourceURL: resource}

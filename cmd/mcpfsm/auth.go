@@ -125,6 +125,14 @@ type signIns struct {
 	handlers map[string]*signin.Handler
 	servers  map[string]config.Server // by name, for the sign-ins started by calls
 	front    *front.Front             // asked to show the URL to its clients; nil without one
+
+	// A gateway with OAuth callers (serve -oauth-issuer): the handlers of
+	// each caller's own credentials, by server, URL and subject, and
+	// where their sign-ins' redirects land (serve's own address).
+	callers    map[string]*signin.Handler
+	exchangers map[string]*signin.Exchanger // by server and URL (upstreamAuth tokenExchange)
+	redirects  *signin.Redirects
+	callback   string // the redirect URL; "" when callers sign in to nothing
 }
 
 // newSignIns makes the sign-ins of cmd, whose config file is path, with
@@ -134,7 +142,7 @@ func newSignIns(cmd, path, storeSpec string, stderr io.Writer, logger *slog.Logg
 		stderr = io.Discard
 	}
 	s := &signIns{cmd: cmd, path: path, stderr: stderr, handlers: map[string]*signin.Handler{},
-		servers: map[string]config.Server{}}
+		servers: map[string]config.Server{}, callers: map[string]*signin.Handler{}, exchangers: map[string]*signin.Exchanger{}}
 	s.store, s.err = credentialStore(storeSpec)
 	s.flows = signin.NewFlows(signin.FlowsConfig{Show: s.show, Ended: s.ended, Logger: logger})
 	return s
@@ -178,35 +186,128 @@ func (s *signIns) handler(srv config.Server) auth.OAuthHandler {
 	return h
 }
 
+// perCaller has the OAuth callers of serve sign in to servers as
+// themselves (upstreamAuth "per-caller", the default with OAuth callers):
+// their sign-ins' redirects land on r, served at callback.
+func (s *signIns) perCaller(r *signin.Redirects, callback string) {
+	s.mu.Lock()
+	s.redirects, s.callback = r, callback
+	s.mu.Unlock()
+}
+
+// ownCredential reports whether subject's requests to srv carry
+// subject's own credential; s.mu is held.
+func (s *signIns) ownCredential(srv config.Server, subject string) bool {
+	return subject != "" && s.callback != "" && srv.UpstreamAuth != config.UpstreamAuthShared
+}
+
+// callerHandler is front.Options.CallerSignIn: the OAuth handler of
+// subject's own credential to server, for subject's own instance of it;
+// nil when server is signed in to by the operator for all (upstreamAuth
+// "shared", no OAuth callers, not an http server that signs in). Its
+// first need of a sign-in starts one for subject alone.
+//
+// With upstreamAuth {"tokenExchange": {...}} the handler trades the
+// caller's own access token (token) for the server's (signin.Exchanger);
+// the caller never signs in to the server.
+func (s *signIns) callerHandler(server, subject string, token func(context.Context) (string, error)) auth.OAuthHandler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srv, ok := s.servers[server] // set when the host gave the server a handler
+	if !ok || s.store == nil || !s.ownCredential(srv, subject) {
+		return nil
+	}
+	if x := srv.TokenExchange; x != nil {
+		ekey := srv.Name + "\x00" + srv.URL
+		e, ok := s.exchangers[ekey]
+		if !ok {
+			var err error
+			e, err = signin.NewExchanger(signin.ExchangeConfig{Server: server, Resource: srv.URL, TokenURL: x.TokenURL,
+				Issuer: x.Issuer, Audience: x.Audience, ClientID: x.ClientID, ClientSecret: x.Secret, Scopes: x.Scopes, Store: s.store})
+			if err != nil { // the caller signs in instead: never the operator's credential
+				fmt.Fprintf(s.stderr, "mcpfsm %s: server %q: %v; its callers sign in instead\n", s.cmd, server, err)
+			} else {
+				s.exchangers[ekey] = e
+			}
+		}
+		if e != nil {
+			return e.ForCaller(subject, token)
+		}
+	}
+	key := srv.Name + "\x00" + srv.URL + "\x00" + subject
+	if h, ok := s.callers[key]; ok {
+		return h
+	}
+	h := signin.NewHandler(signin.HandlerConfig{
+		Server: server, Resource: srv.URL, Subject: subject, Store: s.store, How: "sign in when your client asks you to",
+		OnSignInNeeded: func(string) { s.start(server, subject) },
+		OnCredential:   func() { s.flows.Cancel(server, subject) },
+	})
+	s.callers[key] = h
+	return h
+}
+
 // start starts the sign-in of subject to server unless one is under way.
+// A caller's sign-in (subject not "") is started only where the server's
+// credential is the caller's own; its redirect lands on serve's address.
 func (s *signIns) start(server, subject string) *signin.Flow {
 	s.mu.Lock()
 	srv, ok := s.servers[server]
+	own := ok && s.ownCredential(srv, subject)
+	var h *signin.Handler
+	if own {
+		h = s.callers[srv.Name+"\x00"+srv.URL+"\x00"+subject]
+	} else {
+		h = s.handlers[srv.Name+"\x00"+srv.URL]
+	}
+	redirects, callback := s.redirects, s.callback
 	s.mu.Unlock()
-	if !ok || s.store == nil {
+	if !ok || s.store == nil || (subject != "" && !own) {
 		return nil
 	}
 	client := clientOf(srv.OAuth)
-	s.mu.Lock()
-	h := s.handlers[srv.Name+"\x00"+srv.URL]
-	s.mu.Unlock()
 	if h != nil && len(client.Scopes) == 0 {
 		client.Scopes = h.StepUpScopes() // step-up: the scopes the server challenged with too
 	}
-	f, _ := s.flows.Start(signin.LoginConfig{Server: server, Resource: srv.URL, Subject: subject, Store: s.store, Client: client})
+	lc := signin.LoginConfig{Server: server, Resource: srv.URL, Subject: subject, Store: s.store, Client: client}
+	if own {
+		// The caller's browser reaches serve, not a loopback port of its
+		// host: the redirect lands on serve's own address, its state
+		// bound to subject, single use, and awaited for a short while.
+		lc.Redirects, lc.RedirectURL, lc.RedirectTTL = redirects, callback, callerRedirectTTL
+	}
+	f, _ := s.flows.Start(lc)
 	return f
 }
+
+// callerURLWait bounds how long a caller's call that needs a sign-in
+// waits for the sign-in's authorization URL.
+const callerURLWait = 10 * time.Second
+
+// callerRedirectTTL bounds how long a caller's sign-in waits for its
+// redirect: its state is refused after it.
+const callerRedirectTTL = 10 * time.Minute
 
 // show says where to sign in: one stderr line, $BROWSER, and the front's
 // clients of the sign-in's subject.
 func (s *signIns) show(_ context.Context, f *signin.Flow) {
+	s.mu.Lock()
+	fr := s.front
+	s.mu.Unlock()
+	if f.Subject != "" {
+		// A caller's sign-in: its URL goes to that caller's clients alone
+		// (whoever opens it signs in as that caller), never to the
+		// operator's stderr or browser.
+		fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in by caller %q: asking its client\n", s.cmd, f.Server, f.Subject)
+		if fr != nil {
+			fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
+		}
+		return
+	}
 	fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in: open %s (or %s)\n", s.cmd, f.Server, f.URL(), loginHint(f.Server, s.path))
 	if err := signin.StartBrowser(f.URL()); err != nil {
 		fmt.Fprintf(s.stderr, "mcpfsm %s: $BROWSER: %v; open the URL yourself\n", s.cmd, err)
 	}
-	s.mu.Lock()
-	fr := s.front
-	s.mu.Unlock()
 	if fr != nil {
 		fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
 	}
@@ -228,11 +329,39 @@ func (s *signIns) ended(f *signin.Flow, err error) {
 
 // hint is front.Options.SignInHint: the sign-in under way (started now
 // if the last one ended) and the command.
+//
+// A caller's hint (subject not "") names its own sign-in alone where the
+// server's credential is the caller's; elsewhere the sign-in is the
+// operator's, and the caller is told only the command.
 func (s *signIns) hint(server, subject string) string {
 	how := loginHint(server, s.path)
+	s.mu.Lock()
+	srv, ok := s.servers[server]
+	own := ok && s.ownCredential(srv, subject)
+	s.mu.Unlock()
+	if subject != "" && !own {
+		return "the operator signs in to it (" + how + ")"
+	}
 	f := s.flows.Pending(server, subject)
 	if f == nil {
 		f = s.start(server, subject)
+	}
+	if own {
+		if f != nil {
+			// A caller has no stderr to read the URL on: its call waits
+			// a moment for the authorization URL (discovery, registration).
+			t := time.NewTimer(callerURLWait)
+			select {
+			case <-f.Shown():
+			case <-f.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if f != nil && f.URL() != "" {
+			return "open " + f.URL() + " to sign in as yourself (the sign-in is under way; the link is yours alone)"
+		}
+		return "call again in a moment for the sign-in link"
 	}
 	if f != nil && f.URL() != "" {
 		return "open " + f.URL() + " to sign in (the sign-in is under way), or " + how

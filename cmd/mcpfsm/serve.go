@@ -25,6 +25,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/front"
 	"github.com/mcpfsm/mcpfsm/health"
 	"github.com/mcpfsm/mcpfsm/host"
+	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -155,13 +156,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	reg, cat := conn.NewRegistry(), conn.NewCatalog()
 	ho := hc.hostOptions(hf, logger, reg)
+	var redirects *signin.Redirects
+	if sf.callback != "" && ln != nil {
+		// OAuth callers sign in to http servers as themselves (unless
+		// upstreamAuth is "shared"); their redirects land on -listen.
+		redirects = signin.NewRedirects(nil)
+		hc.signIns.perCaller(redirects, sf.callback)
+	}
 	ho.Catalog, ho.StartTimeout = cat, *sv.timeout
 	var hs *host.Host
 	hs, f := newGateway(ho, front.Options{Registry: reg, Catalog: cat, Logger: logger, Audit: trail, Names: sv.names,
 		InstanceIdle: orNever(*sv.instanceIdle), Implementation: &mcp.Implementation{Name: "mcpfsm", Version: version()},
 		Tally: hc.tally, Tracer: tracer, OnRefused: hc.refused, Redact: secrets.String,
 		Tools: sv.toolsOptions(cfg), Limits: sv.resultLimits(func() *host.Host { return hs }, hc.metrics.ResultCut),
-		SignInHint: hc.signIns.hint})
+		SignInHint: hc.signIns.hint, CallerSignIn: hc.signIns.callerHandler})
 	hc.signIns.setFront(f)
 	if err := hc.attach(hs, sf, reg); err != nil {
 		return fail(err)
@@ -182,7 +190,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		stopConsole = hc.serve(ctx)
 		if ln != nil {
 			err = serveHTTP(ctx, f, ln, logger, httpServing{health: health.New(hs.Health), stopping: &stopping,
-				rule: sf.mcp, tls: sf.tls, opts: sv.httpOptions()})
+				rule: sf.mcp, tls: sf.tls, opts: sv.httpOptions(), callback: redirects})
 		} else {
 			defer catchSIGPIPE()() // until every server is stopped
 			if stdinIsTerminal() {
@@ -385,6 +393,7 @@ type httpServing struct {
 	rule     *access.Rule
 	tls      *tls.Config // nil: plain HTTP
 	opts     front.HTTPOptions
+	callback *signin.Redirects // served at callbackPath, outside rule; nil: none
 }
 
 // orNever maps a flag's 0 ("never") to front's negative.
@@ -408,6 +417,9 @@ func serveHTTP(ctx context.Context, f *front.Front, ln net.Listener, logger *slo
 	inner.Handle("/", f.HTTPHandler(o.opts))
 	mux := http.NewServeMux()
 	mux.Handle(health.LivePath, o.health.Live())
+	if o.callback != nil {
+		mux.Handle("GET "+callbackPath, o.callback)
+	}
 	mux.Handle("/", o.rule.Wrap(inner))
 	// Every request's context ends when streams must: at shutdown.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfsm/mcpfsm/internal/fixture"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callerClient is one OAuth caller of serve, with the URL elicitations
+// serve sent it.
+type callerClient struct {
+	*frontClient
+	subject  string
+	asked    chan *mcp.ElicitParams
+	complete chan string
+}
+
+func connectCaller(t *testing.T, endpoint, token, subject string) *callerClient {
+	t.Helper()
+	c := &callerClient{subject: subject, asked: make(chan *mcp.ElicitParams, 8), complete: make(chan string, 8)}
+	opts := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			c.asked <- req.Params
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			c.complete <- req.Params.ElicitationID
+		},
+	}
+	c.frontClient = connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	t.Cleanup(func() { _ = c.sess.Close() })
+	return c
+}
+
+// consent follows authURL as the browser of user would: the fixture's
+// authorization endpoint consents as user and redirects to serve's
+// callback, which must be at callback. A tampered state is refused there
+// first. It returns the redirect's URL.
+func consent(t *testing.T, authURL, user, callback string) string {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string, header http.Header) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Location")
+	}
+	code, loc := get(authURL, http.Header{fixture.UserHeader: {user}})
+	if code != http.StatusFound || !strings.HasPrefix(loc, callback+"?") {
+		t.Fatalf("the authorization endpoint answered %d to %q; want a redirect to serve's %s", code, loc, callback)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *u
+	q := bad.Query()
+	q.Set("state", q.Get("state")+"x")
+	bad.RawQuery = q.Encode()
+	if code, _ := get(bad.String(), nil); code != http.StatusBadRequest {
+		t.Errorf("a redirect with a tampered state got %d, want 400", code)
+	}
+	if code, _ := get(loc, nil); code != http.StatusOK {
+		t.Fatalf("the redirect got %d, want 200", code)
+	}
+	if code, _ := get(loc, nil); code != http.StatusBadRequest {
+		t.Errorf("the redirect used a second time got %d, want 400 (single use)", code)
+	}
+	return loc
+}
+
+// freeLoopbackPort is a TCP port of 127.0.0.1 free a moment ago.
+func freeLoopbackPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return port
+}
+
+// With OAuth callers (-oauth-issuer), an http server that needs a sign-in
+// is signed in to by each caller as itself (upstreamAuth "per-caller" is
+// the default): a caller's first call is answered at once with its own
+// authorization URL, which serve sends that caller alone as a URL
+// elicitation and never prints; the redirect lands on serve's own
+// address (/oauth/callback), where a tampered or reused state is refused;
+// then the caller reaches the upstream with its own token, and the
+// upstream sees each caller as itself, never the operator nor the other
+// caller. No token, code or verifier reaches serve's output.
+func TestServePerCallerSignIn(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	callback := "http://127.0.0.1:" + port + "/oauth/callback"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+
+	alice := connectCaller(t, endpoint, is.Token(t, resource, "alice", "mcp"), "alice")
+	bob := connectCaller(t, endpoint, is.Token(t, resource, "bob", "mcp"), "bob")
+	urls := map[string]string{}
+	for _, c := range []*callerClient{alice, bob} {
+		start := time.Now()
+		text, isErr := c.call(t, "mcp__notes__whoami", "")
+		if !isErr || !strings.Contains(text, as.Issuer+"/authorize?") || !strings.Contains(text, "sign in as yourself") {
+			t.Fatalf("%s's call before its sign-in = %q (isError %v); want its authorization URL", c.subject, text, isErr)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s's call took %v; want it answered at once", c.subject, d)
+		}
+		var p *mcp.ElicitParams
+		select {
+		case p = <-c.asked:
+		case <-time.After(limit):
+			t.Fatalf("serve never asked %s to sign in; stderr:\n%s", c.subject, stderr)
+		}
+		if p.Mode != "url" || !strings.Contains(text, p.URL) {
+			t.Fatalf("%s was asked %+v; want the URL its call's result names", c.subject, p)
+		}
+		urls[c.subject] = p.URL
+		consent(t, p.URL, c.subject, callback)
+		select {
+		case id := <-c.complete:
+			if id != p.ElicitationID {
+				t.Errorf("%s: sign-in complete for %q, want %q", c.subject, id, p.ElicitationID)
+			}
+		case <-time.After(limit):
+			t.Fatalf("serve never told %s its sign-in was complete; stderr:\n%s", c.subject, stderr)
+		}
+	}
+	if urls["alice"] == urls["bob"] {
+		t.Errorf("alice and bob were given one authorization URL")
+	}
+	for _, c := range []*callerClient{alice, bob} {
+		select {
+		case p := <-c.asked:
+			t.Errorf("%s was asked to open another sign-in: %s", c.subject, p.URL)
+		default:
+		}
+	}
+	// Each caller's own instance leaves needs-authorization once its
+	// credential is stored; a call answers as its caller.
+	for _, c := range []*callerClient{alice, bob, alice} {
+		deadline := time.Now().Add(limit)
+		for {
+			text, isErr := c.call(t, "mcp__notes__whoami", "")
+			if !isErr {
+				if text != "subject "+c.subject {
+					t.Errorf("%s reached the upstream as %q", c.subject, text)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's call after its sign-in = %q; stderr:\n%s", c.subject, text, stderr)
+			}
+			time.Sleep(50 * time.Millisecond) // the instance reconnects with the credential
+		}
+	}
+	accepted := as.Accepted()
+	if !slices.Contains(accepted, "alice") || !slices.Contains(accepted, "bob") {
+		t.Errorf("the upstream accepted %v; want alice's and bob's tokens", accepted)
+	}
+	for _, sub := range accepted {
+		if sub != "alice" && sub != "bob" {
+			t.Errorf("the upstream accepted a token of %q: not a caller's own", sub)
+		}
+	}
+	out := stderr.String()
+	for _, u := range urls {
+		if strings.Contains(out, u) {
+			t.Errorf("a caller's authorization URL is on serve's stderr")
+		}
+	}
+	for _, s := range as.Secrets() {
+		if strings.Contains(out, s) {
+			t.Errorf("serve's stderr holds a token, code or verifier %.8s...", s)
+		}
+	}
+	if !strings.Contains(out, `server "notes" needs a sign-in by caller "oauth:sub:alice"`) {
+		t.Errorf("stderr does not say alice's sign-in is asked for:\n%s", out)
+	}
+}
+
+// With upstreamAuth {"tokenExchange": {...}}, serve trades each OAuth
+// caller's own access token for one of the server's (RFC 8693): alice and
+// bob reach the upstream each as itself without a sign-in, and a caller
+// whose token the upstream's authorization server does not trust gets an
+// error, not another caller's or the operator's token. No token reaches
+// serve's output.
+func TestServeTokenExchangePerCaller(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource,
+		"upstreamAuth": obj{"tokenExchange": obj{"tokenUrl": as.Issuer + "/token", "issuer": as.Issuer, "clientId": "gateway"}}}}})
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource)
+
+	tokens := map[string]string{}
+	for _, sub := range []string{"alice", "bob", "mallory"} {
+		tokens[sub] = is.Token(t, resource, sub, "mcp")
+		if sub != "mallory" {
+			as.TrustSubjectToken(tokens[sub], sub)
+		}
+	}
+	for _, sub := range []string{"alice", "bob", "mallory", "alice"} {
+		c := connectCaller(t, endpoint, tokens[sub], sub)
+		text, isErr := c.call(t, "mcp__notes__whoami", "")
+		switch {
+		case sub == "mallory" && (!isErr || strings.Contains(text, "subject ")):
+			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want an error", text, isErr)
+		case sub != "mallory" && (isErr || text != "subject "+sub):
+			t.Errorf("%s reached the upstream as %q (isError %v); want itself; stderr:\n%s", sub, text, isErr, stderr)
+		}
+	}
+	if n := as.Exchanges(); n != 2 {
+		t.Errorf("%d token exchanges; want 2 (alice's, kept for her second client, and bob's)", n)
+	}
+	for _, sub := range as.Accepted() {
+		if sub != "alice" && sub != "bob" {
+			t.Errorf("the upstream accepted a token of %q", sub)
+		}
+	}
+	out := stderr.String()
+	for _, s := range as.Secrets() {
+		if strings.Contains(out, s) {
+			t.Errorf("serve's stderr holds a token %.8s...", s)
+		}
+	}
+}
