@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
-	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,7 +26,7 @@ func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
 	if t.gen == nil || t.Raw == nil {
 		return nil, fmt.Errorf("conn: tool %q was not published by a supervisor", t.Name)
 	}
-	release, refused, since := t.gen.sup.acquire(ctx, t.Name)
+	release, refused, since := t.gen.sup.gate.acquire(ctx, t.Name)
 	if refused != nil {
 		return refused, nil
 	}
@@ -37,46 +35,6 @@ func (t Tool) Call(ctx context.Context, args any) (*mcp.CallToolResult, error) {
 		return t.gen.sup.callHeld(ctx, t, args, since)
 	}
 	return t.gen.callObserved(ctx, since, t.Name, t.Raw.Name, args)
-}
-
-// callLimit holds Config.MaxConcurrentCalls slots for a supervisor's
-// tool calls; nil means no limit.
-type callLimit chan struct{}
-
-func newCallLimit(n int) callLimit {
-	if n <= 0 {
-		return nil
-	}
-	return make(callLimit, n)
-}
-
-// acquire takes a slot, waiting while every slot is taken until ctx ends
-// or the call timeout passes. It returns the slot's release, or the tool
-// error result that answers a call that found none. A call that waited
-// gets the moment it started waiting (zero for one that did not): its
-// CallTimeout counts from there, so the wait and the call share it.
-func (s *Supervisor) acquire(ctx context.Context, tool string) (release func(), refused *mcp.CallToolResult, since time.Time) {
-	l := s.limit
-	if l == nil {
-		return func() {}, nil, time.Time{}
-	}
-	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil, time.Time{}
-	default:
-	}
-	timer := s.clk.Timer(s.cfg.CallTimeout)
-	defer timer.Stop()
-	waited := s.clk.Now()
-	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil, waited
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	text := fmt.Sprintf("server %q: all %d call slots (maxConcurrentCalls) stayed busy for %v; tool %q was not called; try again later",
-		s.cfg.Name, cap(l), s.clk.Since(waited).Round(time.Millisecond), tool)
-	return nil, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, waited
 }
 
 // callHeld is Tool.Call under Config.HoldCalls: a call that fails because
@@ -118,7 +76,7 @@ func (s *Supervisor) retryable(raw *mcp.Tool, written bool) bool {
 // the deadline passes, ctx ends, or the supervisor stops reconnecting.
 func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadline time.Time) (*generation, error) {
 	for {
-		wake := s.holds.channel()
+		wake := s.gate.holds.channel()
 		st := s.State()
 		if g := s.ext.live.Load(); st == Established && g != nil && g.id > old.id && !g.down() {
 			return g, nil
@@ -159,27 +117,6 @@ func recovering(st State) bool {
 // errNoRecovery is why a held call gave up waiting.
 var errNoRecovery = errors.New("no recovery")
 
-// holdState wakes the calls that wait for the next generation
-// (Config.HoldCalls): its channel is closed and replaced at every
-// transition, and each waiter looks again.
-type holdState struct {
-	mu   sync.Mutex
-	wake broadcast.Signal
-}
-
-func (h *holdState) channel() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.wake.C()
-}
-
-// broadcast wakes every waiter; the observer calls it on every transition.
-func (h *holdState) broadcast() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.wake.Notify()
-}
-
 // callObserved is [generation.call], reported to Config.OnCall when it is
 // set. Every call of a published tool ends here, fast-failed ones included.
 // since is when the call started, if it waited for a slot first (zero:
@@ -200,65 +137,6 @@ func (g *generation) callObserved(ctx context.Context, since time.Time, public, 
 		Start: start, Duration: clk.Since(start), Outcome: ClassifyCall(res, err), Err: err,
 	})
 	return res, err
-}
-
-// Outcome classifies how a tool call ended, for [CallRecord].
-type Outcome string
-
-// The outcomes of a tool call.
-const (
-	// OutcomeOK: the server answered with a result that is not an error.
-	OutcomeOK Outcome = "ok"
-	// OutcomeToolError: the server answered with a result whose IsError is
-	// set: the tool ran and reported a failure to the model.
-	OutcomeToolError Outcome = "tool-error"
-	// OutcomeUnavailable: the server was not connected, or its connection
-	// ended during the call (the error matches [ErrUnavailable]).
-	OutcomeUnavailable Outcome = "unavailable"
-	// OutcomeTimeout: CallTimeout or the caller's deadline expired first.
-	OutcomeTimeout Outcome = "timeout"
-	// OutcomeCanceled: the caller's context was cancelled.
-	OutcomeCanceled Outcome = "canceled"
-	// OutcomeError: any other error, such as a JSON-RPC error answer
-	// (unknown tool, invalid arguments) or a transport failure.
-	OutcomeError Outcome = "error"
-)
-
-// CallRecord describes one finished tool call, as delivered to
-// Config.OnCall.
-type CallRecord struct {
-	Server     string // the supervisor's Name
-	Tool       string // the public name, from [PublicToolName]
-	RawTool    string // the tool's name on the wire, as the server listed it
-	Generation uint64 // the generation the call went to
-	// Start is when the call began and Duration how long it took, both on
-	// the supervisor's clock (the clock that enforces CallTimeout): on the
-	// real clock Duration is monotonic wall time, on a mock clock it is
-	// exactly as far as the test advanced it.
-	Start    time.Time
-	Duration time.Duration
-	Outcome  Outcome
-	// Err is the error the call returned; nil for OutcomeOK and
-	// OutcomeToolError.
-	Err error
-}
-
-// ClassifyCall returns the [Outcome] of a call that returned res and err.
-func ClassifyCall(res *mcp.CallToolResult, err error) Outcome {
-	switch {
-	case err == nil && res != nil && res.IsError:
-		return OutcomeToolError
-	case err == nil:
-		return OutcomeOK
-	case errors.Is(err, ErrUnavailable):
-		return OutcomeUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		return OutcomeTimeout
-	case errors.Is(err, context.Canceled):
-		return OutcomeCanceled
-	default:
-		return OutcomeError
-	}
 }
 
 // call is Tool.Call on this generation; since is when the call started,

@@ -132,7 +132,7 @@ func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
 	s.status.Generation = s.genSeq
 	s.mu.Unlock()
 	s.logTransition(t)
-	s.holds.broadcast()
+	s.gate.holds.broadcast()
 	if s.cfg.OnTransition != nil {
 		s.cfg.OnTransition(t)
 	}

@@ -36,7 +36,7 @@ type Supervisor struct {
 	machine *fsm.Machine[State, Event, Payload]
 	budget  *policy.Budget
 	release func()    // the server-name reservation, if the registry has one
-	limit   callLimit // Config.MaxConcurrentCalls's slots; nil: no limit
+	gate    *callGate // admits tool calls: MaxConcurrentCalls, HoldCalls (callgate.go)
 
 	turns     turns         // work for the loop, run there in order (loop.go)
 	kicked    atomic.Bool   // a list_changed wake-up is queued
@@ -75,7 +75,6 @@ type Supervisor struct {
 
 	ext     sessionState // the session beyond its tools (session.go)
 	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
-	holds   holdState    // calls waiting for the next generation (calls.go)
 }
 
 type published struct {
@@ -103,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
-		limit:   newCallLimit(r.MaxConcurrentCalls),
+		gate:    newCallGate(r.Clock, r.Name, r.MaxConcurrentCalls, r.CallTimeout),
 	}
 	s.budget = policy.NewBudget(r.policy, r.Clock)
 	if res, ok := r.Registry.(ServerReserver); ok {
