@@ -46,21 +46,6 @@ var defaultImplementation = sync.OnceValue(func() mcp.Implementation {
 	return mcp.Implementation{Name: "mcpfsm", Version: v}
 })
 
-// checkClient rejects the client options the supervisor owns itself.
-func checkClient(o *mcp.ClientOptions) error {
-	if o == nil {
-		return nil
-	}
-	if o.KeepAlive != 0 || o.KeepAliveFailureThreshold != 0 {
-		return &ConfigError{Field: "Client.KeepAlive", Rule: "is set: the supervisor pings the server itself; use Config.KeepAlive instead, which ends a hung session without waiting for its calls"}
-	}
-
-	if o.CreateMessageHandler != nil && o.CreateMessageWithToolsHandler != nil {
-		return &ConfigError{Field: "Client.CreateMessageHandler", Rule: "and Client.CreateMessageWithToolsHandler are both set: set only one (the SDK panics on both)"}
-	}
-	return nil
-}
-
 // newClient builds the client of one generation: the user's options, with
 // the supervisor's own handling composed in front of theirs. The SDK calls
 // notification handlers one at a time on the session's handler goroutine,
@@ -356,25 +341,6 @@ func (s *Supervisor) Roots() []*mcp.Root {
 		out[i] = &c
 	}
 	return out
-}
-
-// cloneRoots checks roots and copies them, so the caller's later edits
-// change nothing.
-func cloneRoots(roots []*mcp.Root) ([]*mcp.Root, error) {
-	seen := map[string]bool{}
-	out := make([]*mcp.Root, 0, len(roots))
-	for i, r := range roots {
-		if r == nil || r.URI == "" {
-			return nil, fmt.Errorf("root %d has no URI: give every root a URI such as file:///path/to/project", i)
-		}
-		if seen[r.URI] {
-			return nil, fmt.Errorf("URI %q appears twice: give each root once", r.URI)
-		}
-		seen[r.URI] = true
-		c := *r
-		out = append(out, &c)
-	}
-	return out, nil
 }
 
 func sameRoots(a, b []*mcp.Root) bool {

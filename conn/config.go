@@ -273,3 +273,37 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// checkClient rejects the client options the supervisor owns itself.
+func checkClient(o *mcp.ClientOptions) error {
+	if o == nil {
+		return nil
+	}
+	if o.KeepAlive != 0 || o.KeepAliveFailureThreshold != 0 {
+		return &ConfigError{Field: "Client.KeepAlive", Rule: "is set: the supervisor pings the server itself; use Config.KeepAlive instead, which ends a hung session without waiting for its calls"}
+	}
+
+	if o.CreateMessageHandler != nil && o.CreateMessageWithToolsHandler != nil {
+		return &ConfigError{Field: "Client.CreateMessageHandler", Rule: "and Client.CreateMessageWithToolsHandler are both set: set only one (the SDK panics on both)"}
+	}
+	return nil
+}
+
+// cloneRoots checks roots and copies them, so the caller's later edits
+// change nothing.
+func cloneRoots(roots []*mcp.Root) ([]*mcp.Root, error) {
+	seen := map[string]bool{}
+	out := make([]*mcp.Root, 0, len(roots))
+	for i, r := range roots {
+		if r == nil || r.URI == "" {
+			return nil, fmt.Errorf("root %d has no URI: give every root a URI such as file:///path/to/project", i)
+		}
+		if seen[r.URI] {
+			return nil, fmt.Errorf("URI %q appears twice: give each root once", r.URI)
+		}
+		seen[r.URI] = true
+		c := *r
+		out = append(out, &c)
+	}
+	return out, nil
+}

@@ -409,3 +409,25 @@ func (g *generation) discoverParams() map[string]any {
 		mcp.MetaKeyClientCapabilities: map[string]any{},
 	}}
 }
+
+// withCause adds what the server did to a generation's error (err may be
+// nil: a session that ended without an error).
+func (g *generation) withCause(err error) error {
+	g.mu.Lock()
+	t, attempt := g.transport, g.life.cause == causeFailed
+	g.mu.Unlock()
+	cause := transportCause(t)
+	// Only a session the server's exit ended: an attempt the supervisor
+	// gave up on (ConnectTimeout, an invalid tool list) closed the
+	// server's stdin itself, and its own error says why.
+	if x, ok := cause.(*ServerExit); ok && attempt && x.Signal == "" && x.Limit == "" && transport.ConnectionGone(err) {
+		x.BeforeAnswering = true
+	}
+	switch {
+	case cause == nil:
+		return err
+	case err == nil:
+		return cause
+	}
+	return &causedError{err: err, cause: cause}
+}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/mcpfsm/mcpfsm/fsm/trace"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 )
@@ -98,75 +97,6 @@ type Status struct {
 // recoverHint is the manual recovery every terminal failure message names.
 const recoverHint = "fix the server, then reload its configuration or restart the host"
 
-// observe is the machine's observer: it records the transition, logs it
-// with a message derived from the target state, and reports it to
-// OnTransition. It runs on the loop, so transitions are delivered in order
-// and never concurrently.
-func (s *Supervisor) observe(st fsm.Step[State, Event, Payload]) {
-	p := st.Data
-	if p.Generation == 0 {
-		// Steps that concern no failed or lost generation (a retry
-		// starting, disposal) concern the newest one.
-		p.Generation = s.genSeq
-	}
-	now := s.clk.Now()
-	t := Transition{
-		Server: s.cfg.Name, From: st.From, To: st.To, Event: st.Event, When: st.When, At: now,
-		Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Delay: p.Delay, Err: p.Err, Generation: p.Generation,
-		Protocol: p.Protocol,
-	}
-	s.mu.Lock()
-	s.status.State = st.To
-	s.status.Attempt = p.Attempt
-	s.status.Since = now
-	s.status.Delay, s.status.NextRetry = 0, time.Time{}
-	if s.retry != nil {
-		s.status.Delay, s.status.NextRetry = t.Delay, now.Add(t.Delay)
-	}
-	if p.Err != nil {
-		s.status.LastErr = p.Err
-	}
-	if p.Protocol != "" {
-		s.status.Protocol = p.Protocol
-	}
-	s.status.Generation = s.genSeq
-	s.mu.Unlock()
-	s.logTransition(t)
-	s.gate.holds.broadcast()
-	if s.cfg.OnTransition != nil {
-		s.cfg.OnTransition(t)
-	}
-	s.watch.deliver(t)
-}
-
-// logTransition writes the one log line of a transition, at the target
-// state's level, with the message its say function builds from the
-// state's phrase; so "connection failed" and "connection lost" follow from
-// the state and cannot be mixed up. A failure or loss ends the message
-// with its cause ("; cause: ..."), which says what the server did, so an
-// operator reading only messages learns why.
-func (s *Supervisor) logTransition(t Transition) {
-	f := t.To.facts()
-	ctx := context.Background()
-	if !s.cfg.Logger.Enabled(ctx, f.level) {
-		return // nothing below is worth building for a line nobody reads
-	}
-	msg, extra := f.phrase, []any(nil)
-	if f.say != nil {
-		msg, extra = f.say(f.phrase, t, s.cfg.CloseTimeout)
-	}
-	attrs := append([]any{"server", t.Server, "state", string(t.To), "from", string(t.From), "event", string(t.Event),
-		"generation", t.Generation}, extra...)
-	if t.Protocol != "" {
-		attrs = append(attrs, "protocol", t.Protocol)
-	}
-	if t.Err != nil {
-		msg += "; cause: " + causeText(t.Err)
-		attrs = append(attrs, "err", t.Err)
-	}
-	s.cfg.Logger.Log(ctx, f.level, msg, attrs...)
-}
-
 // causeText is what a transition's error says beyond its state's phrase:
 // the cause inside a *FailedError or *LostError.
 func causeText(err error) string {
@@ -249,31 +179,6 @@ func sayNeedsAuthorization(phrase string, t Transition, _ time.Duration) (string
 // [Supervisor.Watch] holds for a reader that has fallen behind. Once it is
 // full, each new transition pushes out the oldest unread one.
 const WatchBuffer = 64
-
-// Watch returns a channel that receives every transition of the connection
-// machine from now on, in order, each with the same fields OnTransition
-// sees, plus Dropped.
-//
-// Unlike Config.OnTransition, a watcher never holds up the supervisor: the
-// channel is buffered ([WatchBuffer] transitions), and when a reader falls
-// so far behind that the buffer is full, the oldest unread transition is
-// dropped to make room for the newest. The transition received right after
-// a gap says how many were lost in it (Transition.Dropped), so a reader
-// that cares re-reads [Supervisor.Status] then.
-//
-// The channel is closed once the supervisor is disposed, after the final
-// transition into [Disposed], or when ctx ends; transitions already
-// buffered can still be received after it is closed. A Watch made after
-// disposal, or with a ctx that has already ended, returns a closed
-// channel. A reader may stop reading at any time: an abandoned channel
-// holds no goroutine.
-//
-// To follow a supervisor without missing a change, call Watch first and
-// then read Status: a transition between the two is then both in the
-// snapshot and on the channel, never in neither.
-func (s *Supervisor) Watch(ctx context.Context) <-chan Transition {
-	return s.watch.add(ctx)
-}
 
 // watchers is a supervisor's set of Watch channels. The loop is their only
 // sender, and sends and closes happen under mu, so a channel is never sent
