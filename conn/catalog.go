@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/publish"
-	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +23,7 @@ import (
 // prompts simply lists none. The zero value is not usable; call
 // [NewCatalog].
 type Catalog struct {
-	shelf publish.Shelf[*Supervisor, *serverCatalog] // each server reserved by its supervisor
+	shelf publish.Shelf[catalogReader, *serverCatalog] // each server reserved by its supervisor
 }
 
 // serverCatalog is one listing of one server, built whole before it is
@@ -39,7 +38,7 @@ type serverCatalog struct {
 type Resource struct {
 	Server string        // the supervisor's Name
 	Raw    *mcp.Resource // as the server listed it; Raw.URI names it on the wire
-	sup    *Supervisor
+	sup    catalogReader // the supervisor that listed it
 }
 
 // Read reads the resource through its server's supervisor; see
@@ -63,8 +62,8 @@ type ResourceTemplate struct {
 type Prompt struct {
 	Name   string // mcp__<server>__<prompt>
 	Server string
-	Raw    *mcp.Prompt // Raw.Name is what goes on the wire
-	sup    *Supervisor
+	Raw    *mcp.Prompt   // Raw.Name is what goes on the wire
+	sup    catalogReader // the supervisor that listed it
 }
 
 // Get gets the prompt through its server's supervisor; see
@@ -74,6 +73,13 @@ func (p Prompt) Get(ctx context.Context, args map[string]string) (*mcp.GetPrompt
 		return nil, fmt.Errorf("conn: prompt %q was not published by a supervisor", p.Name)
 	}
 	return p.sup.GetPrompt(ctx, p.Raw.Name, args)
+}
+
+// catalogReader is what a catalog's entries are read through: the
+// [*Supervisor] of their server.
+type catalogReader interface {
+	ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
 }
 
 // NewCatalog returns an empty catalog.
@@ -86,7 +92,7 @@ func (c *Catalog) Changed() <-chan struct{} { return c.shelf.Changed() }
 
 // reserve claims server for s, as Start does with a registry; its
 // release drops the server's listing.
-func (c *Catalog) reserve(server string, s *Supervisor) (func(), error) {
+func (c *Catalog) reserve(server string, s catalogReader) (func(), error) {
 	release, err := c.shelf.Reserve(server, s)
 	if err != nil {
 		return nil, duplicateServer(server, "catalog")
@@ -101,13 +107,6 @@ func (c *Catalog) publish(server string, cat *serverCatalog) {
 		return
 	}
 	c.shelf.Put(server, cat, nil)
-}
-
-// dropCatalog removes the server's listing (at exhaustion and disposal).
-func (s *Supervisor) dropCatalog() {
-	if c := s.cfg.Catalog; c != nil {
-		c.publish(s.cfg.Name, nil)
-	}
 }
 
 // Resources returns every listed resource, sorted by server, then URI.
@@ -158,46 +157,6 @@ func (c *Catalog) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	return s.ReadResource(ctx, uri)
 }
 
-// listCatalog is phase one of a catalog sync: list what the server
-// advertises, every page, or fail and change nothing.
-func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
-	s := g.sup
-	caps := g.sess.InitializeResult().Capabilities
-	cat := &serverCatalog{}
-	if caps != nil && caps.Resources != nil {
-		var err error
-		if cat.resources, err = listAll(ctx, "resources", g.sess.Resources(ctx, nil), func(r *mcp.Resource) (Resource, string) {
-			return Resource{Server: s.cfg.Name, Raw: r, sup: s}, r.URI
-		}); err != nil {
-			return nil, err
-		}
-		if cat.templates, err = listAll(ctx, "resource templates", g.sess.ResourceTemplates(ctx, nil), func(r *mcp.ResourceTemplate) (ResourceTemplate, string) {
-			return ResourceTemplate{Server: s.cfg.Name, Raw: r}, r.URITemplate
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if caps != nil && caps.Prompts != nil {
-		var err error
-		if cat.prompts, err = listAll(ctx, "prompts", g.sess.Prompts(ctx, nil), func(p *mcp.Prompt) (Prompt, string) {
-			return Prompt{Name: PublicToolName(s.cfg.Name, p.Name), Server: s.cfg.Name, Raw: p, sup: s}, p.Name
-		}); err != nil {
-			return nil, err
-		}
-		if s.cfg.Filter != nil {
-			cat.prompts = slices.DeleteFunc(cat.prompts, func(p Prompt) bool { return !s.cfg.Filter(p.Raw.Name) })
-		}
-		slices.SortFunc(cat.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-		for i := 1; i < len(cat.prompts); i++ {
-			if cat.prompts[i].Name == cat.prompts[i-1].Name {
-				return nil, fmt.Errorf("list prompts: prompts %q and %q share the public name %q",
-					cat.prompts[i-1].Raw.Name, cat.prompts[i].Raw.Name, cat.prompts[i].Name)
-			}
-		}
-	}
-	return cat, nil
-}
-
 // listAll drains a paginated listing into entries sorted by key, refusing
 // duplicate keys and lists longer than MaxTools.
 func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, error], mk func(*R) (T, string)) ([]T, error) {
@@ -230,61 +189,4 @@ func listAll[R any, T any](ctx context.Context, what string, seq iter.Seq2[*R, e
 		vs[i] = k.v
 	}
 	return vs, nil
-}
-
-// catalogChanged handles a resources or prompts list_changed of g: the
-// established generation re-lists now (one listing at a time; a storm
-// costs at most one more), a generation still connecting re-lists once it
-// is established.
-func (g *generation) catalogChanged() {
-	s := g.sup
-	if s.cfg.Catalog == nil {
-		return
-	}
-	g.ext.mu.Lock()
-	defer g.ext.mu.Unlock()
-	if !g.ext.live || g.ext.syncing {
-		g.ext.more = true
-		return
-	}
-	g.ext.syncing, g.ext.more = true, false
-	// The generation's goroutine counts as a worker until its session has
-	// ended, and the session cannot end while this handler runs: adding
-	// one here never races the disposal's wait.
-	s.workers.Add(1)
-	go g.resyncCatalog()
-}
-
-func (g *generation) resyncCatalog() {
-	s := g.sup
-	defer s.workers.Done()
-	for {
-		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
-		cat, err := g.listCatalog(ctx)
-		cancel()
-		if err != nil {
-			err = redact.Error(err)
-			if !g.down() {
-				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
-					"server", s.cfg.Name, "generation", g.id, "err", err)
-			}
-		} else {
-			s.publishCatalog(g, cat)
-		}
-		g.ext.mu.Lock()
-		if !g.ext.more || g.down() {
-			g.ext.syncing = false
-			g.ext.mu.Unlock()
-			return
-		}
-		g.ext.more = false
-		g.ext.mu.Unlock()
-	}
-}
-
-// publishCatalog swaps in a re-listed catalog unless g was retired while it
-// listed. The check and the swap hold the catalog's lock, and the drop at
-// exhaustion takes it too, so a stale listing never follows a drop.
-func (s *Supervisor) publishCatalog(g *generation, cat *serverCatalog) {
-	s.cfg.Catalog.shelf.Put(s.cfg.Name, cat, func() bool { return s.ext.live.Load() == g && !g.down() })
 }

@@ -482,7 +482,7 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 			// A refused registration is a naming problem that a respawn
 			// cannot fix: stay connected with no tools (the previous ones
 			// point at a dead generation) and register at the next change.
-			s.unpublish()
+			s.pub.unpublish()
 			s.cfg.Logger.Error("registering tools failed: "+serr.Error()+"; connected with no tools until the server's tool list changes",
 				"server", s.cfg.Name, "state", string(s.State()), "generation", g.id, "err", serr)
 		}
@@ -561,14 +561,8 @@ func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, release
 func (s *Supervisor) established(g *generation) {
 	s.ext.live.Store(g)
 	s.catchUpSubscriptions(g)
-	if s.cfg.Catalog != nil {
-		s.cfg.Catalog.publish(s.cfg.Name, g.ext.listed)
-	}
-	g.ext.mu.Lock()
-	g.ext.live = true
-	resync := g.ext.more
-	g.ext.mu.Unlock()
-	if resync {
+	s.pub.publishCatalog(g.ext.listed)
+	if g.ext.establish() {
 		g.catalogChanged()
 	}
 }
@@ -792,88 +786,14 @@ func (s *Supervisor) armProbe(p Payload) {
 	s.retry.timer = s.afterDelay(s.retry)
 }
 
-// swap is phase two of a tool sync, run on the loop: unregister the
-// previous generation's tools and register the next ones, all or nothing.
-// When the registry refuses one, the next tools registered so far are
-// removed and the previous ones restored.
-//
-// The status names the next tools before the registry changes: whoever
-// wakes on the registry's change and reads the status sees them.
+// swap is phase two of a tool sync, run on the loop: the status counts
+// g's hidden tools, and the publisher swaps next in (see
+// [publisher.swap]).
 func (s *Supervisor) swap(g *generation, next []Tool) error {
 	s.mu.Lock()
 	s.status.HiddenTools = int(g.hidden.Load())
 	s.mu.Unlock()
-	names := make([]string, len(next))
-	for i, t := range next {
-		names[i] = t.Name
-	}
-	s.setToolNames(names)
-	if rp, ok := s.cfg.Registry.(Replacer); ok {
-		oldTools := make([]Tool, len(s.published))
-		for i, p := range s.published {
-			oldTools[i] = p.tool
-		}
-		uns, err := rp.Replace(oldTools, next)
-		if err != nil {
-			s.setTools()
-			return fmt.Errorf("register tools: %w", err)
-		}
-		s.published = make([]published, len(next))
-		for i, t := range next {
-			s.published[i] = published{t, uns[i]}
-		}
-		s.setTools()
-		return nil
-	}
-	old := s.published
-	for _, p := range old {
-		p.unregister()
-	}
-	added := make([]published, 0, len(next))
-	for _, t := range next {
-		un, err := s.cfg.Registry.Register(t)
-		if err != nil {
-			for _, p := range added {
-				p.unregister()
-			}
-			s.published = s.published[:0:0]
-			for _, p := range old {
-				un, rerr := s.cfg.Registry.Register(p.tool)
-				if rerr != nil {
-					s.cfg.Logger.Error("tool dropped: the registry refused to restore it after a failed swap; use a registry that implements conn.Replacer",
-						"server", s.cfg.Name, "generation", g.id, "tool", p.tool.Name, "err", rerr)
-					continue
-				}
-				s.published = append(s.published, published{p.tool, un})
-			}
-			s.setTools()
-			return fmt.Errorf("register tool %q: %w", t.Name, err)
-		}
-		added = append(added, published{t, un})
-	}
-	s.published = added
-	s.setTools()
-	return nil
-}
-
-// unpublish unregisters every tool of the supervisor.
-func (s *Supervisor) unpublish() {
-	s.dropCatalog()
-	s.setToolNames(nil) // before the registry changes, as in swap
-	for _, p := range s.published {
-		p.unregister()
-	}
-	s.published = nil
-	s.setTools()
-}
-
-// setTools sets the status's tools to the published ones.
-func (s *Supervisor) setTools() {
-	names := make([]string, len(s.published))
-	for i, p := range s.published {
-		names[i] = p.tool.Name
-	}
-	s.setToolNames(names)
+	return s.pub.swap(g.id, next)
 }
 
 func (s *Supervisor) setToolNames(names []string) {
@@ -1037,10 +957,10 @@ func (g *generation) retryResync(delay func(n int) time.Duration) time.Duration 
 // publishedAre reports whether the published tools are tools, of g, in
 // the same order with the same definitions.
 func (s *Supervisor) publishedAre(g *generation, tools []Tool) bool {
-	if len(s.published) != len(tools) {
+	if len(s.pub.tools) != len(tools) {
 		return false
 	}
-	for i, p := range s.published {
+	for i, p := range s.pub.tools {
 		t := tools[i]
 		if p.tool.gen != g || p.tool.Name != t.Name || !reflect.DeepEqual(p.tool.Raw, t.Raw) {
 			return false

@@ -50,6 +50,44 @@ type genSession struct {
 	syncing, more bool // a catalog re-sync runs; another must follow
 }
 
+// changed records a resources or prompts list_changed. It reports
+// whether the caller must start a catalog re-sync now: the generation is
+// established and no re-sync runs. Otherwise one follows, once the
+// generation is established or after the one that runs.
+func (x *genSession) changed() (start bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.live || x.syncing {
+		x.more = true
+		return false
+	}
+	x.syncing, x.more = true, false
+	return true
+}
+
+// again reports whether another round must follow the catalog re-sync
+// that just ended: a list_changed came meanwhile and down, called under
+// the lock, reports the generation still up. If not, the re-sync is over.
+func (x *genSession) again(down func() bool) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.more || down() {
+		x.syncing = false
+		return false
+	}
+	x.more = false
+	return true
+}
+
+// establish marks the generation established, so a list_changed re-syncs
+// at once from now on, and reports whether one came while it connected.
+func (x *genSession) establish() (resync bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.live = true
+	return x.more
+}
+
 // startSession sets up what the supervisor keeps beyond tools: the
 // initial roots, the catalog reservation (released with the registry's)
 // and the handler goroutine. Start calls it before the loop runs.
@@ -797,3 +835,84 @@ const (
 	byShutdown                // the generation was shut down
 	byParent                  // the caller's context ended
 )
+
+// listCatalog is phase one of a catalog sync: list what the server
+// advertises, every page, or fail and change nothing.
+func (g *generation) listCatalog(ctx context.Context) (*serverCatalog, error) {
+	s := g.sup
+	caps := g.sess.InitializeResult().Capabilities
+	cat := &serverCatalog{}
+	if caps != nil && caps.Resources != nil {
+		var err error
+		if cat.resources, err = listAll(ctx, "resources", g.sess.Resources(ctx, nil), func(r *mcp.Resource) (Resource, string) {
+			return Resource{Server: s.cfg.Name, Raw: r, sup: s}, r.URI
+		}); err != nil {
+			return nil, err
+		}
+		if cat.templates, err = listAll(ctx, "resource templates", g.sess.ResourceTemplates(ctx, nil), func(r *mcp.ResourceTemplate) (ResourceTemplate, string) {
+			return ResourceTemplate{Server: s.cfg.Name, Raw: r}, r.URITemplate
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		var err error
+		if cat.prompts, err = listAll(ctx, "prompts", g.sess.Prompts(ctx, nil), func(p *mcp.Prompt) (Prompt, string) {
+			return Prompt{Name: PublicToolName(s.cfg.Name, p.Name), Server: s.cfg.Name, Raw: p, sup: s}, p.Name
+		}); err != nil {
+			return nil, err
+		}
+		if s.cfg.Filter != nil {
+			cat.prompts = slices.DeleteFunc(cat.prompts, func(p Prompt) bool { return !s.cfg.Filter(p.Raw.Name) })
+		}
+		slices.SortFunc(cat.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+		for i := 1; i < len(cat.prompts); i++ {
+			if cat.prompts[i].Name == cat.prompts[i-1].Name {
+				return nil, fmt.Errorf("list prompts: prompts %q and %q share the public name %q",
+					cat.prompts[i-1].Raw.Name, cat.prompts[i].Raw.Name, cat.prompts[i].Name)
+			}
+		}
+	}
+	return cat, nil
+}
+
+// catalogChanged handles a resources or prompts list_changed of g: the
+// established generation re-lists now (one listing at a time; a storm
+// costs at most one more), a generation still connecting re-lists once it
+// is established.
+func (g *generation) catalogChanged() {
+	s := g.sup
+	if s.cfg.Catalog == nil {
+		return
+	}
+	if !g.ext.changed() {
+		return
+	}
+	// The generation's goroutine counts as a worker until its session has
+	// ended, and the session cannot end while this handler runs: adding
+	// one here never races the disposal's wait.
+	s.workers.Add(1)
+	go g.resyncCatalog()
+}
+
+func (g *generation) resyncCatalog() {
+	s := g.sup
+	defer s.workers.Done()
+	for {
+		ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
+		cat, err := g.listCatalog(ctx)
+		cancel()
+		if err != nil {
+			err = redact.Error(err)
+			if !g.down() {
+				s.cfg.Logger.Error("catalog re-sync failed: "+err.Error()+"; the previous resources and prompts stay listed",
+					"server", s.cfg.Name, "generation", g.id, "err", err)
+			}
+		} else {
+			s.pub.publishCatalogIf(cat, func() bool { return s.ext.live.Load() == g && !g.down() })
+		}
+		if !g.ext.again(g.down) {
+			return
+		}
+	}
+}

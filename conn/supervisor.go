@@ -59,7 +59,7 @@ type Supervisor struct {
 	genSeq    uint64
 	pending   *generation // the attempt in flight
 	current   *generation // the generation whose tools are registered
-	published []published
+	pub       *publisher  // the tools and catalog listing it published (publisher.go)
 	retry     *retryTimer // the armed backoff or probe, in the backoff states and exhausted
 	readyDone bool
 	waiters   []chan<- error     // Reconnect calls waiting for the attempt in flight
@@ -75,11 +75,6 @@ type Supervisor struct {
 
 	ext     sessionState // the session beyond its tools (session.go)
 	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
-}
-
-type published struct {
-	tool       Tool
-	unregister func()
 }
 
 // Start validates cfg and starts supervising the server. Invalid
@@ -104,6 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		ready:   make(chan struct{}),
 		gate:    newCallGate(r.Clock, r.Name, r.MaxConcurrentCalls, r.CallTimeout),
 	}
+	s.pub = &publisher{server: r.Name, registry: r.Registry, catalog: r.Catalog, logger: r.Logger, setNames: s.setToolNames}
 	s.budget = policy.NewBudget(r.policy, r.Clock)
 	if res, ok := r.Registry.(ServerReserver); ok {
 		if s.release, err = res.Reserve(r.Name); err != nil {
@@ -123,13 +119,13 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 				FailedRetrying:   func(_ context.Context, st step) { s.armTimer(st.Data) },
 				LostReconnecting: func(_ context.Context, st step) { s.armTimer(st.Data) },
 				Exhausted: func(_ context.Context, st step) {
-					s.unpublish()
+					s.pub.unpublish()
 					s.armProbe(st.Data)
 				},
-				FailedPermanent:    func(context.Context, step) { s.unpublish() },
+				FailedPermanent:    func(context.Context, step) { s.pub.unpublish() },
 				NeedsAuthorization: func(context.Context, step) { s.awaitCredential() },
 				Disposing:          func(context.Context, step) { s.dispose() },
-				Disposed:           func(context.Context, step) { s.unpublish() },
+				Disposed:           func(context.Context, step) { s.pub.unpublish() },
 			},
 			// Leaving a backoff state or exhausted, whichever way, disarms
 			// its timer.
