@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/fsm"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
@@ -407,10 +406,7 @@ func (g *generation) shutdownWork(own bool) {
 	// terminated; later ones see g down (resyncDone).
 	g.publishing <- struct{}{}
 	<-g.publishing
-	gone := terminateWithin(term, s.cfg.CloseTimeout)
-	if bugs.SkipCloseBarrier {
-		gone = closedChan
-	}
+	gone := plantCloseBarrier(terminateWithin(term, s.cfg.CloseTimeout))
 	switch _, reports := term.(transport.Owned); {
 	case isDone(gone):
 		g.fire(genRelease, genPayload{own: own}) // found gone already
@@ -459,7 +455,7 @@ func waitOrExpire(done, expired <-chan struct{}) bool {
 // attemptDone is the outcome of the pending attempt: its tools, or why it
 // failed and whether its process is gone.
 func (s *Supervisor) attemptDone(g *generation, tools []Tool, err error, released bool) {
-	if g != s.pending && !bugs.NoGenerationFence {
+	if plantFence(g != s.pending) {
 		return // fenced: disposal retired it
 	}
 	first := !s.readyDone

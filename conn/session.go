@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/mcpfsm/mcpfsm/conn/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,10 +115,7 @@ func (g *generation) listTools(ctx context.Context) ([]Tool, error) {
 	var out []Tool
 	seen := map[string]bool{}
 	hidden := 0
-	pages := g.sess.Tools(ctx, nil)
-	if bugs.PublishBeforeListed {
-		pages = bugs.FirstPage(ctx, g.sess)
-	}
+	pages := plantToolPages(ctx, g.sess, g.sess.Tools(ctx, nil))
 	for raw, err := range pages {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", causeOf(ctx, err))
@@ -380,11 +376,7 @@ func (g *generation) request(ctx context.Context, tool string, since time.Time, 
 		return g.unavailable(tool, nil)
 	}
 	defer g.calls.end(n)
-	var ctxDo context.Context = n
-	if bugs.CallIgnoresDeadline {
-		ctxDo = context.WithoutCancel(n)
-	}
-	err := do(ctxDo)
+	err := do(plantCallContext(n))
 	if err != nil && n.expired() {
 		what := "the request"
 		if tool != "" {

@@ -3,8 +3,10 @@
 // them. The switches are variables only in a build with the tag simbugs
 // (go test -tags simbugs ./conn/sim -planted, as CI runs it), where a test
 // of the simulator sets one between runs, when no supervisor is running.
-// In every other build they are constants, false, and the compiler drops
-// the code that reads them: the planted bugs are not in the library.
+// In every other build they are constants, false. Package conn reads them
+// only in planted.go, which is built with the tag alone; without it,
+// planted_off.go's seams return their arguments unchanged, so the planted
+// bugs are not in the library and no file of it reads a switch.
 //
 // Nothing else may set them: a switch that is on breaks a promise of
 // package conn on purpose.
