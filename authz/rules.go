@@ -57,23 +57,23 @@ type Rules struct {
 func NewRules(server string, allowScopes []string, toolScopes []ToolScope) (*Rules, error) {
 	var errs []error
 	if allowScopes != nil && len(allowScopes) == 0 {
-		errs = append(errs, fmt.Errorf("authz: server %q: allowScopes is empty: no caller but the operator could use the server; list the scopes that may, or omit it", server))
+		errs = append(errs, fmt.Errorf("mcp server %q: allowScopes is empty: no caller but the operator could use the server; list the scopes that may, or omit it", server))
 	}
 	for _, s := range allowScopes {
 		if why := CheckScope(s); why != "" {
-			errs = append(errs, fmt.Errorf("authz: server %q: allowScopes: %s", server, why))
+			errs = append(errs, fmt.Errorf("mcp server %q: allowScopes: %s", server, why))
 		}
 	}
 	for _, ts := range toolScopes {
 		if why := toolglob.Check(ts.Pattern); why != "" {
-			errs = append(errs, fmt.Errorf("authz: server %q: toolScopes: pattern %s", server, why))
+			errs = append(errs, fmt.Errorf("mcp server %q: toolScopes: pattern %s", server, why))
 		}
 		if len(ts.Scopes) == 0 {
-			errs = append(errs, fmt.Errorf("authz: server %q: toolScopes[%q] is empty: list the scopes of which a caller needs one", server, ts.Pattern))
+			errs = append(errs, fmt.Errorf("mcp server %q: toolScopes[%q] is empty: list the scopes of which a caller needs one", server, ts.Pattern))
 		}
 		for _, s := range ts.Scopes {
 			if why := CheckScope(s); why != "" {
-				errs = append(errs, fmt.Errorf("authz: server %q: toolScopes[%q]: %s", server, ts.Pattern, why))
+				errs = append(errs, fmt.Errorf("mcp server %q: toolScopes[%q]: %s", server, ts.Pattern, why))
 			}
 		}
 	}

@@ -214,7 +214,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		return s.disposeErr
 	case <-ctx.Done():
 		s.procs.killAll()
-		return fmt.Errorf("conn: closing %q: %w", s.cfg.Name, ctx.Err())
+		return fmt.Errorf("mcp server %q: close: %w", s.cfg.Name, ctx.Err())
 	}
 }
 
@@ -277,7 +277,7 @@ func (s *Supervisor) dispose() {
 // a server process may have outlived its supervisor.
 func (s *Supervisor) quiesced(ok bool) {
 	if !ok {
-		s.disposeErr = fmt.Errorf("conn: closing %q: a server process did not exit within %v: %w",
+		s.disposeErr = fmt.Errorf("mcp server %q: close: a server process did not exit within %v: %w",
 			s.cfg.Name, s.cfg.CloseTimeout, ErrIncompleteShutdown)
 		s.cfg.Logger.Error("shutdown may be incomplete: a server process did not exit within CloseTimeout ("+
 			s.cfg.CloseTimeout.String()+"); check for a leftover process",

@@ -8,11 +8,11 @@ import (
 
 // ErrInvalidSpec is matched (via errors.Is) by every error that [Spec.Validate]
 // and [New] return for a malformed table or options.
-var ErrInvalidSpec = errors.New("fsm: invalid spec")
+var ErrInvalidSpec = errors.New("invalid spec")
 
 // ErrInvalidEvent is matched (via errors.Is) by every [*EventError]: the event
 // is not permitted in the machine's current state.
-var ErrInvalidEvent = errors.New("fsm: event not permitted")
+var ErrInvalidEvent = errors.New("event not permitted")
 
 // SpecError reports one offending entry of a [Spec] (or of the [Options]
 // passed to [New]). It matches errors.Is(err, ErrInvalidSpec).

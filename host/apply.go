@@ -17,7 +17,7 @@ import (
 
 // ErrNoPath is returned by [Host.Reload] when Options.Path is empty: the
 // host has no file to re-read.
-var ErrNoPath = errors.New("host: cannot reload: no config file (Options.Path is empty)")
+var ErrNoPath = errors.New("cannot reload: no config file (Options.Path is empty)")
 
 // Changes is what [Host.Apply] did, by server name.
 type Changes struct {

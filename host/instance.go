@@ -42,7 +42,7 @@ func (h *Host) StartInstance(ctx context.Context, server string, configure func(
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.retired {
-		return nil, fmt.Errorf("host: server %q %w: it was stopped", server, conn.ErrClosed)
+		return nil, fmt.Errorf("mcp server %q: %w: it was stopped", server, conn.ErrClosed)
 	}
 	sup, err := h.opts.StartInstance(ctx, c)
 	if err != nil {

@@ -153,7 +153,7 @@ func (fs *Flows) Start(lc LoginConfig) (*Flow, bool) {
 		switch cause := context.Cause(ctx); {
 		case err == nil:
 		case errors.Is(cause, expired):
-			err = fmt.Errorf("server %q: no sign-in within %v: the sign-in ended", lc.Server, fs.cfg.Timeout)
+			err = fmt.Errorf("mcp server %q: no sign-in within %v: the sign-in ended", lc.Server, fs.cfg.Timeout)
 		case errors.Is(cause, ErrFlowCanceled):
 			err = ErrFlowCanceled
 		case fs.ctx.Err() != nil:

@@ -100,10 +100,10 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Client.CallbackPort)))
 		if err != nil {
 			if cfg.Client.CallbackPort != 0 {
-				return nil, fmt.Errorf("%w: server %q: oauth.callbackPort %d: %v; stop what listens there, or register another port with the authorization server and set oauth.callbackPort to it",
-					ErrCallbackPort, cfg.Server, cfg.Client.CallbackPort, err)
+				return nil, fmt.Errorf("mcp server %q: %w: oauth.callbackPort %d: %v; stop what listens there, or register another port with the authorization server and set oauth.callbackPort to it",
+					cfg.Server, ErrCallbackPort, cfg.Client.CallbackPort, err)
 			}
-			return nil, fmt.Errorf("server %q: cannot listen for the sign-in's redirect on %s: %w", cfg.Server, host, err)
+			return nil, fmt.Errorf("mcp server %q: cannot listen for the sign-in's redirect on %s: %w", cfg.Server, host, err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		redirect = fmt.Sprintf("http://localhost:%d/callback", port)
@@ -152,14 +152,14 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 			select {
 			case r, ok := <-wait:
 				if !ok {
-					return nil, fmt.Errorf("server %q: no sign-in arrived within %v: start it again", cfg.Server, cfg.RedirectTTL)
+					return nil, fmt.Errorf("mcp server %q: no sign-in arrived within %v: start it again", cfg.Server, cfg.RedirectTTL)
 				}
 				if r.err != nil {
 					return nil, r.err
 				}
 				return r.res, nil
 			case <-ctx.Done():
-				return nil, fmt.Errorf("server %q: no sign-in arrived: %w", cfg.Server, ctx.Err())
+				return nil, fmt.Errorf("mcp server %q: no sign-in arrived: %w", cfg.Server, ctx.Err())
 			}
 		},
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
@@ -195,12 +195,12 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: %w", cfg.Server, err)
+		return nil, fmt.Errorf("mcp server %q: %w", cfg.Server, err)
 	}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "mcpfsm-auth-login", Version: "1"}, nil)
 	sess, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: cfg.Resource, HTTPClient: &client, OAuthHandler: h}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: sign-in failed: %w", cfg.Server, scrub(err))
+		return nil, fmt.Errorf("mcp server %q: sign-in failed: %w", cfg.Server, scrub(err))
 	}
 	// A tools/list may ask for more scope (step-up); the handler signs
 	// in again for it.
@@ -214,9 +214,9 @@ func Login(ctx context.Context, cfg LoginConfig) (*Credential, error) {
 	mu.Unlock()
 	if c == nil {
 		if lerr != nil {
-			return nil, fmt.Errorf("server %q: sign-in failed: %w", cfg.Server, scrub(lerr))
+			return nil, fmt.Errorf("mcp server %q: sign-in failed: %w", cfg.Server, scrub(lerr))
 		}
-		return nil, fmt.Errorf("server %q: the server did not ask for a sign-in: it needs none (or takes the config's headers)", cfg.Server)
+		return nil, fmt.Errorf("mcp server %q: the server did not ask for a sign-in: it needs none (or takes the config's headers)", cfg.Server)
 	}
 	c.Issuer = rec.issuerSeen()
 	c.Saved = time.Now()
