@@ -986,3 +986,26 @@ func (l *logLimiter) allow(now time.Time, every time.Duration) (ok bool, heldBac
 	heldBack, l.last, l.suppressed = l.suppressed, now, 0
 	return true, heldBack
 }
+
+// answerWaiters gives every Reconnect waiting on the attempt its outcome.
+func (s *Supervisor) answerWaiters(err error) {
+	answer(s.waiters, err)
+	s.waiters = nil
+}
+
+func answer(waiters []chan<- error, err error) {
+	for _, w := range waiters {
+		w <- err
+	}
+}
+
+// stuckReleased runs when the process that halted reconnecting has exited
+// after all: Reconnect may start again, and the operator is told so.
+func (s *Supervisor) stuckReleased() {
+	s.stuckGone = true
+	if s.machine.State() != Halted {
+		return
+	}
+	s.cfg.Logger.Info("the server process that halted reconnecting has exited; Reconnect can start the server again",
+		"server", s.cfg.Name, "state", string(Halted), "generation", s.stuck.id)
+}

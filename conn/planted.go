@@ -22,7 +22,9 @@ func plantFence(fenced bool) bool { return fenced && !bugs.NoGenerationFence }
 // bugs.SkipCloseBarrier.
 func plantCloseBarrier(gone <-chan struct{}) <-chan struct{} {
 	if bugs.SkipCloseBarrier {
-		return closedChan
+		closed := make(chan struct{})
+		close(closed)
+		return closed
 	}
 	return gone
 }

@@ -42,8 +42,6 @@ func (s *Supervisor) Reconnect(ctx context.Context) error {
 	}
 }
 
-func (s *Supervisor) closedErr() error { return fmt.Errorf("mcp server %q: %w", s.cfg.Name, ErrClosed) }
-
 // reconnect runs Reconnect on the loop. Every reply is buffered, so the
 // loop never waits on a caller who gave up.
 func (s *Supervisor) reconnect(reply chan<- error) {
@@ -79,27 +77,4 @@ func (s *Supervisor) reconnect(reply chan<- error) {
 	s.stuck, s.stuckGone = nil, false
 	s.waiters = append(s.waiters, reply)
 	s.fire(EventReconnect, Payload{MaxAttempts: s.cfg.policy.MaxAttempts, released: true, enabled: s.cfg.policy.Enabled})
-}
-
-// answerWaiters gives every Reconnect waiting on the attempt its outcome.
-func (s *Supervisor) answerWaiters(err error) {
-	answer(s.waiters, err)
-	s.waiters = nil
-}
-
-func answer(waiters []chan<- error, err error) {
-	for _, w := range waiters {
-		w <- err
-	}
-}
-
-// stuckReleased runs when the process that halted reconnecting has exited
-// after all: Reconnect may start again, and the operator is told so.
-func (s *Supervisor) stuckReleased() {
-	s.stuckGone = true
-	if s.machine.State() != Halted {
-		return
-	}
-	s.cfg.Logger.Info("the server process that halted reconnecting has exited; Reconnect can start the server again",
-		"server", s.cfg.Name, "state", string(Halted), "generation", s.stuck.id)
 }

@@ -445,3 +445,5 @@ func (s *Supervisor) logTransition(t Transition) {
 func (s *Supervisor) Watch(ctx context.Context) <-chan Transition {
 	return s.watch.add(ctx)
 }
+
+func (s *Supervisor) closedErr() error { return fmt.Errorf("mcp server %q: %w", s.cfg.Name, ErrClosed) }
