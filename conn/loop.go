@@ -783,13 +783,18 @@ func (s *Supervisor) armProbe(p Payload) {
 }
 
 // swap is phase two of a tool sync, run on the loop: the status counts
-// g's hidden tools, and the publisher swaps next in (see
-// [publisher.swap]).
+// g's hidden tools, the publisher swaps next in (see [publisher.swap]),
+// and a tool it could not restore after a failed swap is logged.
 func (s *Supervisor) swap(g *generation, next []Tool) error {
 	s.mu.Lock()
 	s.status.HiddenTools = int(g.hidden.Load())
 	s.mu.Unlock()
-	return s.pub.swap(g.id, next)
+	lost, err := s.pub.swap(next)
+	for _, l := range lost {
+		s.cfg.Logger.Error("tool dropped: the registry refused to restore it after a failed swap; use a registry that implements conn.Replacer",
+			"server", s.cfg.Name, "generation", g.id, "tool", l.tool.Name, "err", l.err)
+	}
+	return err
 }
 
 func (s *Supervisor) setToolNames(names []string) {

@@ -1,21 +1,18 @@
 package conn
 
-import (
-	"fmt"
-	"log/slog"
-)
+import "fmt"
 
 // publisher puts one supervisor's tools in its [Registry] and its server's
 // listing in its [Catalog], and takes them out again. It owns the list of
 // what it registered. The supervisor's loop is its only caller, one call
 // at a time, so it needs no lock; setNames, which it calls before and
 // after every change of the registry, is the supervisor's, and takes the
-// supervisor's status lock.
+// supervisor's status lock. It logs nothing: what it could not restore it
+// returns to the supervisor, which logs it.
 type publisher struct {
 	server   string
 	registry Registry
-	catalog  *Catalog // nil: Config.Catalog is not set
-	logger   *slog.Logger
+	catalog  *Catalog       // nil: Config.Catalog is not set
 	setNames func([]string) // sets the status's tool names
 	tools    []published    // what the registry holds of this supervisor
 }
@@ -25,14 +22,22 @@ type published struct {
 	unregister func()
 }
 
+// unrestored is a tool of the previous listing that the registry refused
+// to take back after a failed swap.
+type unrestored struct {
+	tool Tool
+	err  error
+}
+
 // swap is phase two of a tool sync: unregister the previous generation's
 // tools and register the next ones, all or nothing. When the registry
 // refuses one, the next tools registered so far are removed and the
-// previous ones restored. gen is the generation of next, for the log.
+// previous ones restored; those the registry refuses to take back are
+// returned in lost.
 //
 // The status names the next tools before the registry changes: whoever
 // wakes on the registry's change and reads the status sees them.
-func (p *publisher) swap(gen uint64, next []Tool) error {
+func (p *publisher) swap(next []Tool) (lost []unrestored, err error) {
 	names := make([]string, len(next))
 	for i, t := range next {
 		names[i] = t.Name
@@ -46,14 +51,14 @@ func (p *publisher) swap(gen uint64, next []Tool) error {
 		uns, err := rp.Replace(oldTools, next)
 		if err != nil {
 			p.setTools()
-			return fmt.Errorf("register tools: %w", err)
+			return nil, fmt.Errorf("register tools: %w", err)
 		}
 		p.tools = make([]published, len(next))
 		for i, t := range next {
 			p.tools[i] = published{t, uns[i]}
 		}
 		p.setTools()
-		return nil
+		return nil, nil
 	}
 	old := p.tools
 	for _, pt := range old {
@@ -70,20 +75,19 @@ func (p *publisher) swap(gen uint64, next []Tool) error {
 			for _, pt := range old {
 				un, rerr := p.registry.Register(pt.tool)
 				if rerr != nil {
-					p.logger.Error("tool dropped: the registry refused to restore it after a failed swap; use a registry that implements conn.Replacer",
-						"server", p.server, "generation", gen, "tool", pt.tool.Name, "err", rerr)
+					lost = append(lost, unrestored{pt.tool, rerr})
 					continue
 				}
 				p.tools = append(p.tools, published{pt.tool, un})
 			}
 			p.setTools()
-			return fmt.Errorf("register tool %q: %w", t.Name, err)
+			return lost, fmt.Errorf("register tool %q: %w", t.Name, err)
 		}
 		added = append(added, published{t, un})
 	}
 	p.tools = added
 	p.setTools()
-	return nil
+	return nil, nil
 }
 
 // unpublish drops the server's catalog listing and unregisters every tool.

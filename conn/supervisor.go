@@ -99,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		ready:   make(chan struct{}),
 		gate:    newCallGate(r.Clock, r.Name, r.MaxConcurrentCalls, r.CallTimeout),
 	}
-	s.pub = &publisher{server: r.Name, registry: r.Registry, catalog: r.Catalog, logger: r.Logger, setNames: s.setToolNames}
+	s.pub = &publisher{server: r.Name, registry: r.Registry, catalog: r.Catalog, setNames: s.setToolNames}
 	s.budget = policy.NewBudget(r.policy, r.Clock)
 	if res, ok := r.Registry.(ServerReserver); ok {
 		if s.release, err = res.Reserve(r.Name); err != nil {
