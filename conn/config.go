@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated upstream (SEP-2577) but still served; checkClient and cloneRoots validate them.
+
 package conn
 
 import (
