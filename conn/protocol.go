@@ -167,9 +167,6 @@ func (g *generation) open(ctx context.Context) (mcp.Transport, error) {
 	}
 	if !g.attach(func() {
 		g.transport = t
-		// An end reported so far was of the attempt's previous
-		// transport (one that taught the supervisor a protocol): no news.
-		g.life.early, g.life.earlyExited = false, false
 		if term, ok := t.(Terminator); ok {
 			g.sup.procs.add(term)
 		}
