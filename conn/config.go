@@ -86,6 +86,21 @@ type Config struct {
 	// version answer with it and the session uses theirs; Status.Protocol
 	// says which was negotiated.
 	ProtocolVersion string
+	// PreferClassic, with ProtocolVersion empty, asks for
+	// ClassicProtocolVersion on every attempt, as pinning it would,
+	// until a server refuses the classic initialize handshake: one that
+	// answers initialize with a JSON-RPC error (a server of
+	// StatelessProtocolVersion only) is probed with server/discover at
+	// DefaultProtocolVersion within the same attempt and its
+	// ConnectTimeout, after its first transport's process (if any) is
+	// gone, and the supervisor asks for DefaultProtocolVersion from then
+	// on. The fallback is not a failed attempt: it spends no outage
+	// budget, and no two processes of the server are ever alive. A
+	// gateway whose clients speak the classic era sets it, so that a
+	// server written for that era sends its requests during a call as it
+	// would to them, while a server that speaks only the stateless
+	// protocol still comes up. Ignored when ProtocolVersion is set.
+	PreferClassic bool
 	// KeepAlive, if positive, pings the server at this interval on Clock,
 	// each ping bounded by the same interval; a server that does not
 	// answer (hung, or its connection silently gone) has its session

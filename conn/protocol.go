@@ -2,11 +2,13 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn/internal/transport"
 	"github.com/mcpfsm/mcpfsm/internal/redact"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,20 +30,27 @@ const StatelessProtocolVersion = "2026-07-28"
 func newProtocol(version string) bool { return version >= StatelessProtocolVersion }
 
 // requestVersion is the protocol version the next attempt asks for, and
-// whether a server dying on its probe teaches the supervisor to use the
-// classic handshake: only when no version is pinned. The host's handlers
-// (Config.Roots, Client's elicitation and sampling handlers) do not change
-// it: on 2026-07-28 a server asks for input in a call's result
+// what the attempt may learn: whether a server dying on its probe teaches
+// the supervisor to use the classic handshake (only when no version is
+// pinned or preferred), and whether a server refusing the classic
+// handshake teaches it to use the stateless protocol (only when
+// Config.PreferClassic asks for the classic one). The host's handlers
+// (Config.Roots, Client's elicitation and sampling handlers) do not
+// change it: on 2026-07-28 a server asks for input in a call's result
 // (input_required, SEP-2322), and the SDK's client answers each round
 // through those same handlers and sends the call again.
-func (s *Supervisor) requestVersion() (version string, learn bool) {
-	if s.cfg.ProtocolVersion != "" {
-		return s.cfg.ProtocolVersion, false
+func (s *Supervisor) requestVersion() (version string, learnClassic, learnModern bool) {
+	switch {
+	case s.cfg.ProtocolVersion != "":
+		return s.cfg.ProtocolVersion, false, false
+	case s.cfg.PreferClassic && s.modern.Load():
+		return DefaultProtocolVersion, false, false
+	case s.cfg.PreferClassic:
+		return ClassicProtocolVersion, false, true
+	case s.classic.Load():
+		return ClassicProtocolVersion, false, false
 	}
-	if s.classic.Load() {
-		return ClassicProtocolVersion, false
-	}
-	return DefaultProtocolVersion, true
+	return DefaultProtocolVersion, true, false
 }
 
 // handshake connects a fresh client over t at the version the supervisor
@@ -51,12 +60,20 @@ func (s *Supervisor) requestVersion() (version string, learn bool) {
 // waits for the first transport's process to be gone, opens a second one
 // and initializes it, all within this attempt and its ConnectTimeout, so
 // the learning spends no outage budget and never has two processes alive.
+// The reverse, with Config.PreferClassic, is learnt the same way from a
+// server that refuses the classic initialize (see modernHandshake).
 func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
 	s := g.sup
-	version, learn := s.requestVersion()
+	version, learn, modern := s.requestVersion()
 	sess, err := g.connectWire(ctx, t, version)
-	if err == nil || !learn {
-		return sess, err
+	if err == nil {
+		return sess, nil
+	}
+	if modern {
+		return g.modernHandshake(ctx, t, err)
+	}
+	if !learn {
+		return nil, err
 	}
 	w := g.wireConn()
 	if w == nil || !w.DiedOnDiscover() || ctx.Err() != nil {
@@ -68,14 +85,7 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 	// its exit is the attempt's cause. Later attempts use the classic
 	// handshake all the same (every server answers it), one process each.
 	s.classic.Store(true)
-	if term, ok := t.(Terminator); ok {
-		select {
-		case <-term.Terminate():
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the server that died on %s to exit: %w", transport.MethodDiscover, causeOf(ctx, ctx.Err()))
-		}
-	}
-	t2, err2 := g.open(ctx)
+	t2, err2 := g.reopen(ctx, t, "waiting for the server that died on "+transport.MethodDiscover+" to exit")
 	if err2 != nil {
 		return nil, err2
 	}
@@ -90,6 +100,59 @@ func (g *generation) handshake(ctx context.Context, t mcp.Transport) (*mcp.Clien
 		transport.MethodDiscover, version, ClassicProtocolVersion),
 		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
 	return sess, nil
+}
+
+// modernHandshake follows a classic initialize that failed with err,
+// when Config.PreferClassic asked for it: a server that answered it with
+// a JSON-RPC error (not a refused credential, not a transport failure)
+// is alive and speaks JSON-RPC, and may speak only the stateless
+// protocol. Within the same attempt, once the first transport's process
+// (if any) is gone, a second transport is probed with server/discover at
+// DefaultProtocolVersion; if the server answers it, the supervisor asks
+// for that protocol from now on. Otherwise the attempt fails with err,
+// the classic handshake's refusal, and nothing is learnt.
+func (g *generation) modernHandshake(ctx context.Context, t mcp.Transport, err error) (*mcp.ClientSession, error) {
+	s := g.sup
+	var refusal *jsonrpc.Error
+	if !errors.As(err, &refusal) || g.authRefused() != 0 || ctx.Err() != nil {
+		return nil, err
+	}
+	t2, err2 := g.reopen(ctx, t, "waiting for the server that refused the classic initialize handshake to exit")
+	if err2 != nil {
+		return nil, err2
+	}
+	sess, err2 := g.connectWire(ctx, t2, DefaultProtocolVersion)
+	if err2 == nil && !newProtocol(g.protocol) {
+		// It answered initialize this time (the SDK falls back to it
+		// when server/discover fails): no protocol matter after all.
+		return sess, nil
+	}
+	if err2 != nil {
+		s.cfg.Logger.Debug(fmt.Sprintf("the server refused the classic initialize handshake (%s) and the %s probe of protocol %s too",
+			ClassicProtocolVersion, transport.MethodDiscover, DefaultProtocolVersion),
+			"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err2))
+		return nil, err
+	}
+	s.modern.Store(true)
+	s.cfg.Logger.Warn(fmt.Sprintf("server refused the classic initialize handshake (%s) but answered the %s probe of protocol %s: using it from now on",
+		ClassicProtocolVersion, transport.MethodDiscover, g.protocol),
+		"server", s.cfg.Name, "generation", g.id, "err", redact.Error(err))
+	return sess, nil
+}
+
+// reopen waits, within ctx, for the process of t (if it has one) to be
+// gone, then opens the generation's next transport: an attempt that
+// learns a protocol never has two processes of the server alive. waiting
+// says what a wait that ctx ended was for.
+func (g *generation) reopen(ctx context.Context, t mcp.Transport, waiting string) (mcp.Transport, error) {
+	if term, ok := t.(Terminator); ok {
+		select {
+		case <-term.Terminate():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: %w", waiting, causeOf(ctx, ctx.Err()))
+		}
+	}
+	return g.open(ctx)
 }
 
 // open opens a fresh transport and makes it the generation's, unless

@@ -75,6 +75,7 @@ type Supervisor struct {
 
 	ext     sessionState // the session beyond its tools (session.go)
 	classic atomic.Bool  // the server died on the discover probe: use initialize (protocol.go)
+	modern  atomic.Bool  // the server refused the classic initialize: use discover (protocol.go)
 }
 
 // Start validates cfg and starts supervising the server. Invalid

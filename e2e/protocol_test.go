@@ -93,3 +93,29 @@ func first(s []string) string {
 	}
 	return s[0]
 }
+
+// TestRefusedClassicHandshakeIsLearnedOverStdio: with PreferClassic, a
+// stdio server that refuses the classic initialize handshake (one of
+// 2026-07-28 only) is connected in the same attempt with server/discover,
+// by a second process started once the first is gone; the first
+// process's exit is no loss of the connection that follows.
+func TestRefusedClassicHandshakeIsLearnedOverStdio(t *testing.T) {
+	e := newEnv(t)
+	e.start(conn.Config{Transport: e.command("-refuse-initialize"), Reconnect: disabled(), PreferClassic: true})
+	e.rec.Await(t, wait, conn.Established)
+	if st := e.sup.Status(); st.Protocol != conn.StatelessProtocolVersion || st.Attempt != 0 {
+		t.Errorf("Status protocol %q attempt %d, want %s and 0", st.Protocol, st.Attempt, conn.StatelessProtocolVersion)
+	}
+	pids := e.pids()
+	if len(pids) != 2 {
+		t.Fatalf("%d processes started, want 2 (refused initialize, then server/discover)", len(pids))
+	}
+	if alive(pids[0]) {
+		t.Errorf("the process that refused initialize (%d) is still alive beside its successor", pids[0])
+	}
+	e.mustEcho("hello")
+	e.mustEcho("again")
+	if n := e.rec.Count(conn.LostReconnecting) + e.rec.Count(conn.LostDisabled); n != 0 {
+		t.Errorf("the connection was lost %d time(s):\n%s", n, e.rec.Dump())
+	}
+}

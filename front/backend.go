@@ -28,6 +28,15 @@ func (b backend) status() (conn.Status, bool) {
 	return b.f.status(b.server)
 }
 
+// sharedIsModern reports whether server's shared instance speaks the
+// stateless protocol (its configuration pins it, or the server refused
+// the classic handshake): it then serves the 2026-07-28 clients too,
+// and no instance of their era is started.
+func (f *Front) sharedIsModern(server string) bool {
+	st, ok := f.status(server)
+	return ok && st.Protocol >= conn.StatelessProtocolVersion
+}
+
 // errServerDown: a request would start an instance of a server whose
 // shared instance is not established.
 var errServerDown = errors.New("the server is down")
@@ -41,7 +50,7 @@ var errServerDown = errors.New("the server is down")
 func (c *client) backend(ctx context.Context, server string) (backend, error) {
 	f := c.f
 	if !c.isolated(server) {
-		if c.kind == subjectClient {
+		if c.kind == subjectClient && !f.sharedIsModern(server) {
 			if ei := f.eraInstance(server); ei != nil {
 				return c.eraBackend(ctx, server, ei)
 			}

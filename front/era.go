@@ -95,11 +95,14 @@ func (f *Front) serverError(wire *jsonrpc.Error) error {
 // conn.ClassicProtocolVersion, so that a server that sends its requests
 // during a call (as servers written for that era do, and may still do
 // after answering server/discover) serves it as it would serve it
-// alone; a 2026-07-28 client's asks for conn's default, whose input
-// requests come back in the call's result under the server's keys, as
-// they would to that client alone.
+// alone, and falls back to the stateless protocol only for a server
+// that refuses the classic handshake (conn.Config's PreferClassic: the
+// era bridge then brings that server's input requests to the client);
+// a 2026-07-28 client's asks for conn's default, whose input requests
+// come back in the call's result under the server's keys, as they
+// would to that client alone.
 func (c *client) pinEra(cfg *conn.Config) {
 	if cfg.ProtocolVersion == "" && c.kind != subjectClient {
-		cfg.ProtocolVersion = conn.ClassicProtocolVersion
+		cfg.PreferClassic = true
 	}
 }

@@ -374,8 +374,9 @@ func (f *Front) supervisors() []*conn.Supervisor {
 
 // Configure sets what of a shared instance's conn.Config the front
 // serves it with: the classic era when the configuration pins no
-// protocol version (2026-07-28 clients then get a shared instance of
-// their own era, started on their first request), its client options
+// protocol version, unless the server refuses it (conn.Config's
+// PreferClassic; 2026-07-28 clients then get a shared instance of their
+// own era, started on their first request), its client options
 // and receiving middleware (the
 // server's requests and notifications reach the client they belong to),
 // its transitions observed ([Front.Observe]), and, on the stdio front,
@@ -390,9 +391,12 @@ func (f *Front) Configure(server string, c *conn.Config) {
 	// The 2026-07-28 clients then get a shared instance of their own era
 	// (erainstance.go); with a pinned version, this one serves both (the
 	// era bridge turns a classic server's requests into input requests).
+	// A server that refuses the classic handshake (one of 2026-07-28
+	// only) gets the stateless protocol all the same (conn learns it
+	// within the attempt), and this instance then serves both too.
 	f.eras.want(server, c.ProtocolVersion == "")
 	if c.ProtocolVersion == "" {
-		c.ProtocolVersion = conn.ClassicProtocolVersion
+		c.PreferClassic = true
 	}
 	if f.opts.Tracer != nil {
 		c.Propagate = f.opts.Tracer.Propagate

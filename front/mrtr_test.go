@@ -243,28 +243,38 @@ func TestBackendErrorKeepsItsData(t *testing.T) {
 	}
 }
 
+// asks says what protocol an instance of cfg asks for.
+func asks(cfg conn.Config) string {
+	if cfg.ProtocolVersion == "" && cfg.PreferClassic {
+		return "classic, stateless if refused"
+	}
+	return cfg.ProtocolVersion
+}
+
 // A client's own instance speaks the client's era to its server unless
 // the configuration pins a version: classic for a stdio client or a
 // 2025-11-25 session (a server may send it requests during a call, as it
-// would alone), conn's default for a 2026-07-28 client.
+// would alone) unless the server refuses it, conn's default for a
+// 2026-07-28 client.
 func TestOwnInstancesSpeakTheirClientsEra(t *testing.T) {
 	f := New(Options{Registry: conn.NewRegistry(), Backends: newFakeBackends()})
 	defer func() { _ = f.Close(context.Background()) }()
+	const classic = "classic, stateless if refused"
 	for _, tc := range []struct {
 		kind   clientKind
 		pinned string
 		want   string
 	}{
-		{stdioClient, "", conn.ClassicProtocolVersion},
-		{sessionClient, "", conn.ClassicProtocolVersion},
+		{stdioClient, "", classic},
+		{sessionClient, "", classic},
 		{subjectClient, "", ""},
 		{sessionClient, conn.StatelessProtocolVersion, conn.StatelessProtocolVersion},
 	} {
 		c := f.newClient(tc.kind, authz.Caller{})
 		cfg := conn.Config{ProtocolVersion: tc.pinned}
 		c.configure("a", &cfg, func(conn.Transition) {})
-		if cfg.ProtocolVersion != tc.want {
-			t.Errorf("client kind %d, pinned %q: the instance asks for %q, want %q", tc.kind, tc.pinned, cfg.ProtocolVersion, tc.want)
+		if got := asks(cfg); got != tc.want {
+			t.Errorf("client kind %d, pinned %q: the instance asks for %q, want %q", tc.kind, tc.pinned, got, tc.want)
 		}
 		c.close()
 	}
@@ -275,18 +285,19 @@ func TestOwnInstancesSpeakTheirClientsEra(t *testing.T) {
 // the classic era unless its configuration pins one: a server that sends
 // its requests during a call (sampling, elicitation) would have them
 // refused on a 2026-07-28 session, and the era bridge serves 2026-07-28
-// clients from a classic backend.
+// clients from a classic backend. A server that refuses the classic
+// handshake gets the stateless protocol (conn.Config.PreferClassic).
 func TestSharedInstancesSpeakTheClassicEra(t *testing.T) {
 	f := New(Options{Registry: conn.NewRegistry(), Backends: newFakeBackends()})
 	defer func() { _ = f.Close(context.Background()) }()
 	for _, tc := range []struct{ pinned, want string }{
-		{"", conn.ClassicProtocolVersion},
+		{"", "classic, stateless if refused"},
 		{conn.StatelessProtocolVersion, conn.StatelessProtocolVersion},
 	} {
 		cfg := conn.Config{ProtocolVersion: tc.pinned}
 		f.Configure("a", &cfg)
-		if cfg.ProtocolVersion != tc.want {
-			t.Errorf("pinned %q: the shared instance asks for %q, want %q", tc.pinned, cfg.ProtocolVersion, tc.want)
+		if got := asks(cfg); got != tc.want {
+			t.Errorf("pinned %q: the shared instance asks for %q, want %q", tc.pinned, got, tc.want)
 		}
 	}
 }

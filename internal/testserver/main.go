@@ -41,6 +41,7 @@ type options struct {
 	sleep         time.Duration
 	http          bool
 	stateless     bool
+	refuseInit    bool
 	ignoreSignals bool
 	envFile       string
 	lastWords     string
@@ -71,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.sleep, "sleep", 0, "sleep this long and exit, doing nothing else (the -setsid-holder process)")
 	flag.BoolVar(&o.http, "http", false, "serve Streamable HTTP on 127.0.0.1 (a free port) instead of stdio; print \"testserver: listening URL\" to stderr")
 	flag.BoolVar(&o.stateless, "stateless", false, "with -http: serve statelessly, as go-sdk serves protocol 2026-07-28 over HTTP")
+	flag.BoolVar(&o.refuseInit, "refuse-initialize", false, "answer the classic initialize handshake with a JSON-RPC error (-32022), as a server of protocol 2026-07-28 only, and keep serving server/discover")
 	flag.BoolVar(&o.ignoreSignals, "ignore-signals", false, "ignore SIGINT, SIGTERM and SIGHUP")
 	flag.StringVar(&o.envFile, "env-file", "", "write this process's environment to this file, one KEY=VALUE a line")
 	flag.IntVar(&o.tools, "tools", 0, "list this many extra tools (extra_00000...), over pages of 500")

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -68,6 +69,9 @@ func newServer(o options) *mcp.Server {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if o.recordMeta && !strings.HasPrefix(method, "notifications/") {
 				recordMeta(method, req)
+			}
+			if o.refuseInit && method == "initialize" {
+				return nil, &jsonrpc.Error{Code: -32022, Message: "Unsupported protocol version: this server speaks 2026-07-28 only"}
 			}
 			res, err := next(ctx, method, req)
 			if method == "tools/list" {
