@@ -78,7 +78,7 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 	}
 	end()
 	res, cut := c.limitResult(req.Extra, t.Server, name, res) // limits.go
-	c.auditedWith(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err, cut.record)
+	f.audit.request(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err, cut.record)
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:

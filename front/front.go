@@ -201,6 +201,7 @@ type Front struct {
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served
 
+	audit    auditor        // writes Options.Audit
 	logs     logRelay       // the shared instances' logging level
 	progress progressTokens // the calls that asked for progress
 	subs     sharedSubs     // the clients' subscriptions to shared resources
@@ -231,7 +232,8 @@ func New(o Options) *Front {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	return &Front{opts: o, clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
+	return &Front{opts: o, audit: auditor{log: o.Audit, clock: o.Clock},
+		clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
 }
 
 // Observe takes note of a transition of a shared instance. Pass it as

@@ -60,7 +60,7 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	})
 	res, _ := r.(*mcp.ReadResourceResult)
 	end()
-	c.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
+	c.f.audit.request(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err, nil)
 	if err != nil {
 		return nil, c.f.requestError(ctx, be, resourceOp(uri), err)
 	}
@@ -115,10 +115,10 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		res, _ := r.(*mcp.GetPromptResult)
 		end()
 		var args json.RawMessage
-		if c.f.opts.Audit != nil && len(req.Params.Arguments) > 0 {
+		if c.f.audit.log != nil && len(req.Params.Arguments) > 0 {
 			args, _ = json.Marshal(req.Params.Arguments)
 		}
-		c.audited(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err)
+		c.f.audit.request(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err, nil)
 		if err != nil {
 			return nil, c.f.requestError(ctx, be, promptOp(name), err)
 		}

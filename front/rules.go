@@ -85,7 +85,7 @@ func (c *client) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra, server st
 	if v == authz.Denied {
 		outcome = audit.OutcomeDenied
 	}
-	c.auditOutcome(ss, extra, auditKinds[kind], server, served, outcome)
+	f.audit.outcome(ss, extra, auditKinds[kind], server, served, outcome)
 	// A missing scope is invalid params, as a name the server does not
 	// have is, with the refusal's text.
 	var denied *authz.DeniedError
