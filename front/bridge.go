@@ -2,7 +2,6 @@ package front
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -38,20 +37,8 @@ func (c *client) newBridges() *bridge.Set {
 		// A lost call is over for the client, and no request of the
 		// backend is its any more, though it may take a moment to end
 		// on the backend.
-		Gone: c.dropCall,
+		Gone: c.calls.drop,
 	})
-}
-
-// dropCall removes the bridged call b from c's calls in flight.
-func (c *client) dropCall(b *bridge.Call) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for server, calls := range c.calls {
-		c.calls[server] = slices.DeleteFunc(calls, func(in *inflight) bool { return in.b == b })
-		if len(c.calls[server]) == 0 {
-			delete(c.calls, server)
-		}
-	}
 }
 
 // modern reports whether ss speaks 2026-07-28 or later: it takes a

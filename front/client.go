@@ -4,7 +4,6 @@ package front
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/benbjohnson/clock"
@@ -54,6 +53,7 @@ type client struct {
 	wg   sync.WaitGroup // the client's goroutines: its sync loop, roots reads
 
 	release func()      // frees the client's session slot, once
+	calls   *calls      // its requests in flight, by server
 	bridges *bridge.Set // its bridged calls, by requestState
 
 	rmu sync.Mutex // serialises roots reads, so the newest is applied last
@@ -65,7 +65,6 @@ type client struct {
 	rootsSeen bool // roots were read (or answered, for a modern client)
 	rootsDue  bool // the read at initialized failed: read at the next request
 	level     mcp.LoggingLevel
-	calls     map[string][]*inflight // server -> requests in flight there, oldest first
 	instances map[string]*instance.Instance
 	subs      map[target]map[string]bool
 	syncing   bool         // the sync loop of the client's own registry runs
@@ -74,23 +73,11 @@ type client struct {
 	idleSeq   uint64       // which arming of idle is current
 }
 
-// inflight is one request of a client in flight on a server.
-type inflight struct {
-	// ctx is the request's context in the client's server: a message sent
-	// under its values goes on the request's own stream.
-	ctx context.Context
-	ss  *mcp.ServerSession // the session that serves the request
-	b   *bridge.Call       // the bridged call, for a 2026-07-28 client
-	// logged has a value once a log message of the server was relayed
-	// during the request (see client.settleLogs).
-	logged chan struct{}
-}
-
 // newClient makes a client, serving what the registry lists now; add
 // makes it one of the front's.
 func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	c := &client{f: f, id: clientIDs.Add(1), kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
-		calls: map[string][]*inflight{}, instances: map[string]*instance.Instance{},
+		calls: newCalls(), instances: map[string]*instance.Instance{},
 		subs: map[target]map[string]bool{}}
 	if f.opts.Catalog != nil {
 		c.cat = conn.NewCatalog()
@@ -120,43 +107,10 @@ func (c *client) adopt(ss *mcp.ServerSession) {
 }
 
 // begin records a request of c in flight on server, made under ctx in
-// ss; the returned function ends it.
+// ss, and adopts ss as c's session; the returned function ends it.
 func (c *client) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge.Call) (*inflight, func()) {
-	in := &inflight{ctx: ctx, ss: ss, b: b, logged: make(chan struct{}, 1)}
 	c.adopt(ss)
-	c.mu.Lock()
-	c.calls[server] = append(c.calls[server], in)
-	c.mu.Unlock()
-	return in, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.calls[server] = slices.DeleteFunc(c.calls[server], func(x *inflight) bool { return x == in })
-		if len(c.calls[server]) == 0 {
-			delete(c.calls, server)
-		}
-	}
-}
-
-// newest is c's newest request in flight on server, or nil.
-func (c *client) newest(server string) *inflight {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if calls := c.calls[server]; len(calls) > 0 {
-		return calls[len(calls)-1]
-	}
-	return nil
-}
-
-// inFlight counts c's requests in flight on server and returns the
-// newest.
-func (c *client) inFlight(server string) (int, *inflight) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	calls := c.calls[server]
-	if len(calls) == 0 {
-		return 0, nil
-	}
-	return len(calls), calls[len(calls)-1]
+	return c.calls.begin(ctx, ss, server, b)
 }
 
 // isolated reports whether c has (or gets) an instance of its own of
