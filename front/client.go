@@ -54,16 +54,12 @@ type client struct {
 
 	release func()      // frees the client's session slot, once
 	calls   *calls      // its requests in flight, by server
+	roots   *roots      // its roots, as it last gave them
 	bridges *bridge.Set // its bridged calls, by requestState
-
-	rmu sync.Mutex // serialises roots reads, so the newest is applied last
 
 	mu        sync.Mutex
 	closed    bool
 	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
-	roots     []*mcp.Root
-	rootsSeen bool // roots were read (or answered, for a modern client)
-	rootsDue  bool // the read at initialized failed: read at the next request
 	level     mcp.LoggingLevel
 	instances map[string]*instance.Instance
 	subs      map[target]map[string]bool
@@ -84,10 +80,36 @@ func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	}
 	c.bridges = c.newBridges()
 	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.roots = &roots{logger: f.opts.Logger, ctx: c.ctx, spawn: c.background, forward: c.forwardRoots}
 	c.server = f.newServer(c)
 	c.view.init()
 	c.update()
 	return c
+}
+
+// initialized takes note of c's session, reads its roots and asks it to
+// open the sign-ins under way.
+func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	c.adopt(req.Session)
+	c.roots.fetch(req.Session)
+	c.askSignIns()
+}
+
+// background runs fn on a goroutine of c's, which close waits for, unless c
+// is closed; it reports whether it did.
+func (c *client) background(fn func()) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1) // under mu: close waits only after closed is set
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // session is c's session, if it has one yet.

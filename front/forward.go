@@ -322,7 +322,7 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if b == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
-	return c.rootsFrom(ctx, b, server)
+	return c.roots.from(ctx, b, server)
 }
 
 // keptKey carries a *kept to keepAnswer.

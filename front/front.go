@@ -403,7 +403,7 @@ func (f *Front) Configure(server string, c *conn.Config) {
 	owner := f.shared
 	f.mu.Unlock()
 	if owner != nil {
-		if roots, ok := owner.knownRoots(); ok {
+		if roots, ok := owner.roots.known(); ok {
 			c.Roots = roots
 		}
 	}

@@ -119,7 +119,7 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	if tr := c.f.opts.Tracer; tr != nil {
 		cfg.Propagate = tr.Propagate
 	}
-	if roots, ok := c.knownRoots(); ok {
+	if roots, ok := c.roots.known(); ok {
 		cfg.Roots = roots
 	}
 	next := cfg.OnTransition
@@ -167,14 +167,30 @@ func (f *Front) callerToken(subject string) func(context.Context) (string, error
 	}
 }
 
-// knownRoots are c's roots, if they were read.
+// forwardRoots sets roots on the instances that serve c as its own: its
+// per-client instances that run, and on the stdio front every shared
+// instance (roots.read). It takes c.mu to copy the instances, and no
+// lock while it sets them.
 //
-//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
-func (c *client) knownRoots() ([]*mcp.Root, bool) {
+//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+func (c *client) forwardRoots(roots []*mcp.Root) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.rootsSeen {
-		return nil, false
+	instances := c.instanceSet()
+	c.mu.Unlock()
+	// An instance that starts now is in the list: Running waits for its
+	// start (see instanceSet).
+	var sups []*conn.Supervisor
+	for _, in := range instances {
+		if sup := in.Running(); sup != nil {
+			sups = append(sups, sup)
+		}
 	}
-	return cloneRoots(c.roots), true
+	if c.kind == stdioClient {
+		sups = append(sups, c.f.supervisors()...)
+	}
+	for _, sup := range sups {
+		if err := sup.SetRoots(roots...); err != nil {
+			c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
+		}
+	}
 }

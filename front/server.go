@@ -19,7 +19,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions:            instructions,
 		InitializedHandler:      c.initialized,
-		RootsListChangedHandler: c.rootsChanged,
+		RootsListChangedHandler: c.roots.changed,
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	opts.Capabilities.Extensions = map[string]any{taskExtension: map[string]any{}} // tasks.go
@@ -37,7 +37,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
 	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
-	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
+	s.AddReceivingMiddleware(c.roots.middleware, c.levelMiddleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
