@@ -132,7 +132,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.
 // turn, and a message the server sent during the call should still
 // reach the client before the result, on the call's stream.
 func (c *client) settleLogs(ctx context.Context, in *inflight) {
-	if c.levelOf() == "" {
+	if c.levels.get() == "" {
 		return
 	}
 	quietFor(ctx, c.f.opts.Clock, in.logged)

@@ -55,12 +55,12 @@ type client struct {
 	release func()      // frees the client's session slot, once
 	calls   *calls      // its requests in flight, by server
 	roots   *roots      // its roots, as it last gave them
+	levels  *levels     // its logging level
 	bridges *bridge.Set // its bridged calls, by requestState
 
 	mu        sync.Mutex
 	closed    bool
 	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
-	level     mcp.LoggingLevel
 	instances map[string]*instance.Instance
 	subs      map[target]map[string]bool
 	syncing   bool         // the sync loop of the client's own registry runs
@@ -80,6 +80,7 @@ func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	}
 	c.bridges = c.newBridges()
 	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.levels = &levels{apply: c.applyLevel}
 	c.roots = &roots{logger: f.opts.Logger, ctx: c.ctx, spawn: c.background, forward: c.forwardRoots}
 	c.server = f.newServer(c)
 	c.view.init()

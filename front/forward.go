@@ -325,6 +325,51 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	return c.roots.from(ctx, b, server)
 }
 
+// relayLog sends a server's log message, with the server's name in front
+// of its logger name, to the client it belongs to (see [ErrNoPeer]). A
+// message no client can be named for is dropped, not sent to every
+// client. The SDK drops it for a session that set no level or a higher
+// one.
+func (f *Front) relayLog(ctx context.Context, server string, only *client, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	c, in, err := f.peer(ctx, server, only)
+	if err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		return
+	}
+	ss := c.sessionFor(in)
+	if ss == nil {
+		return // a modern client with no call in flight: nothing carries it
+	}
+	m := *p
+	m.Meta = nil
+	if m.Logger == "" {
+		m.Logger = server
+	} else {
+		m.Logger = server + "/" + m.Logger
+	}
+	// On the stream of the call it is about, if any; the session's other
+	// stream if that call has ended meanwhile.
+	sctx, cancel := onStream(ctx, in)
+	err = ss.Log(sctx, &m)
+	cancel()
+	if err != nil {
+		err = ss.Log(ctx, &m)
+	}
+	if err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		return
+	}
+	if in != nil {
+		select {
+		case in.logged <- struct{}{}: // the call waits for its messages (settleLogs)
+		default:
+		}
+	}
+}
+
 // keptKey carries a *kept to keepAnswer.
 type keptKey struct{}
 

@@ -194,3 +194,38 @@ func (c *client) forwardRoots(roots []*mcp.Root) {
 		}
 	}
 }
+
+// applyLevel sends level, which c has just set, to its instances that run
+// and to the shared instances, which get the most verbose level of any
+// client (levels.apply).
+//
+//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
+func (c *client) applyLevel(level mcp.LoggingLevel) {
+	c.mu.Lock()
+	servers := make([]string, 0, len(c.instances))
+	for name := range c.instances {
+		servers = append(servers, name)
+	}
+	c.mu.Unlock()
+	for _, name := range servers {
+		c.sendLevel(name)
+	}
+	c.f.sharedLevel()
+}
+
+// sendLevel sends c's level to its instance of server, if it runs.
+func (c *client) sendLevel(server string) {
+	level := c.levels.get()
+	if level == "" {
+		return
+	}
+	c.mu.Lock()
+	in := c.instances[server]
+	c.mu.Unlock()
+	if in == nil {
+		return
+	}
+	if sup := in.Running(); sup != nil {
+		c.f.setLevel(sup, level)
+	}
+}
