@@ -52,17 +52,17 @@ type client struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup // the client's goroutines: its sync loop, roots reads
 
-	release func()      // frees the client's session slot, once
-	calls   *calls      // its requests in flight, by server
-	roots   *roots      // its roots, as it last gave them
-	levels  *levels     // its logging level
-	bridges *bridge.Set // its bridged calls, by requestState
+	release func()         // frees the client's session slot, once
+	calls   *calls         // its requests in flight, by server
+	roots   *roots         // its roots, as it last gave them
+	levels  *levels        // its logging level
+	subs    *subscriptions // its resource subscriptions
+	bridges *bridge.Set    // its bridged calls, by requestState
 
 	mu        sync.Mutex
 	closed    bool
 	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
 	instances map[string]*instance.Instance
-	subs      map[target]map[string]bool
 	syncing   bool         // the sync loop of the client's own registry runs
 	busy      int          // requests in progress (a 2026-07-28 client's)
 	idle      *clock.Timer // ends a 2026-07-28 client left idle
@@ -73,8 +73,7 @@ type client struct {
 // makes it one of the front's.
 func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	c := &client{f: f, id: clientIDs.Add(1), kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
-		calls: newCalls(), instances: map[string]*instance.Instance{},
-		subs: map[target]map[string]bool{}}
+		calls: newCalls(), subs: &subscriptions{}, instances: map[string]*instance.Instance{}}
 	if f.opts.Catalog != nil {
 		c.cat = conn.NewCatalog()
 	}
@@ -154,8 +153,6 @@ func (c *client) close() {
 	}
 	c.closed = true
 	instances := c.instanceSet()
-	subs := c.subs
-	c.subs = map[target]map[string]bool{}
 	ss := c.ss
 	c.idleSeq++
 	if c.idle != nil {
@@ -167,7 +164,7 @@ func (c *client) close() {
 		_ = ss.Close() // the front ends it: its client hears of it
 	}
 	c.bridges.Close()
-	for t := range subs {
+	for _, t := range c.subs.take() {
 		if !c.isolated(t.server) {
 			c.f.unsubscribeShared(t)
 		}
