@@ -57,7 +57,7 @@ type client struct {
 	roots   *roots         // its roots, as it last gave them
 	levels  *levels        // its logging level
 	subs    *subscriptions // its resource subscriptions
-	bridges *bridge.Set    // its bridged calls, by requestState
+	bridges *bridges       // its bridged calls, by requestState
 
 	mu        sync.Mutex
 	closed    bool
@@ -77,7 +77,8 @@ func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	if f.opts.Catalog != nil {
 		c.cat = conn.NewCatalog()
 	}
-	c.bridges = c.newBridges()
+	c.bridges = newBridges(c, f.opts.Clock, f.opts.Logger, kind == subjectClient,
+		func(server string) bool { return !c.isolated(server) }, c.calls.drop)
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	c.levels = &levels{apply: c.applyLevel}
 	c.roots = &roots{logger: f.opts.Logger, ctx: c.ctx, spawn: c.background, forward: c.forwardRoots}

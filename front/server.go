@@ -44,7 +44,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
 	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
-	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
+	s.AddReceivingMiddleware(c.bridges.middleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.tasksMiddleware) // a tool call run as a task goes on through the bridge (tasks.go)
 	c.addTaskMethods(s)
 	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
