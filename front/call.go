@@ -77,7 +77,7 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 		c.settleLogs(ctx, in)
 	}
 	end()
-	res, cut := c.limitResult(req.Extra, t.Server, name, res) // limits.go
+	res, cut := f.results.limit(c.ownerOf(req.Extra), t.Server, name, res) // limits.go
 	f.audit.request(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err, cut.record)
 	var wire *jsonrpc.Error
 	switch {

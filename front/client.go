@@ -174,7 +174,7 @@ func (c *client) close() {
 		in.End()
 	}
 	c.search.close()
-	c.f.results.forget(c)
+	c.f.results.forget(c.id)
 	c.forgetTasks()
 	c.stop()
 	c.release()

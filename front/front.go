@@ -208,7 +208,7 @@ type Front struct {
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
 
-	results results  // the cut results kept for their callers (limits.go)
+	results *results // the cut results kept for their callers (limits.go)
 	tasks   taskRuns // the tool calls run as tasks (tasks.go)
 
 	eras eraInstances // the shared servers' instances for 2026-07-28 clients (erainstance.go)
@@ -232,7 +232,7 @@ func New(o Options) *Front {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	return &Front{opts: o, audit: auditor{log: o.Audit, clock: o.Clock},
+	return &Front{opts: o, audit: auditor{log: o.Audit, clock: o.Clock}, results: &results{lim: o.Limits, clock: o.Clock},
 		clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
 }
 

@@ -53,6 +53,15 @@ func (c *client) callerOf(extra *mcp.RequestExtra) authz.Caller {
 	return c.caller
 }
 
+// ownerOf is the owner of a result of c's request made with extra
+// (results.limit).
+func (c *client) ownerOf(extra *mcp.RequestExtra) resultOwner {
+	if caller := c.callerOf(extra); caller.Subject != "" {
+		return resultOwner{subject: caller.Subject}
+	}
+	return resultOwner{client: c.id}
+}
+
 // tokenCaller is the caller of a request authenticated as info. The
 // operator is the static token's TokenInfo only ([access.Operator]): an
 // OAuth token is never the operator, whatever its subject. A nil info is a

@@ -43,7 +43,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
-	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
+	s.AddReceivingMiddleware(f.results.middleware(c.ownerOf)) // a kept result (limits.go), before the catalog's reads
 	s.AddReceivingMiddleware(c.bridges.middleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.tasksMiddleware) // a tool call run as a task goes on through the bridge (tasks.go)
 	c.addTaskMethods(s)
