@@ -55,7 +55,7 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	}
 	defer be.done()
 	start := c.f.opts.Clock.Now()
-	r, err := c.f.traced(ctx, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
+	r, err := traced(ctx, c.f.opts.Tracer, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
 		return be.cat.ReadResource(ctx, t.server, t.uri)
 	})
 	res, _ := r.(*mcp.ReadResourceResult)
@@ -106,7 +106,7 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 				Message: c.f.describe(be, promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := c.f.opts.Clock.Now()
-		r, err := c.f.traced(ctx, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
+		r, err := traced(ctx, c.f.opts.Tracer, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
 			if meta := callMeta(req.Params.Meta, nil); len(meta) > 0 {
 				ctx = conn.WithCallMeta(ctx, meta)
 			}

@@ -47,7 +47,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	s.AddReceivingMiddleware(c.bridges.middleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.tasksMiddleware) // a tool call run as a task goes on through the bridge (tasks.go)
 	c.addTaskMethods(s)
-	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
+	s.AddReceivingMiddleware(traceMiddleware(f.opts.Tracer)) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
 	return s
 }
