@@ -236,8 +236,8 @@ type keptResult struct {
 // resultOwner is who may read a kept result: the caller's subject, or,
 // without one, the client itself (by its number, client.id).
 type resultOwner struct {
-	subject string
-	client  uint64
+	subject  string
+	clientID uint64
 }
 
 // results are the cut results kept for their owners, oldest first, and
@@ -309,13 +309,13 @@ func (r *results) remove(key string) {
 	}
 }
 
-// forget removes the results only the client numbered client may read,
-// when it ends.
-func (r *results) forget(client uint64) {
+// forget removes the results only the client numbered id may read, when
+// it ends.
+func (r *results) forget(id uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, key := range append([]string(nil), r.order...) {
-		if r.byID[key].owner.client == client {
+		if r.byID[key].owner.clientID == id {
 			r.remove(key)
 		}
 	}

@@ -55,7 +55,7 @@ func (c *client) ownerOf(extra *mcp.RequestExtra) resultOwner {
 	if caller := c.callerOf(extra); caller.Subject != "" {
 		return resultOwner{subject: caller.Subject}
 	}
-	return resultOwner{client: c.id}
+	return resultOwner{clientID: c.id}
 }
 
 // tokenCaller is the caller of a request authenticated as info. The
