@@ -32,7 +32,10 @@ const (
 // client is one client of the front, served apart from the others: its
 // own MCP server (so its own tool list and notifications), its calls in
 // flight, roots, logging level, subscriptions, bridged calls and
-// per-client instances. Nothing of one client's reaches another.
+// per-client instances. Nothing of one client's reaches another. The
+// concerns with state of their own are types the client makes at its
+// start and holds (calls, roots, levels, subscriptions, bridges), each
+// under a lock of its own; mu guards the fields that follow it.
 type client struct {
 	f       *Front
 	id      uint64 // names it in the logs of its instances (logAttrs)
@@ -59,7 +62,7 @@ type client struct {
 	subs    *subscriptions // its resource subscriptions
 	bridges *bridges       // its bridged calls, by requestState
 
-	mu        sync.Mutex
+	mu        sync.Mutex // released before an instance's method is called (see instanceSet)
 	closed    bool
 	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
 	instances map[string]*instance.Instance

@@ -80,8 +80,9 @@ func (c *client) startInstance(ctx context.Context, server string, observe func(
 
 // instanceSet is a copy of c's instances by server; c.mu must be held.
 // An instance's methods take its own lock, which is held while it
-// starts, and a start takes c.mu (configure): they are called on the
-// copy, with c.mu released.
+// starts, and a start reads c's roots (configure takes roots.mu) and
+// calls back into c (Established): they are called on the copy, with
+// c.mu released.
 func (c *client) instanceSet() map[string]*instance.Instance {
 	return maps.Clone(c.instances)
 }
