@@ -4,54 +4,56 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// audited records a finished request of ss in the audit trail, if there
-// is one.
-func (c *client) audited(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
-	args json.RawMessage, res *mcp.CallToolResult, err error) {
-	c.auditedWith(ss, extra, kind, server, name, start, args, res, err, nil)
+// auditor writes the front's audit records (Options.Audit) with the
+// front's clock. A nil log records nothing. It has no lock of its own:
+// audit.Log serialises its writers. The Front holds one, and the request
+// handlers of every client call it once a request ends or is refused.
+type auditor struct {
+	log   *audit.Log
+	clock clock.Clock
 }
 
-// auditedWith is audited, with more set in the record.
-func (c *client) auditedWith(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
+// request records a finished request of ss, which started at start, and
+// lets more, if not nil, add to the record.
+func (a auditor) request(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name string, start time.Time,
 	args json.RawMessage, res *mcp.CallToolResult, err error, more func(*audit.Record)) {
-	f := c.f
-	if f.opts.Audit == nil {
+	if a.log == nil {
 		return
 	}
 	r := audit.Record{Time: start, Server: server, Kind: kind, Name: name,
 		Outcome:  string(conn.ClassifyCall(res, err)),
-		Duration: float64(f.opts.Clock.Since(start)) / float64(time.Millisecond),
+		Duration: float64(a.clock.Since(start)) / float64(time.Millisecond),
 		ArgBytes: len(args), Args: args}
-	if ss != nil {
-		r.Session = ss.ID()
-	}
-	if extra != nil && extra.TokenInfo != nil {
-		r.Subject = extra.TokenInfo.UserID
-	}
+	fillCaller(&r, ss, extra)
 	if more != nil {
 		more(&r)
 	}
-	f.opts.Audit.Record(r)
+	a.log.Record(r)
 }
 
-// auditOutcome records a request of ss that the front answered itself,
-// with outcome, in the audit trail, if there is one.
-func (c *client) auditOutcome(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name, outcome string) {
-	f := c.f
-	if f.opts.Audit == nil {
+// outcome records a request of ss that the front answered itself, with
+// outcome.
+func (a auditor) outcome(ss *mcp.ServerSession, extra *mcp.RequestExtra, kind, server, name, outcome string) {
+	if a.log == nil {
 		return
 	}
-	r := audit.Record{Time: f.opts.Clock.Now(), Server: server, Kind: kind, Name: name, Outcome: outcome}
+	r := audit.Record{Time: a.clock.Now(), Server: server, Kind: kind, Name: name, Outcome: outcome}
+	fillCaller(&r, ss, extra)
+	a.log.Record(r)
+}
+
+// fillCaller sets the session and subject of r from the request's.
+func fillCaller(r *audit.Record, ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	if ss != nil {
 		r.Session = ss.ID()
 	}
 	if extra != nil && extra.TokenInfo != nil {
 		r.Subject = extra.TokenInfo.UserID
 	}
-	f.opts.Audit.Record(r)
 }

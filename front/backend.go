@@ -88,7 +88,7 @@ func (c *client) backend(ctx context.Context, server string) (backend, error) {
 		// The request that started the instance finds it as its client
 		// left the shared one: its logging level set. Its roots it had
 		// from its start (configure).
-		if level := c.levelOf(); level != "" {
+		if level := c.levels.get(); level != "" {
 			if err := setLevel(ctx, sup, level); err != nil {
 				f.opts.Logger.Debug("logging level not forwarded: "+err.Error(), "server", server, "level", level)
 			}

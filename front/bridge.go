@@ -2,7 +2,7 @@ package front
 
 import (
 	"context"
-	"slices"
+	"log/slog"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -23,14 +23,27 @@ const (
 	sharedInputWait = 30 * time.Second
 )
 
-// newBridges is c's set of bridged calls.
-func (c *client) newBridges() *bridge.Set {
-	return bridge.NewSet(bridge.Options{Clock: c.f.opts.Clock, Logger: c.f.opts.Logger, Owner: c,
+// bridges are one client's bridged calls (a bridge.Set, whose methods
+// it has) and the middleware that bridges the client's modern requests.
+// The bridge.Set holds its own lock; bridges adds no state after
+// newBridges. The client makes one at its start, adds its middleware to
+// the client's server, and closes it when the client ends; the relays of
+// the servers' requests find a call's client by the set's Owner.
+type bridges struct {
+	*bridge.Set
+	subject bool // the client is a 2026-07-28 subject's: every request of it is modern
+}
+
+// newBridges makes the bridged calls of the client owner. shared reports
+// whether a server is shared with other clients (its round trips wait
+// less), and gone is told of each call lost.
+func newBridges(owner any, clk clock.Clock, logger *slog.Logger, subject bool, shared func(server string) bool, gone func(*bridge.Call)) *bridges {
+	return &bridges{subject: subject, Set: bridge.NewSet(bridge.Options{Clock: clk, Logger: logger, Owner: owner,
 		// The requests a backend makes at once arrive within moments of
 		// each other, on the real clock whatever the front's.
 		GatherClock: clock.New(),
 		Wait: func(server string) time.Duration {
-			if server != "" && !c.isolated(server) {
+			if server != "" && shared(server) {
 				return sharedInputWait // a shared backend's other clients wait too
 			}
 			return inputWait
@@ -38,20 +51,8 @@ func (c *client) newBridges() *bridge.Set {
 		// A lost call is over for the client, and no request of the
 		// backend is its any more, though it may take a moment to end
 		// on the backend.
-		Gone: c.dropCall,
-	})
-}
-
-// dropCall removes the bridged call b from c's calls in flight.
-func (c *client) dropCall(b *bridge.Call) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for server, calls := range c.calls {
-		c.calls[server] = slices.DeleteFunc(calls, func(in *inflight) bool { return in.b == b })
-		if len(c.calls[server]) == 0 {
-			delete(c.calls, server)
-		}
-	}
+		Gone: gone,
+	})}
 }
 
 // modern reports whether ss speaks 2026-07-28 or later: it takes a
@@ -61,13 +62,13 @@ func modern(ss *mcp.ServerSession) bool {
 	return p == nil || p.ProtocolVersion >= conn.StatelessProtocolVersion
 }
 
-// bridgeMiddleware bridges the calls of a modern client: a tools/call,
+// middleware bridges the calls of a modern client: a tools/call,
 // prompts/get or resources/read runs on the backend across the client's
 // round trips; a classic client's goes on as it came.
-func (c *client) bridgeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (b *bridges) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if c.kind != subjectClient && (ss == nil || !modern(ss)) {
+		if !b.subject && (ss == nil || !modern(ss)) {
 			return next(ctx, method, req)
 		}
 		var name, state string
@@ -83,7 +84,7 @@ func (c *client) bridgeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		caps := bridge.CapabilitiesOf(req.GetParams().GetMeta())
-		return c.bridges.Round(ctx, method, name, state, answers, caps, func(ctx context.Context) (mcp.Result, error) {
+		return b.Round(ctx, method, name, state, answers, caps, func(ctx context.Context) (mcp.Result, error) {
 			// A backend's own state goes back as it made it, and its next
 			// one reaches the client marked if it could be taken for a
 			// bridged call's (a serve behind this one).

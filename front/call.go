@@ -77,8 +77,8 @@ func (c *client) invoke(ctx context.Context, req *mcp.CallToolRequest, name stri
 		c.settleLogs(ctx, in)
 	}
 	end()
-	res, cut := c.limitResult(req.Extra, t.Server, name, res) // limits.go
-	c.auditedWith(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err, cut.record)
+	res, cut := f.results.limit(c.ownerOf(req.Extra), t.Server, name, res) // limits.go
+	f.audit.request(req.Session, req.Extra, audit.KindTool, t.Server, name, start, req.Params.Arguments, res, err, cut.record)
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:
@@ -110,7 +110,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.
 	token := req.Params.GetProgressToken()
 	var relayed <-chan struct{}
 	if token != nil && req.Session != nil {
-		ours, route, forget := c.f.progress.add(ctx, c, t.Server, req.Session, token)
+		ours, route, forget := c.f.progress.add(ctx, c.calls, t.Server, req.Session, token)
 		defer forget()
 		more, relayed = mcp.Meta{"progressToken": ours}, route.relayed
 	}
@@ -120,9 +120,22 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest, t conn.
 	ctx = passInput(ctx, req.Params.InputResponses, req.Params.RequestState)
 	res, err = t.Call(ctx, args)
 	if err == nil && relayed != nil {
-		c.f.quietFor(ctx, relayed)
+		quietFor(ctx, c.f.opts.Clock, relayed)
 	}
 	return res, err
+}
+
+// settleLogs waits, after the server answered a call of c's, for the
+// log messages of the call when c asked for them (set a logging level):
+// the SDK hands a server's answer to the caller at once, but its
+// notifications (sent before the answer) to the middleware only in
+// turn, and a message the server sent during the call should still
+// reach the client before the result, on the call's stream.
+func (c *client) settleLogs(ctx context.Context, in *inflight) {
+	if c.levels.get() == "" {
+		return
+	}
+	quietFor(ctx, c.f.opts.Clock, in.logged)
 }
 
 // lossWait bounds how long a call whose connection ended waits for its

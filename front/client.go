@@ -4,7 +4,6 @@ package front
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/benbjohnson/clock"
@@ -33,7 +32,10 @@ const (
 // client is one client of the front, served apart from the others: its
 // own MCP server (so its own tool list and notifications), its calls in
 // flight, roots, logging level, subscriptions, bridged calls and
-// per-client instances. Nothing of one client's reaches another.
+// per-client instances. Nothing of one client's reaches another. The
+// concerns with state of their own are types the client makes at its
+// start and holds (calls, roots, levels, subscriptions, bridges), each
+// under a lock of its own; mu guards the fields that follow it.
 type client struct {
 	f       *Front
 	id      uint64 // names it in the logs of its instances (logAttrs)
@@ -53,54 +55,65 @@ type client struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup // the client's goroutines: its sync loop, roots reads
 
-	release func()      // frees the client's session slot, once
-	bridges *bridge.Set // its bridged calls, by requestState
+	release func()         // frees the client's session slot, once
+	calls   *calls         // its requests in flight, by server
+	roots   *roots         // its roots, as it last gave them
+	levels  *levels        // its logging level
+	subs    *subscriptions // its resource subscriptions
+	bridges *bridges       // its bridged calls, by requestState
 
-	rmu sync.Mutex // serialises roots reads, so the newest is applied last
-
-	mu        sync.Mutex
+	mu        sync.Mutex // released before an instance's method is called (see instanceSet)
 	closed    bool
 	ss        *mcp.ServerSession // its session, once known (stdio and 2025-11-25)
-	roots     []*mcp.Root
-	rootsSeen bool // roots were read (or answered, for a modern client)
-	rootsDue  bool // the read at initialized failed: read at the next request
-	level     mcp.LoggingLevel
-	calls     map[string][]*inflight // server -> requests in flight there, oldest first
 	instances map[string]*instance.Instance
-	subs      map[target]map[string]bool
 	syncing   bool         // the sync loop of the client's own registry runs
 	busy      int          // requests in progress (a 2026-07-28 client's)
 	idle      *clock.Timer // ends a 2026-07-28 client left idle
 	idleSeq   uint64       // which arming of idle is current
 }
 
-// inflight is one request of a client in flight on a server.
-type inflight struct {
-	// ctx is the request's context in the client's server: a message sent
-	// under its values goes on the request's own stream.
-	ctx context.Context
-	ss  *mcp.ServerSession // the session that serves the request
-	b   *bridge.Call       // the bridged call, for a 2026-07-28 client
-	// logged has a value once a log message of the server was relayed
-	// during the request (see client.settleLogs).
-	logged chan struct{}
-}
-
 // newClient makes a client, serving what the registry lists now; add
 // makes it one of the front's.
 func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	c := &client{f: f, id: clientIDs.Add(1), kind: kind, subject: caller.Subject, caller: caller, reg: conn.NewRegistry(), release: func() {},
-		calls: map[string][]*inflight{}, instances: map[string]*instance.Instance{},
-		subs: map[target]map[string]bool{}}
+		calls: newCalls(), subs: &subscriptions{}, instances: map[string]*instance.Instance{}}
 	if f.opts.Catalog != nil {
 		c.cat = conn.NewCatalog()
 	}
-	c.bridges = c.newBridges()
+	c.bridges = newBridges(c, f.opts.Clock, f.opts.Logger, kind == subjectClient,
+		func(server string) bool { return !c.isolated(server) }, c.calls.drop)
 	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.levels = &levels{apply: c.applyLevel}
+	c.roots = &roots{logger: f.opts.Logger, ctx: c.ctx, spawn: c.background, forward: c.forwardRoots}
 	c.server = f.newServer(c)
 	c.view.init()
 	c.update()
 	return c
+}
+
+// initialized takes note of c's session, reads its roots and asks it to
+// open the sign-ins under way.
+func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	c.adopt(req.Session)
+	c.roots.fetch(req.Session)
+	c.askSignIns()
+}
+
+// background runs fn on a goroutine of c's, which close waits for, unless c
+// is closed; it reports whether it did.
+func (c *client) background(fn func()) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1) // under mu: close waits only after closed is set
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // session is c's session, if it has one yet.
@@ -120,43 +133,10 @@ func (c *client) adopt(ss *mcp.ServerSession) {
 }
 
 // begin records a request of c in flight on server, made under ctx in
-// ss; the returned function ends it.
+// ss, and adopts ss as c's session; the returned function ends it.
 func (c *client) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge.Call) (*inflight, func()) {
-	in := &inflight{ctx: ctx, ss: ss, b: b, logged: make(chan struct{}, 1)}
 	c.adopt(ss)
-	c.mu.Lock()
-	c.calls[server] = append(c.calls[server], in)
-	c.mu.Unlock()
-	return in, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.calls[server] = slices.DeleteFunc(c.calls[server], func(x *inflight) bool { return x == in })
-		if len(c.calls[server]) == 0 {
-			delete(c.calls, server)
-		}
-	}
-}
-
-// newest is c's newest request in flight on server, or nil.
-func (c *client) newest(server string) *inflight {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if calls := c.calls[server]; len(calls) > 0 {
-		return calls[len(calls)-1]
-	}
-	return nil
-}
-
-// inFlight counts c's requests in flight on server and returns the
-// newest.
-func (c *client) inFlight(server string) (int, *inflight) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	calls := c.calls[server]
-	if len(calls) == 0 {
-		return 0, nil
-	}
-	return len(calls), calls[len(calls)-1]
+	return c.calls.begin(ctx, ss, server, b)
 }
 
 // isolated reports whether c has (or gets) an instance of its own of
@@ -177,8 +157,6 @@ func (c *client) close() {
 	}
 	c.closed = true
 	instances := c.instanceSet()
-	subs := c.subs
-	c.subs = map[target]map[string]bool{}
 	ss := c.ss
 	c.idleSeq++
 	if c.idle != nil {
@@ -190,7 +168,7 @@ func (c *client) close() {
 		_ = ss.Close() // the front ends it: its client hears of it
 	}
 	c.bridges.Close()
-	for t := range subs {
+	for _, t := range c.subs.take() {
 		if !c.isolated(t.server) {
 			c.f.unsubscribeShared(t)
 		}
@@ -199,7 +177,7 @@ func (c *client) close() {
 		in.End()
 	}
 	c.search.close()
-	c.f.results.forget(c)
+	c.f.results.forget(c.id)
 	c.forgetTasks()
 	c.stop()
 	c.release()

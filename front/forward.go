@@ -115,6 +115,40 @@ func (f *Front) clientMiddleware(server string, only *client) []mcp.Middleware {
 	}}
 }
 
+// relayProgress sends a server's progress notification to the client
+// whose call it is about, under the client's token, on that call's
+// stream. It reports whether the token was one of the front's.
+func (f *Front) relayProgress(ctx context.Context, server string, only *client, p *mcp.ProgressNotificationParams) bool {
+	if p == nil {
+		return false
+	}
+	var owner *calls
+	if only != nil {
+		owner = only.calls
+	}
+	r, ok := f.progress.lookup(p.ProgressToken, server, owner)
+	if !ok {
+		return false
+	}
+	m := *p
+	m.Meta = nil
+	m.ProgressToken = r.token
+	err := r.ss.NotifyProgress(withValues(ctx, r.ctx), &m)
+	if err != nil {
+		// The call may have ended meanwhile: the session's other stream
+		// still takes it.
+		err = r.ss.NotifyProgress(ctx, &m)
+	}
+	if err != nil {
+		f.opts.Logger.Debug("progress not relayed: "+err.Error(), "server", server)
+	}
+	select {
+	case r.relayed <- struct{}{}:
+	default:
+	}
+	return true
+}
+
 // peer is the client a request of server belongs to, and its call in
 // flight there if it has one: the bridged call the request's context
 // carries (a backend on 2026-07-28 asks in its call's result, and the
@@ -130,7 +164,7 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 	if only != nil && only.kind == subjectClient {
 		// The requests of one subject may be several clients': without a
 		// session, only the one call with the backend can be this one's.
-		n, in := only.withBackend(server)
+		n, in := only.calls.withBackend(server)
 		if n > 1 {
 			return nil, nil, fmt.Errorf("%w: %d calls of 2026-07-28 clients are in flight on server %q, which they share as one caller, and it cannot tell which one this request is for",
 				ErrNoPeer, n, server)
@@ -138,7 +172,7 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 		return only, in, nil
 	}
 	if only != nil {
-		return only, only.newest(server), nil
+		return only, only.calls.newest(server), nil
 	}
 	f.mu.Lock()
 	owner := f.shared
@@ -147,7 +181,7 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 	var newest *inflight
 	calls, clients := 0, 0
 	for _, c := range f.all() {
-		n, in := c.inFlight(server)
+		n, in := c.calls.count(server)
 		if n == 0 {
 			continue
 		}
@@ -163,23 +197,6 @@ func (f *Front) peer(ctx context.Context, server string, only *client) (*client,
 		return owner, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: no call of a client of mcpfsm is in flight on server %q, which its clients share", ErrNoPeer, server)
-}
-
-// withBackend counts c's requests in flight on server that are with the
-// backend, not awaiting c's answers to their input requests (a backend's
-// new request is not theirs), and returns the newest.
-func (c *client) withBackend(server string) (int, *inflight) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	var newest *inflight
-	for _, in := range c.calls[server] {
-		if in.b != nil && in.b.Awaiting() {
-			continue
-		}
-		n, newest = n+1, in
-	}
-	return n, newest
 }
 
 // bridgeFor is the bridged call that carries a request to c, if any.
@@ -305,7 +322,52 @@ func (f *Front) answerRoots(ctx context.Context, server string, only *client, ne
 	if b == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
-	return c.rootsFrom(ctx, b, server)
+	return c.roots.from(ctx, b, server)
+}
+
+// relayLog sends a server's log message, with the server's name in front
+// of its logger name, to the client it belongs to (see [ErrNoPeer]). A
+// message no client can be named for is dropped, not sent to every
+// client. The SDK drops it for a session that set no level or a higher
+// one.
+func (f *Front) relayLog(ctx context.Context, server string, only *client, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	c, in, err := f.peer(ctx, server, only)
+	if err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		return
+	}
+	ss := c.sessionFor(in)
+	if ss == nil {
+		return // a modern client with no call in flight: nothing carries it
+	}
+	m := *p
+	m.Meta = nil
+	if m.Logger == "" {
+		m.Logger = server
+	} else {
+		m.Logger = server + "/" + m.Logger
+	}
+	// On the stream of the call it is about, if any; the session's other
+	// stream if that call has ended meanwhile.
+	sctx, cancel := onStream(ctx, in)
+	err = ss.Log(sctx, &m)
+	cancel()
+	if err != nil {
+		err = ss.Log(ctx, &m)
+	}
+	if err != nil {
+		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
+		return
+	}
+	if in != nil {
+		select {
+		case in.logged <- struct{}{}: // the call waits for its messages (settleLogs)
+		default:
+		}
+	}
 }
 
 // keptKey carries a *kept to keepAnswer.

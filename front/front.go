@@ -201,13 +201,14 @@ type Front struct {
 	wmu    sync.Mutex
 	warned map[string]bool // catalog entries already reported as not served
 
+	audit    auditor        // writes Options.Audit
 	logs     logRelay       // the shared instances' logging level
 	progress progressTokens // the calls that asked for progress
 	subs     sharedSubs     // the clients' subscriptions to shared resources
 
 	wg sync.WaitGroup // goroutines of the front's own (instance closes, roots reads)
 
-	results results  // the cut results kept for their callers (limits.go)
+	results *results // the cut results kept for their callers (limits.go)
 	tasks   taskRuns // the tool calls run as tasks (tasks.go)
 
 	eras eraInstances // the shared servers' instances for 2026-07-28 clients (erainstance.go)
@@ -231,7 +232,8 @@ func New(o Options) *Front {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	return &Front{opts: o, clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
+	return &Front{opts: o, audit: auditor{log: o.Audit, clock: o.Clock}, results: &results{lim: o.Limits, clock: o.Clock},
+		clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
 }
 
 // Observe takes note of a transition of a shared instance. Pass it as
@@ -405,7 +407,7 @@ func (f *Front) Configure(server string, c *conn.Config) {
 	owner := f.shared
 	f.mu.Unlock()
 	if owner != nil {
-		if roots, ok := owner.knownRoots(); ok {
+		if roots, ok := owner.roots.known(); ok {
 			c.Roots = roots
 		}
 	}

@@ -80,8 +80,9 @@ func (c *client) startInstance(ctx context.Context, server string, observe func(
 
 // instanceSet is a copy of c's instances by server; c.mu must be held.
 // An instance's methods take its own lock, which is held while it
-// starts, and a start takes c.mu (configure): they are called on the
-// copy, with c.mu released.
+// starts, and a start reads c's roots (configure takes roots.mu) and
+// calls back into c (Established): they are called on the copy, with
+// c.mu released.
 func (c *client) instanceSet() map[string]*instance.Instance {
 	return maps.Clone(c.instances)
 }
@@ -119,7 +120,7 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	if tr := c.f.opts.Tracer; tr != nil {
 		cfg.Propagate = tr.Propagate
 	}
-	if roots, ok := c.knownRoots(); ok {
+	if roots, ok := c.roots.known(); ok {
 		cfg.Roots = roots
 	}
 	next := cfg.OnTransition
@@ -167,14 +168,65 @@ func (f *Front) callerToken(subject string) func(context.Context) (string, error
 	}
 }
 
-// knownRoots are c's roots, if they were read.
+// forwardRoots sets roots on the instances that serve c as its own: its
+// per-client instances that run, and on the stdio front every shared
+// instance (roots.read). It takes c.mu to copy the instances, and no
+// lock while it sets them.
 //
-//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still served.
-func (c *client) knownRoots() ([]*mcp.Root, bool) {
+//lint:ignore SA1019 roots are deprecated upstream (SEP-2577) but still forwarded.
+func (c *client) forwardRoots(roots []*mcp.Root) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.rootsSeen {
-		return nil, false
+	instances := c.instanceSet()
+	c.mu.Unlock()
+	// An instance that starts now is in the list: Running waits for its
+	// start (see instanceSet).
+	var sups []*conn.Supervisor
+	for _, in := range instances {
+		if sup := in.Running(); sup != nil {
+			sups = append(sups, sup)
+		}
 	}
-	return cloneRoots(c.roots), true
+	if c.kind == stdioClient {
+		sups = append(sups, c.f.supervisors()...)
+	}
+	for _, sup := range sups {
+		if err := sup.SetRoots(roots...); err != nil {
+			c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
+		}
+	}
+}
+
+// applyLevel sends level, which c has just set, to its instances that run
+// and to the shared instances, which get the most verbose level of any
+// client (levels.apply).
+//
+//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but still relayed.
+func (c *client) applyLevel(level mcp.LoggingLevel) {
+	c.mu.Lock()
+	servers := make([]string, 0, len(c.instances))
+	for name := range c.instances {
+		servers = append(servers, name)
+	}
+	c.mu.Unlock()
+	for _, name := range servers {
+		c.sendLevel(name)
+	}
+	c.f.sharedLevel()
+}
+
+// sendLevel sends c's level to its instance of server, if it runs.
+func (c *client) sendLevel(server string) {
+	level := c.levels.get()
+	if level == "" {
+		return
+	}
+	c.mu.Lock()
+	in := c.instances[server]
+	c.mu.Unlock()
+	if in == nil {
+		return
+	}
+	if sup := in.Running(); sup != nil {
+		c.f.setLevel(sup, level)
+	}
 }

@@ -200,7 +200,7 @@ func TestRootsChangeWhileAnInstanceStarts(t *testing.T) {
 		close(entered)
 		// The start goes on once the roots read waits for the instance.
 		deadline := time.Now().Add(limit)
-		for !goroutineIn("front.(*client).readRoots", "instance.(*Instance).Running") {
+		for !goroutineIn("front.(*roots).read", "instance.(*Instance).Running") {
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("no roots read waited for the instance within %v", limit)
 			}

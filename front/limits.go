@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/audit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,11 +116,10 @@ func (ci cutInfo) record(r *audit.Record) {
 	r.MaxResultBytes, r.ResultBytes, r.CutBytes = ci.limit, ci.size, ci.cut
 }
 
-// limitResult cuts res, served as name by server to c, to server's
-// limit, keeping the whole of it for c's caller; a result within it
-// passes as it is.
-func (c *client) limitResult(extra *mcp.RequestExtra, server, name string, res *mcp.CallToolResult) (*mcp.CallToolResult, cutInfo) {
-	lim := c.f.opts.Limits
+// limit cuts res, served as name by server, to server's limit, keeping
+// the whole of it for owner; a result within it passes as it is.
+func (r *results) limit(owner resultOwner, server, name string, res *mcp.CallToolResult) (*mcp.CallToolResult, cutInfo) {
+	lim := r.lim
 	limitN := lim.limitOf(server)
 	if res == nil || limitN <= 0 {
 		return res, cutInfo{}
@@ -156,7 +156,7 @@ func (c *client) limitResult(extra *mcp.RequestExtra, server, name string, res *
 		break // whole blocks only after the cut: nothing past it
 	}
 	cut := size - used
-	uri, kept := c.f.results.keep(c, extra, name, res, c.f.opts.Clock.Now(), lim)
+	uri, kept := r.keep(owner, res, r.clock.Now())
 	note := fmt.Sprintf("[mcpfsm: this result was cut at %d of its %d bytes (limit %d of server %q); %d bytes were cut.", used, size, limitN, server, cut)
 	if kept {
 		note += fmt.Sprintf(" The whole result is kept for %v as resource %s: read it with resources/read, in pages with ?offset=N&length=M.]", lim.keepFor(), uri)
@@ -234,30 +234,31 @@ type keptResult struct {
 }
 
 // resultOwner is who may read a kept result: the caller's subject, or,
-// without one, the client itself.
+// without one, the client itself (by its number, client.id).
 type resultOwner struct {
-	subject string
-	client  *client
+	subject  string
+	clientID uint64
 }
 
-// results are the kept results, oldest first.
+// results are the cut results kept for their owners, oldest first, and
+// the reads of them. A results has a lock of its own, mu, taken alone.
+// The Front holds one for all its clients (set up by New with the
+// Options' limits and clock); the tools/call handler cuts each result
+// through it (limit), every client's server reads a kept result through
+// it (middleware), and a client that ends forgets its own (forget).
 type results struct {
+	lim   ResultLimits
+	clock clock.Clock
+
 	mu    sync.Mutex
 	byID  map[string]*keptResult
 	order []string
 	bytes int64
 }
 
-// ownerOf is the owner of a result of c's request made with extra.
-func (c *client) ownerOf(extra *mcp.RequestExtra) resultOwner {
-	if caller := c.callerOf(extra); caller.Subject != "" {
-		return resultOwner{subject: caller.Subject}
-	}
-	return resultOwner{client: c}
-}
-
-// keep keeps res for c's caller, within the bounds, and returns its URI.
-func (r *results) keep(c *client, extra *mcp.RequestExtra, name string, res *mcp.CallToolResult, now time.Time, lim ResultLimits) (string, bool) {
+// keep keeps res for owner, within the bounds, and returns its URI.
+func (r *results) keep(owner resultOwner, res *mcp.CallToolResult, now time.Time) (string, bool) {
+	lim := r.lim
 	text := keptText(res)
 	maxBytes, maxCount := lim.KeepBytes, lim.KeepCount
 	if maxBytes <= 0 {
@@ -281,7 +282,7 @@ func (r *results) keep(c *client, extra *mcp.RequestExtra, name string, res *mcp
 	for len(r.order) > 0 && (len(r.order) >= maxCount || r.bytes+int64(len(text)) > maxBytes) {
 		r.remove(r.order[0])
 	}
-	r.byID[key] = &keptResult{owner: c.ownerOf(extra), text: text, mime: keptMIME(res), expires: now.Add(lim.keepFor())}
+	r.byID[key] = &keptResult{owner: owner, text: text, mime: keptMIME(res), expires: now.Add(lim.keepFor())}
 	r.order = append(r.order, key)
 	r.bytes += int64(len(text))
 	return ResultURIPrefix + key, true
@@ -308,12 +309,13 @@ func (r *results) remove(key string) {
 	}
 }
 
-// forget removes the results only c may read, when it ends.
-func (r *results) forget(c *client) {
+// forget removes the results only the client numbered id may read, when
+// it ends.
+func (r *results) forget(id uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, key := range append([]string(nil), r.order...) {
-		if r.byID[key].owner.client == c {
+		if r.byID[key].owner.clientID == id {
 			r.remove(key)
 		}
 	}
@@ -323,10 +325,10 @@ func (r *results) forget(c *client) {
 // length answers.
 const DefaultResultPage = 64 << 10
 
-// readResult answers a read of a kept result, for its owner alone: a
-// page of its text from offset, of length bytes, at character bounds,
-// with the total and the next offset in its _meta.
-func (c *client) readResult(extra *mcp.RequestExtra, uri string) (*mcp.ReadResourceResult, error) {
+// read answers a read of a kept result, for its owner alone: a page of
+// its text from offset, of length bytes, at character bounds, with the
+// total and the next offset in its _meta.
+func (r *results) read(owner resultOwner, uri string) (*mcp.ReadResourceResult, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, notKept(uri)
@@ -342,11 +344,9 @@ func (c *client) readResult(extra *mcp.RequestExtra, uri string) (*mcp.ReadResou
 			*dst = n
 		}
 	}
-	r := &c.f.results
 	r.mu.Lock()
-	r.expire(c.f.opts.Clock.Now())
+	r.expire(r.clock.Now())
 	k, ok := r.byID[u.Host]
-	owner := c.ownerOf(extra)
 	r.mu.Unlock()
 	if !ok || k.owner != owner {
 		return nil, notKept(uri) // another caller's is as unknown as a lost one
@@ -372,16 +372,19 @@ func notKept(uri string) error {
 		Message: fmt.Sprintf("resource %q: no result is kept under this URI for you (results are kept for a while only, for the caller that got them)", uri)}
 }
 
-// resultMiddleware answers the reads of kept results.
-func (c *client) resultMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	if !c.f.opts.Limits.on() {
-		return next
-	}
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		rr, ok := req.(*mcp.ReadResourceRequest)
-		if method != "resources/read" || !ok || rr.Params == nil || !strings.HasPrefix(rr.Params.URI, ResultURIPrefix) {
-			return next(ctx, method, req)
+// middleware answers the reads of kept results, each for the owner that
+// ownerOf names for the request.
+func (r *results) middleware(ownerOf func(*mcp.RequestExtra) resultOwner) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		if !r.lim.on() {
+			return next
 		}
-		return c.readResult(rr.Extra, rr.Params.URI)
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			rr, ok := req.(*mcp.ReadResourceRequest)
+			if method != "resources/read" || !ok || rr.Params == nil || !strings.HasPrefix(rr.Params.URI, ResultURIPrefix) {
+				return next(ctx, method, req)
+			}
+			return r.read(ownerOf(rr.Extra), rr.Params.URI)
+		}
 	}
 }

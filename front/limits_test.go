@@ -120,11 +120,11 @@ func TestLimitResultCountsDecodedBytes(t *testing.T) {
 	c := f.newClient(stdioClient, authz.Caller{Operator: true})
 	defer c.close()
 	img := &mcp.ImageContent{Data: make([]byte, 90), MIMEType: "image/png"} // 120 bytes in base64
-	res, ci := c.limitResult(nil, "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img}})
+	res, ci := f.results.limit(c.ownerOf(nil), "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img}})
 	if len(res.Content) != 1 || ci.cut != 0 || ci.size != 90 {
 		t.Errorf("a 90-byte image under a 100-byte limit: %d blocks, %+v", len(res.Content), ci)
 	}
-	res, ci = c.limitResult(nil, "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img, img, &mcp.TextContent{Text: "tail"}}})
+	res, ci = f.results.limit(c.ownerOf(nil), "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img, img, &mcp.TextContent{Text: "tail"}}})
 	if ci.cut != 94 || res.Content[0] != img || len(res.Content) != 3 {
 		t.Errorf("two images and a text: %+v, %d blocks; want the first image, the note and the link", ci, len(res.Content))
 	}
@@ -133,8 +133,8 @@ func TestLimitResultCountsDecodedBytes(t *testing.T) {
 	}
 	// KeepCount 1: a second cut result evicts the first.
 	first := res.Content[2].(*mcp.ResourceLink).URI
-	c.limitResult(nil, "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img, img}})
-	if _, err := c.readResult(nil, first); err == nil {
+	f.results.limit(c.ownerOf(nil), "s", "t", &mcp.CallToolResult{Content: []mcp.Content{img, img}})
+	if _, err := f.results.read(c.ownerOf(nil), first); err == nil {
 		t.Error("the first kept result is still there past KeepCount")
 	}
 }

@@ -15,15 +15,24 @@ import (
 // for. Each client still receives only what its own level admits (its
 // server filters per session), so no client changes what another sees.
 
-// logRelay carries the clients' logging level to the shared instances.
-type logRelay struct {
+// levels is one client's logging level, as its last accepted
+// logging/setLevel set it, and sends a new one on. A levels has a lock of
+// its own, taken alone: no other lock is taken under it. The client makes
+// one at its start and adds its middleware to the client's server; its
+// backends read the level (get) when an instance of the client's starts
+// and when a call waits for its log messages.
+type levels struct {
+	// apply sends a new level on, with no lock of the levels held: to the
+	// client's own instances and the shared ones (client.applyLevel).
+	apply func(mcp.LoggingLevel)
+
 	mu    sync.Mutex
-	level mcp.LoggingLevel // the shared instances' level
+	level mcp.LoggingLevel
 }
 
-// levelMiddleware records a logging/setLevel that c's server accepted,
-// and sends it on.
-func (c *client) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// middleware records a logging/setLevel that the client's server
+// accepted, and sends it on.
+func (l *levels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method != "logging/setLevel" || err != nil {
@@ -33,43 +42,25 @@ func (c *client) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || p == nil {
 			return res, err
 		}
-		c.mu.Lock()
-		c.level = p.Level
-		servers := make([]string, 0, len(c.instances))
-		for name := range c.instances {
-			servers = append(servers, name)
-		}
-		c.mu.Unlock()
-		for _, name := range servers {
-			c.sendLevel(name)
-		}
-		c.f.sharedLevel()
+		l.mu.Lock()
+		l.level = p.Level
+		l.mu.Unlock()
+		l.apply(p.Level)
 		return res, err
 	}
 }
 
-// levelOf is the logging level c set, "" if none.
-func (c *client) levelOf() mcp.LoggingLevel {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.level
+// get is the level the client set, "" if none.
+func (l *levels) get() mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.level
 }
 
-// sendLevel sends c's level to its instance of server, if it runs.
-func (c *client) sendLevel(server string) {
-	level := c.levelOf()
-	if level == "" {
-		return
-	}
-	c.mu.Lock()
-	in := c.instances[server]
-	c.mu.Unlock()
-	if in == nil {
-		return
-	}
-	if sup := in.Running(); sup != nil {
-		c.f.setLevel(sup, level)
-	}
+// logRelay carries the clients' logging level to the shared instances.
+type logRelay struct {
+	mu    sync.Mutex
+	level mcp.LoggingLevel // the shared instances' level
 }
 
 // sharedLevel sends the shared instances the most verbose level any
@@ -77,7 +68,7 @@ func (c *client) sendLevel(server string) {
 func (f *Front) sharedLevel() {
 	var most mcp.LoggingLevel
 	for _, c := range f.all() {
-		if l := c.levelOf(); l != "" && (most == "" || severity(l) < severity(most)) {
+		if l := c.levels.get(); l != "" && (most == "" || severity(l) < severity(most)) {
 			most = l
 		}
 	}
@@ -127,51 +118,6 @@ func setLevel(ctx context.Context, sup *conn.Supervisor, level mcp.LoggingLevel)
 		}
 		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	})
-}
-
-// relayLog sends a server's log message, with the server's name in front
-// of its logger name, to the client it belongs to (see [ErrNoPeer]). A
-// message no client can be named for is dropped, not sent to every
-// client. The SDK drops it for a session that set no level or a higher
-// one.
-func (f *Front) relayLog(ctx context.Context, server string, only *client, p *mcp.LoggingMessageParams) {
-	if p == nil {
-		return
-	}
-	c, in, err := f.peer(ctx, server, only)
-	if err != nil {
-		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
-		return
-	}
-	ss := c.sessionFor(in)
-	if ss == nil {
-		return // a modern client with no call in flight: nothing carries it
-	}
-	m := *p
-	m.Meta = nil
-	if m.Logger == "" {
-		m.Logger = server
-	} else {
-		m.Logger = server + "/" + m.Logger
-	}
-	// On the stream of the call it is about, if any; the session's other
-	// stream if that call has ended meanwhile.
-	sctx, cancel := onStream(ctx, in)
-	err = ss.Log(sctx, &m)
-	cancel()
-	if err != nil {
-		err = ss.Log(ctx, &m)
-	}
-	if err != nil {
-		f.opts.Logger.Debug("log message not relayed: "+err.Error(), "server", server)
-		return
-	}
-	if in != nil {
-		select {
-		case in.logged <- struct{}{}: // the call waits for its messages (settleLogs)
-		default:
-		}
-	}
 }
 
 // severity orders the logging levels, debug (0) to emergency (7).

@@ -40,12 +40,12 @@ var errNamesValue = errors.New("want prefixed (mcp__<server>__<tool>) or raw (th
 type named struct{ server, raw, public string }
 
 // servedNames maps each entry's public name to the name it is served
-// under. With raw names the first server (by name) that lists a name
-// gets it; a later server's entry keeps its public name, and taken
-// reports it (kind, server and name) so that the caller warns once.
-func (f *Front) servedNames(kind string, entries []named) map[string]string {
+// under in mode n. With raw names the first server (by name) that lists
+// a name gets it; a later server's entry keeps its public name, and
+// shared is told of it with the server that has the name.
+func (n Names) servedNames(entries []named, shared func(e named, owner string)) map[string]string {
 	out := make(map[string]string, len(entries))
-	if f.opts.Names != NamesRaw {
+	if n != NamesRaw {
 		for _, e := range entries {
 			out[e.public] = e.public
 		}
@@ -67,26 +67,13 @@ func (f *Front) servedNames(kind string, entries []named) map[string]string {
 			out[e.public] = e.public
 		case taken && first != e.server:
 			out[e.public] = e.public
-			f.warnShared(kind, e, first)
+			shared(e, first)
 		default:
 			owner[e.raw] = e.server
 			out[e.public] = e.raw
 		}
 	}
 	return out
-}
-
-// warnShared logs, once per entry, that e's own name is another server's.
-func (f *Front) warnShared(kind string, e named, owner string) {
-	key := kind + " shared\x00" + e.server + "\x00" + e.raw
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	if f.warned[key] {
-		return
-	}
-	f.warned[key] = true
-	f.opts.Logger.Warn(kind+" served under its prefixed name: an earlier server (by name) has its own name (-names raw)",
-		"server", e.server, "name", e.raw, "served_as", e.public, "owner", owner)
 }
 
 // String returns the mode's flag value.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,7 +54,7 @@ type progressTokens struct {
 
 // progressRoute is where a server's progress notification goes.
 type progressRoute struct {
-	c       *client
+	owner   *calls // the calls of the client that asked
 	server  string
 	ss      *mcp.ServerSession
 	token   any             // the client's token
@@ -59,14 +62,14 @@ type progressRoute struct {
 	relayed chan struct{}   // a value at each notification relayed
 }
 
-// add records a call of c to server in ss under ctx, whose client asked
-// for progress with token, and returns the token to send to the server
-// and the function that forgets it.
-func (p *progressTokens) add(ctx context.Context, c *client, server string, ss *mcp.ServerSession, token any) (string, progressRoute, func()) {
+// add records a call to server in ss under ctx, of the client whose
+// calls are owner, which asked for progress with token, and returns the
+// token to send to the server and the function that forgets it.
+func (p *progressTokens) add(ctx context.Context, owner *calls, server string, ss *mcp.ServerSession, token any) (string, progressRoute, func()) {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	ours := "mcpfsm-" + hex.EncodeToString(b[:])
-	r := progressRoute{c: c, server: server, ss: ss, token: token, ctx: ctx, relayed: make(chan struct{}, 1)}
+	r := progressRoute{owner: owner, server: server, ss: ss, token: token, ctx: ctx, relayed: make(chan struct{}, 1)}
 	p.mu.Lock()
 	if p.by == nil {
 		p.by = map[string]progressRoute{}
@@ -80,10 +83,10 @@ func (p *progressTokens) add(ctx context.Context, c *client, server string, ss *
 	}
 }
 
-// lookup finds the route of token, if it is a call of server's (and of
-// only's, when only is set: a per-client instance reaches its own
+// lookup finds the route of token, if it is a call of server's (and
+// one of only, when only is set: a per-client instance reaches its own
 // client alone).
-func (p *progressTokens) lookup(token any, server string, only *client) (progressRoute, bool) {
+func (p *progressTokens) lookup(token any, server string, only *calls) (progressRoute, bool) {
 	s, ok := token.(string)
 	if !ok {
 		return progressRoute{}, false
@@ -91,40 +94,10 @@ func (p *progressTokens) lookup(token any, server string, only *client) (progres
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.by[s]
-	if !ok || r.server != server || only != nil && r.c != only {
+	if !ok || r.server != server || only != nil && r.owner != only {
 		return progressRoute{}, false
 	}
 	return r, true
-}
-
-// relayProgress sends a server's progress notification to the client
-// whose call it is about, under the client's token, on that call's
-// stream. It reports whether the token was one of the front's.
-func (f *Front) relayProgress(ctx context.Context, server string, only *client, p *mcp.ProgressNotificationParams) bool {
-	if p == nil {
-		return false
-	}
-	r, ok := f.progress.lookup(p.ProgressToken, server, only)
-	if !ok {
-		return false
-	}
-	m := *p
-	m.Meta = nil
-	m.ProgressToken = r.token
-	err := r.ss.NotifyProgress(withValues(ctx, r.ctx), &m)
-	if err != nil {
-		// The call may have ended meanwhile: the session's other stream
-		// still takes it.
-		err = r.ss.NotifyProgress(ctx, &m)
-	}
-	if err != nil {
-		f.opts.Logger.Debug("progress not relayed: "+err.Error(), "server", server)
-	}
-	select {
-	case r.relayed <- struct{}{}:
-	default:
-	}
-	return true
 }
 
 // Bounds of quietFor.
@@ -133,27 +106,14 @@ const (
 	progressSettle = 200 * time.Millisecond
 )
 
-// settleLogs waits, after the server answered a call of c's, for the
-// log messages of the call when c asked for them (set a logging level):
-// the SDK hands a server's answer to the caller at once, but its
-// notifications (sent before the answer) to the middleware only in
-// turn, and a message the server sent during the call should still
-// reach the client before the result, on the call's stream.
-func (c *client) settleLogs(ctx context.Context, in *inflight) {
-	if c.levelOf() == "" {
-		return
-	}
-	c.f.quietFor(ctx, in.logged)
-}
-
 // quietFor waits until relayed has had no value for progressQuiet, at
 // most progressSettle, or until ctx ends: a client drops progress that
 // arrives after the result.
-func (f *Front) quietFor(ctx context.Context, relayed <-chan struct{}) {
-	deadline := f.opts.Clock.Timer(progressSettle)
+func quietFor(ctx context.Context, clk clock.Clock, relayed <-chan struct{}) {
+	deadline := clk.Timer(progressSettle)
 	defer deadline.Stop()
 	for {
-		quiet := f.opts.Clock.Timer(progressQuiet)
+		quiet := clk.Timer(progressQuiet)
 		select {
 		case <-relayed:
 			quiet.Stop()
@@ -166,5 +126,101 @@ func (f *Front) quietFor(ctx context.Context, relayed <-chan struct{}) {
 			quiet.Stop()
 			return
 		}
+	}
+}
+
+// inflight is one request of a client in flight on a server.
+type inflight struct {
+	// ctx is the request's context in the client's server: a message sent
+	// under its values goes on the request's own stream.
+	ctx context.Context
+	ss  *mcp.ServerSession // the session that serves the request
+	b   *bridge.Call       // the bridged call, for a 2026-07-28 client
+	// logged has a value once a log message of the server was relayed
+	// during the request (see client.settleLogs).
+	logged chan struct{}
+}
+
+// calls are one client's requests in flight, by server, oldest first.
+// A calls has a lock of its own, taken alone (no other lock is taken
+// under it). The client holds one: its request handlers record each
+// request on a server (begin), and the relays of the servers' requests
+// and notifications (forward.go, logging.go) read it to find the call a
+// message belongs to.
+type calls struct {
+	mu sync.Mutex
+	by map[string][]*inflight // server -> requests in flight there, oldest first
+}
+
+func newCalls() *calls { return &calls{by: map[string][]*inflight{}} }
+
+// begin records a request in flight on server, made under ctx in ss
+// (nil for a modern client over HTTP) and bridged as b (or nil); the
+// returned function ends it.
+func (cs *calls) begin(ctx context.Context, ss *mcp.ServerSession, server string, b *bridge.Call) (*inflight, func()) {
+	in := &inflight{ctx: ctx, ss: ss, b: b, logged: make(chan struct{}, 1)}
+	cs.mu.Lock()
+	cs.by[server] = append(cs.by[server], in)
+	cs.mu.Unlock()
+	return in, func() {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		cs.remove(server, func(x *inflight) bool { return x == in })
+	}
+}
+
+// remove drops server's requests that match; cs.mu is held.
+func (cs *calls) remove(server string, match func(*inflight) bool) {
+	cs.by[server] = slices.DeleteFunc(cs.by[server], match)
+	if len(cs.by[server]) == 0 {
+		delete(cs.by, server)
+	}
+}
+
+// newest is the newest request in flight on server, or nil.
+func (cs *calls) newest(server string) *inflight {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if calls := cs.by[server]; len(calls) > 0 {
+		return calls[len(calls)-1]
+	}
+	return nil
+}
+
+// count counts the requests in flight on server and returns the newest.
+func (cs *calls) count(server string) (int, *inflight) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	calls := cs.by[server]
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	return len(calls), calls[len(calls)-1]
+}
+
+// withBackend counts the requests in flight on server that are with the
+// backend, not awaiting the client's answers to their input requests (a
+// backend's new request is not theirs), and returns the newest.
+func (cs *calls) withBackend(server string) (int, *inflight) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := 0
+	var newest *inflight
+	for _, in := range cs.by[server] {
+		if in.b != nil && in.b.Awaiting() {
+			continue
+		}
+		n, newest = n+1, in
+	}
+	return n, newest
+}
+
+// drop removes the bridged call b from the requests in flight: a lost
+// call is over for its client (bridge.Options.Gone).
+func (cs *calls) drop(b *bridge.Call) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for server := range cs.by {
+		cs.remove(server, func(in *inflight) bool { return in.b == b })
 	}
 }

@@ -55,12 +55,12 @@ func (c *client) read(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Req
 	}
 	defer be.done()
 	start := c.f.opts.Clock.Now()
-	r, err := c.f.traced(ctx, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
+	r, err := traced(ctx, c.f.opts.Tracer, t.server, "resources/read", "", func(ctx context.Context) (mcp.Result, error) {
 		return be.cat.ReadResource(ctx, t.server, t.uri)
 	})
 	res, _ := r.(*mcp.ReadResourceResult)
 	end()
-	c.audited(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err)
+	c.f.audit.request(ss, extra, audit.KindResource, t.server, uri, start, nil, nil, err, nil)
 	if err != nil {
 		return nil, c.f.requestError(ctx, be, resourceOp(uri), err)
 	}
@@ -106,7 +106,7 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 				Message: c.f.describe(be, promptOp(name), nil, "the prompt is no longer available")}
 		}
 		start := c.f.opts.Clock.Now()
-		r, err := c.f.traced(ctx, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
+		r, err := traced(ctx, c.f.opts.Tracer, p.Server, "prompts/get", p.Raw.Name, func(ctx context.Context) (mcp.Result, error) {
 			if meta := callMeta(req.Params.Meta, nil); len(meta) > 0 {
 				ctx = conn.WithCallMeta(ctx, meta)
 			}
@@ -115,10 +115,10 @@ func (c *client) promptHandler(name string) mcp.PromptHandler {
 		res, _ := r.(*mcp.GetPromptResult)
 		end()
 		var args json.RawMessage
-		if c.f.opts.Audit != nil && len(req.Params.Arguments) > 0 {
+		if c.f.audit.log != nil && len(req.Params.Arguments) > 0 {
 			args, _ = json.Marshal(req.Params.Arguments)
 		}
-		c.audited(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err)
+		c.f.audit.request(req.Session, req.Extra, audit.KindPrompt, p.Server, name, start, args, nil, err, nil)
 		if err != nil {
 			return nil, c.f.requestError(ctx, be, promptOp(name), err)
 		}
@@ -165,6 +165,73 @@ func (be backend) supervisor() (*conn.Supervisor, error) {
 	return be.sup, nil
 }
 
+// subscriptions are one client's resource subscriptions: for each
+// resource of a server, the front URIs the client subscribed to it with.
+// A subscriptions has a lock of its own, taken alone: no other lock is
+// taken under it. The client holds one; its server's subscribe and
+// unsubscribe handlers change it, the relay of a server's resource
+// updates reads it, and close takes what is left.
+type subscriptions struct {
+	mu sync.Mutex
+	by map[target]map[string]bool
+}
+
+// add records a subscription to t under uri, and reports whether it is
+// the first to t.
+func (s *subscriptions) add(t target, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[target]map[string]bool{}
+	}
+	if s.by[t] == nil {
+		s.by[t] = map[string]bool{}
+	}
+	first := len(s.by[t]) == 0
+	s.by[t][uri] = true
+	return first
+}
+
+// remove forgets the subscription to t under uri, and reports whether it
+// was the last to t.
+func (s *subscriptions) remove(t target, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.by[t][uri] {
+		return false
+	}
+	delete(s.by[t], uri)
+	if len(s.by[t]) == 0 {
+		delete(s.by, t)
+		return true
+	}
+	return false
+}
+
+// uris are the front URIs of the subscriptions to t.
+func (s *subscriptions) uris(t target) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var fronts []string
+	for front := range s.by[t] {
+		fronts = append(fronts, front)
+	}
+	return fronts
+}
+
+// take forgets every subscription, and returns the resources they were
+// to.
+func (s *subscriptions) take() []target {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := make([]target, 0, len(s.by))
+	for t := range s.by {
+		ts = append(ts, t)
+	}
+	s.by = nil
+	return ts
+}
+
 // sharedSubs count the clients subscribed to each resource of a shared
 // instance: its supervisor holds one subscription per resource (re-sent
 // at every reconnect) however many clients ask.
@@ -191,13 +258,7 @@ func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.subs[t] == nil {
-		c.subs[t] = map[string]bool{}
-	}
-	first := len(c.subs[t]) == 0
-	c.subs[t][uri] = true
-	c.mu.Unlock()
+	first := c.subs.add(t, uri)
 	if first && !be.own && !c.f.subscribeShared(t) {
 		return nil // another client holds the shared subscription
 	}
@@ -207,7 +268,7 @@ func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	case errors.Is(err, conn.ErrUnavailable):
 		c.f.opts.Logger.Info("resource subscription kept: it is sent when the server is back", "server", t.server, "uri", t.uri)
 	default:
-		if c.unsub(t, uri) {
+		if c.subs.remove(t, uri) {
 			if be.own || c.f.unsubscribeShared(t) {
 				_ = sup.Unsubscribe(ctx, t.uri)
 			}
@@ -215,22 +276,6 @@ func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return err
 	}
 	return nil
-}
-
-// unsub forgets c's subscription to t under uri, and reports whether it
-// was c's last to t.
-func (c *client) unsub(t target, uri string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.subs[t][uri] {
-		return false
-	}
-	delete(c.subs[t], uri)
-	if len(c.subs[t]) == 0 {
-		delete(c.subs, t)
-		return true
-	}
-	return false
 }
 
 // subscribeShared counts a client's subscription to a shared resource,
@@ -264,7 +309,7 @@ func (f *Front) unsubscribeShared(t target) bool {
 // of its clients to the resource.
 func (c *client) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	t, ok := c.view.cat.Load().route(req.Params.URI)
-	if !ok || !c.unsub(t, req.Params.URI) {
+	if !ok || !c.subs.remove(t, req.Params.URI) {
 		return nil
 	}
 	own := c.isolated(t.server)
@@ -305,13 +350,7 @@ func (f *Front) relayUpdate(ctx context.Context, server string, only *client, ur
 		if only == nil && c.isolated(server) {
 			continue
 		}
-		c.mu.Lock()
-		var fronts []string
-		for front := range c.subs[t] {
-			fronts = append(fronts, front)
-		}
-		c.mu.Unlock()
-		for _, front := range fronts {
+		for _, front := range c.subs.uris(t) {
 			if err := c.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: front}); err != nil {
 				f.opts.Logger.Warn("resource update not relayed: "+err.Error(), "server", server, "uri", uri)
 			}

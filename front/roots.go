@@ -5,9 +5,10 @@ package front
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
-	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,48 +24,62 @@ import (
 // that call is in flight on the server (begin comes before the instance
 // is used), so the server's roots/list becomes an input request of it.
 // The answer is kept as the client's, for its next instance's start.
+//
+// Type roots holds a client's roots and reads them; the client sets
+// them on its instances (client.forwardRoots).
 
 // rootsTimeout bounds one roots/list to the front client.
 const rootsTimeout = 10 * time.Second
 
-func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
-	c.adopt(req.Session)
-	c.fetchRoots(req.Session)
-	c.askSignIns()
+// roots are one client's roots, as it last gave them, and the reads that
+// keep them. A roots has two locks: rmu serialises the reads, so the
+// newest is applied last, and mu guards the list; mu is taken last (no
+// other lock is taken under it), and rmu before any lock of the client's
+// or of its instances. The client makes one at its start, and its
+// server's handlers and middleware call it (server.go); the instances
+// that start for the client read the list (known).
+type roots struct {
+	logger *slog.Logger
+	ctx    context.Context // the client's: a read at initialized ends with it
+	// spawn runs fn on a goroutine the client waits for, unless the
+	// client is closed, and reports whether it did.
+	spawn func(fn func()) bool
+	// forward sets the roots on the instances that serve the client as
+	// its own, with no lock of the roots held.
+	forward func([]*mcp.Root)
+
+	rmu sync.Mutex
+
+	mu   sync.Mutex
+	list []*mcp.Root
+	seen bool // roots were read (or answered, for a modern client)
+	due  bool // the read at initialized failed: read at the next request
 }
 
-func (c *client) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {
-	c.fetchRoots(req.Session)
+// changed reads the roots again: the client said they changed.
+func (r *roots) changed(_ context.Context, req *mcp.RootsListChangedRequest) {
+	r.fetch(req.Session)
 }
 
-// fetchRoots reads the roots of c ([client.readRoots]) off the SDK's
-// goroutine: a request made from a notification handler would wait for
-// itself.
-func (c *client) fetchRoots(ss *mcp.ServerSession) {
+// fetch reads the roots of ss ([roots.read]) off the SDK's goroutine: a
+// request made from a notification handler would wait for itself.
+func (r *roots) fetch(ss *mcp.ServerSession) {
 	if ss == nil || !offersRoots(ss) {
 		return
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, rootsTimeout)
+	r.spawn(func() {
+		ctx, cancel := context.WithTimeout(r.ctx, rootsTimeout)
 		defer cancel()
-		if err := c.readRoots(ctx, ss); err != nil {
+		if err := r.read(ctx, ss); err != nil {
 			// Over Streamable HTTP a request sent outside any call goes on
 			// the GET stream, which the client opens after initialized, if
 			// ever: read them on the stream of its first request instead.
-			c.mu.Lock()
-			c.rootsDue = true
-			c.mu.Unlock()
-			c.f.opts.Logger.Debug("roots of the client not read yet: "+err.Error()+"; they are read at its next request", "err", err)
+			r.mu.Lock()
+			r.due = true
+			r.mu.Unlock()
+			r.logger.Debug("roots of the client not read yet: "+err.Error()+"; they are read at its next request", "err", err)
 		}
-	}()
+	})
 }
 
 // offersRoots reports whether ss is a classic client that offers roots.
@@ -73,20 +88,20 @@ func offersRoots(ss *mcp.ServerSession) bool {
 	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil && !modern(ss)
 }
 
-// rootsMiddleware reads the roots of a client whose roots could not be
-// read at initialized, or are not read yet (its first request may come
-// before the read at initialized is done), at its first request that may
-// reach a server, under that request's context and before the request
-// goes on: over Streamable HTTP they travel on the request's own stream,
-// and the instance the request starts gets them.
-func (c *client) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// middleware reads the roots of a client whose roots could not be read
+// at initialized, or are not read yet (its first request may come before
+// the read at initialized is done), at its first request that may reach
+// a server, under that request's context and before the request goes
+// on: over Streamable HTTP they travel on the request's own stream, and
+// the instance the request starts gets them.
+func (r *roots) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call", "resources/read", "prompts/get", "completion/complete", "resources/subscribe":
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && c.rootsUnread(ss) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && r.unread(ss) {
 				rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
-				if err := c.readRoots(rctx, ss); err != nil {
-					c.f.opts.Logger.Warn("roots of the client not read: "+err.Error()+"; its servers keep the previous roots", "err", err)
+				if err := r.read(rctx, ss); err != nil {
+					r.logger.Warn("roots of the client not read: "+err.Error()+"; its servers keep the previous roots", "err", err)
 				}
 				cancel()
 			}
@@ -95,57 +110,53 @@ func (c *client) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// readRoots asks ss for its roots and keeps them as c's, and sets them
-// on the instances that serve c as its own, so that their servers hear
+// read asks ss for its roots, keeps them, and forwards them to the
+// instances that serve the client as its own, so that their servers hear
 // of a change (notifications/roots/list_changed).
-func (c *client) readRoots(ctx context.Context, ss *mcp.ServerSession) error {
+func (r *roots) read(ctx context.Context, ss *mcp.ServerSession) error {
 	if !offersRoots(ss) {
 		return nil
 	}
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
 	res, err := ss.ListRoots(ctx, nil)
 	if err != nil {
 		return err
 	}
-	roots := cloneRoots(res.Roots)
-	c.mu.Lock()
-	c.roots, c.rootsSeen, c.rootsDue = roots, true, false
-	instances := c.instanceSet()
+	list := cloneRoots(res.Roots)
+	r.mu.Lock()
+	r.list, r.seen, r.due = list, true, false
 	if !bugs.RootsLockReversed {
-		c.mu.Unlock()
+		r.mu.Unlock()
 	}
-	// An instance that starts now took the roots above, or is in the
-	// list: Running waits for its start (see instanceSet).
-	var sups []*conn.Supervisor
-	for _, in := range instances {
-		if sup := in.Running(); sup != nil {
-			sups = append(sups, sup)
-		}
-	}
+	// An instance that starts from now on reads the list above (known);
+	// one that started before is among those forward sets them on.
+	r.forward(list)
 	if bugs.RootsLockReversed {
-		c.mu.Unlock() // planted: the instances' locks were taken under c.mu
-	}
-	if c.kind == stdioClient {
-		sups = append(sups, c.f.supervisors()...)
-	}
-	for _, sup := range sups {
-		if err := sup.SetRoots(roots...); err != nil {
-			c.f.opts.Logger.Warn("roots of the client not forwarded: "+err.Error(), "server", sup.Status().Server)
-		}
+		r.mu.Unlock() // planted: the instances' locks were taken under r.mu
 	}
 	return nil
 }
 
-// rootsUnread reports whether ss offers roots that c has not read, or
-// whose read at initialized failed.
-func (c *client) rootsUnread(ss *mcp.ServerSession) bool {
+// unread reports whether ss offers roots that were not read, or whose
+// read at initialized failed.
+func (r *roots) unread(ss *mcp.ServerSession) bool {
 	if !offersRoots(ss) {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rootsDue || !c.rootsSeen
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.due || !r.seen
+}
+
+// known is a copy of the roots, if they were read.
+func (r *roots) known() ([]*mcp.Root, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen {
+		return nil, false
+	}
+	return cloneRoots(r.list), true
 }
 
 func cloneRoots(roots []*mcp.Root) []*mcp.Root {
@@ -159,25 +170,25 @@ func cloneRoots(roots []*mcp.Root) []*mcp.Root {
 	return out
 }
 
-// rootsFrom asks the client of the bridged call b for its roots, on
-// behalf of server, and keeps them as c's.
-func (c *client) rootsFrom(ctx context.Context, b *bridge.Call, server string) (*mcp.ListRootsResult, error) {
+// from asks the client of the bridged call b for its roots, on behalf of
+// server, and keeps them.
+func (r *roots) from(ctx context.Context, b *bridge.Call, server string) (*mcp.ListRootsResult, error) {
 	if roots, ok := b.Roots(); ok {
 		// Asked already during this very call (to start the instance):
 		// the same request's answer, not a list of another request.
 		return &mcp.ListRootsResult{Roots: cloneRoots(roots)}, nil
 	}
-	r, err := b.Ask(ctx, server, &mcp.ListRootsParams{})
+	res, err := b.Ask(ctx, server, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, wireError(err)
 	}
-	res, ok := r.(*mcp.ListRootsResult)
+	lr, ok := res.(*mcp.ListRootsResult)
 	if !ok {
-		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", r)
+		return nil, fmt.Errorf("the client of mcpfsm answered a roots request with a %T", res)
 	}
-	b.KeepRoots(cloneRoots(res.Roots))
-	c.mu.Lock()
-	c.roots, c.rootsSeen = cloneRoots(res.Roots), true
-	c.mu.Unlock()
-	return res, nil
+	b.KeepRoots(cloneRoots(lr.Roots))
+	r.mu.Lock()
+	r.list, r.seen = cloneRoots(lr.Roots), true
+	r.mu.Unlock()
+	return lr, nil
 }

@@ -19,7 +19,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions:            instructions,
 		InitializedHandler:      c.initialized,
-		RootsListChangedHandler: c.rootsChanged,
+		RootsListChangedHandler: c.roots.changed,
 	}
 	opts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	opts.Capabilities.Extensions = map[string]any{taskExtension: map[string]any{}} // tasks.go
@@ -37,17 +37,17 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
 	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
-	s.AddReceivingMiddleware(c.rootsMiddleware, c.levelMiddleware, c.downMiddleware)
+	s.AddReceivingMiddleware(c.roots.middleware, c.levels.middleware, c.downMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.
 		s.AddReceivingMiddleware(c.readMiddleware)
 	}
-	s.AddReceivingMiddleware(c.resultMiddleware) // a kept result (limits.go), before the catalog's reads
-	s.AddReceivingMiddleware(c.bridgeMiddleware, eraMiddleware)
+	s.AddReceivingMiddleware(f.results.middleware(c.ownerOf)) // a kept result (limits.go), before the catalog's reads
+	s.AddReceivingMiddleware(c.bridges.middleware, eraMiddleware)
 	s.AddReceivingMiddleware(c.tasksMiddleware) // a tool call run as a task goes on through the bridge (tasks.go)
 	c.addTaskMethods(s)
-	s.AddReceivingMiddleware(c.traceMiddleware) // outermost: added last
+	s.AddReceivingMiddleware(traceMiddleware(f.opts.Tracer)) // outermost: added last
 	s.AddSendingMiddleware(keepAnswer)
 	return s
 }

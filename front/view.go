@@ -148,7 +148,7 @@ func (c *client) syncTools(tools []conn.Tool) {
 	}
 	// Names are given over every tool, those the caller may not see
 	// included: a tool has one name whoever looks.
-	names := c.f.servedNames("tool", entries)
+	names := c.f.opts.Names.servedNames(entries, func(e named, owner string) { c.f.warnShared("tool", e, owner) })
 	public, hidden := map[string]string{}, map[string]string{}
 	for _, t := range tools {
 		name := names[t.Name]
@@ -316,7 +316,7 @@ func (c *client) syncCatalog(own map[string]bool, mine sources) {
 	for _, p := range plisted {
 		entries = append(entries, named{server: p.Server, raw: p.Raw.Name, public: p.Name})
 	}
-	names := c.f.servedNames("prompt", entries)
+	names := c.f.opts.Names.servedNames(entries, func(e named, owner string) { c.f.warnShared("prompt", e, owner) })
 	for _, p := range plisted {
 		def := *p.Raw
 		def.Name = names[p.Name]
@@ -364,6 +364,19 @@ func apply[T any](served map[string]string, want map[string]*T, remove func(...s
 		add(want[k])
 		served[k] = string(b)
 	}
+}
+
+// warnShared logs, once per entry, that e's own name is another server's.
+func (f *Front) warnShared(kind string, e named, owner string) {
+	key := kind + " shared\x00" + e.server + "\x00" + e.raw
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if f.warned[key] {
+		return
+	}
+	f.warned[key] = true
+	f.opts.Logger.Warn(kind+" served under its prefixed name: an earlier server (by name) has its own name (-names raw)",
+		"server", e.server, "name", e.raw, "served_as", e.public, "owner", owner)
 }
 
 // warnOnce logs, once per entry, why an entry is not served.

@@ -68,8 +68,8 @@ func TestInvariantsOnPlantedHistories(t *testing.T) {
 			h.Requests[1].End = -1
 		}, "has not returned at 300.000s"},
 		{"Progress", func(h *History) {
-			h.Stalled = "goroutine 7 [sync.Mutex.Lock, synctest bubble 1]:\nfront.(*client).knownRoots"
-		}, "knownRoots"},
+			h.Stalled = "goroutine 7 [sync.Mutex.Lock, synctest bubble 1]:\nfront.(*roots).known"
+		}, "(*roots).known"},
 		{"NoLeak", func(h *History) {
 			h.Leaks = []string{"[select (durable), synctest bubble 1] bridge.(*Call).await"}
 		}, "1 goroutines left"},

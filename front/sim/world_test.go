@@ -62,7 +62,7 @@ func (w *world) rootsRace(c *simClient) {
 	w.r.wg.Go(func() { c.client.AddRoots(&mcp.Root{URI: uri}) })
 	for i := range 600 {
 		runtime.Gosched()
-		if i%10 == 9 && goroutineIn("front.(*client).readRoots", "instance.(*Instance).Running") {
+		if i%10 == 9 && goroutineIn("front.(*roots).read", "instance.(*Instance).Running") {
 			return
 		}
 	}

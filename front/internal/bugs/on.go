@@ -18,8 +18,8 @@ var (
 	// serves every client after it, with the first client's roots.
 	InstancesWithoutClient bool
 	// RootsLockReversed forwards a client's new roots to its instances
-	// with the client's lock still held (front/roots.go): an instance
-	// that starts holds its own lock and takes the client's, so the two
-	// wait for each other.
+	// with the roots' lock still held (roots.read in front/roots.go): an
+	// instance that starts holds its own lock and takes the roots' lock
+	// to read them, so the two wait for each other.
 	RootsLockReversed bool
 )
