@@ -21,6 +21,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -237,15 +238,17 @@ func (r *run) main() Result {
 	idle := []time.Duration{20 * time.Second, 45 * time.Second, 90 * time.Second}[r.rng.IntN(3)]
 	r.sessionTimeout = []time.Duration{time.Minute, 3 * time.Minute}[r.rng.IntN(2)]
 	r.h = History{Idle: idle, Slack: 2 * time.Second, Clients: map[string]*ClientRec{}}
-	r.w = &world{r: r, sharedSup: map[string]*conn.Supervisor{}, maxInst: []int{0, 0, 3}[r.rng.IntN(3)]}
+	r.w = newWorld(r, []int{0, 0, 3}[r.rng.IntN(3)])
 	reg := conn.NewRegistry()
+	r.w.Host = host.New(r.w.hostOptions(reg, func() *front.Front { return r.f }))
 	r.f = front.New(front.Options{Registry: reg, Backends: r.w, Clock: clock.New(),
 		Logger: slog.New(slog.DiscardHandler), InstanceIdle: idle})
 	r.logf("seed %d: idle %v, session timeout %v, max instances %d", r.seed, idle, r.sessionTimeout, r.w.maxInst)
-	for _, s := range []string{perClient, shared} {
-		if err := r.w.startShared(ctx, s, r.f.Configure, reg); err != nil {
-			r.logf("shared instance of %s did not start: %v", s, err)
-		}
+	if err := r.w.Start(ctx, &r.w.cfg); err != nil {
+		r.logf("the host did not start: %v", err)
+	}
+	for _, s := range r.w.Failures() {
+		r.logf("shared instance of %s did not start: %v", s.Config.Name, s.Err)
 	}
 	time.Sleep(time.Second)
 	synctest.Wait()
@@ -266,7 +269,6 @@ func (r *run) main() Result {
 		r.step(ctx)
 		synctest.Wait()
 		r.steps.Add(1)
-		allSteps.Add(1)
 		allSteps.Add(1)
 		if found = r.check(); len(found) > 0 {
 			break
@@ -289,6 +291,7 @@ func (r *run) main() Result {
 	time.Sleep(r.sessionTimeout + idle + 6*time.Minute)
 	synctest.Wait()
 	r.steps.Add(1)
+	allSteps.Add(1)
 	if len(found) == 0 {
 		found = r.check()
 	}
@@ -419,20 +422,14 @@ func (r *run) step(ctx context.Context) {
 	case n < 85:
 		r.vanish(live[r.rng.IntN(len(live))])
 	case n < 93:
-		r.w.mu.Lock()
-		servers := slices.Clone(r.w.servers)
-		r.w.mu.Unlock()
+		servers := r.w.crashable()
 		i := r.rng.IntN(len(servers))
 		r.logf("backend %d crashes", i)
 		servers[i].Crash()
 	default:
-		running := r.w.running()
-		if len(running) == 0 {
-			return
-		}
-		in := running[r.rng.IntN(len(running))]
-		r.logf("reload: instance %d of %s closed from outside", in.rec.ID, in.rec.Server)
-		r.wg.Go(func() { _ = in.sup.Close(ctx) })
+		kind := r.rng.IntN(3)
+		r.logf("reload %s", []string{"restarts " + perClient, "restarts " + shared, "changes the rate limit of " + perClient}[kind])
+		r.w.reload(ctx, kind)
 	}
 }
 
