@@ -82,6 +82,9 @@ func (s *Supervisor) awaitGeneration(ctx context.Context, old *generation, deadl
 			return g, nil
 		}
 		if !recovering(st) {
+			if st == Disposed {
+				st = Disposing // Close moves through both, often at one instant: which one a waiter sees is chance
+			}
 			return nil, fmt.Errorf("%w: the supervisor is %s", errNoRecovery, st)
 		}
 		left := deadline.Sub(s.clk.Now())

@@ -288,12 +288,14 @@ type unavailableError struct {
 
 func (e *unavailableError) Error() string {
 	switch {
+	// A connection that ended under the request names no state: the
+	// supervisor's loop moves on from it at the same moment.
 	case e.cause != nil && e.tool == "":
-		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the request: %v",
-			e.server, e.state, e.cause)
+		return fmt.Sprintf("mcp server %q is unavailable: the connection ended during the request: %v",
+			e.server, e.cause)
 	case e.cause != nil:
-		return fmt.Sprintf("mcp server %q is unavailable (state %s): the connection ended during the call of tool %q: %v",
-			e.server, e.state, e.tool, e.cause)
+		return fmt.Sprintf("mcp server %q is unavailable: the connection ended during the call of tool %q: %v",
+			e.server, e.tool, e.cause)
 	case e.tool == "":
 		return fmt.Sprintf("mcp server %q is unavailable (state %s): nothing was sent", e.server, e.state)
 	}

@@ -114,6 +114,7 @@ func (g *generation) connect() ([]Tool, error) {
 	s := g.sup
 	ctx, cancel := withTimeout(g.ctx, s.clk, s.cfg.ConnectTimeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, connectByKey{}, s.clk.Now().Add(s.cfg.ConnectTimeout))
 	tools, err := g.connectCtx(ctx)
 	if err != nil && g.ctx.Err() == nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within ConnectTimeout (%v): %w", s.cfg.ConnectTimeout, err)
@@ -281,7 +282,9 @@ func (g *generation) ProcessLogger() *slog.Logger {
 // the SDK's session), so the failure ends the generation: a loss. A
 // process's pipes end the session by themselves.
 func (g *generation) requestFailed(err error) error {
-	if cause := g.badCause(); cause != nil {
+	// A process's exit is no better cause than the request's own error
+	// (EOF), which it caused; which of the two came first is chance.
+	if cause := g.badCause(); cause != nil && !errors.Is(cause, errServerExited) {
 		return cause
 	}
 	if !transport.ConnectionGone(err) && !g.needsSignIn(err) {
@@ -350,7 +353,14 @@ func (g *generation) ping() {
 		return
 	}
 	if err != nil {
+		_, ownsProcess := g.transport.(Terminator)
 		g.mu.Unlock()
+		if ownsProcess && transport.ConnectionGone(err) {
+			// The process's pipes closed under the probe: its exit
+			// reports the loss (requestFailed), not this probe, which
+			// would race it to name the cause and date the loss.
+			return
+		}
 		// Nothing since the last answer shows the connection was good:
 		// not even that this probe was sent on time, on a loaded host.
 		g.markBad(g.lastGood(), fmt.Errorf("keep-alive %s got no answer within KeepAlive (%v): %w", g.probeName(), s.cfg.KeepAlive, causeOf(ctx, err)))

@@ -913,7 +913,11 @@ func (s *Supervisor) resyncDone(g *generation, tools []Tool, err error) {
 	// while it listed (its process may be terminated by now) publishes
 	// nothing, and one still up finishes its swap before the termination.
 	g.publishing <- struct{}{}
-	if g.down() {
+	// A listing cut short by the connection's end is no news either: the
+	// end reaches the loop by itself (a process's pipes end the session;
+	// requestFailed marked any other transport bad), before or after this
+	// at the same instant.
+	if g.down() || transport.ConnectionGone(err) {
 		<-g.publishing
 		return // a failure caused by closing it is no news either
 	}

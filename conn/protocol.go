@@ -211,6 +211,10 @@ func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version s
 // subscriptions/listen (within ConnectTimeout).
 const listenAckWait = 5 * time.Second
 
+// connectByKey is the context key of an attempt's end, by ConnectTimeout
+// (generation.connect), as a time.Time on the supervisor's clock.
+type connectByKey struct{}
+
 // awaitListenAck waits, when the session sent subscriptions/listen
 // (protocol 2026-07-28), until the server acknowledges it: only then are
 // its subscriptions in place, and a change made between them and the
@@ -222,7 +226,14 @@ func (g *generation) awaitListenAck(ctx context.Context, ack *transport.ListenAc
 		return nil
 	}
 	s := g.sup
-	wctx, cancel := withTimeout(ctx, s.clk, listenAckWait)
+	// A wait that would end at ConnectTimeout's instant or later is left
+	// to ConnectTimeout alone: two timers of one instant fire in either
+	// order, and the attempt would fail or go on by chance.
+	wctx, cancel := context.WithCancel(ctx)
+	if by, ok := ctx.Value(connectByKey{}).(time.Time); !ok || s.clk.Now().Add(listenAckWait).Before(by) {
+		cancel()
+		wctx, cancel = withTimeout(ctx, s.clk, listenAckWait)
+	}
 	defer cancel()
 	select {
 	case <-ack.Acked():

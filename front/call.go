@@ -229,6 +229,8 @@ func (f *Front) describe(be backend, op operation, err error, why string) string
 		fmt.Fprintf(&b, "reconnecting now (attempt %d/%d)", st.Attempt, st.MaxAttempts)
 	case st.State == conn.Established:
 		b.WriteString("connected again") // it came back since the call failed
+	case st.State == conn.Disposed:
+		b.WriteString(conn.Disposing.Phrase()) // Close enters both at one instant: which one is read is chance
 	default:
 		b.WriteString(st.State.Phrase())
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing/synctest"
@@ -130,5 +131,46 @@ func (r *run) until(end time.Time, done <-chan struct{}) {
 		case <-a.changed:
 		case <-done:
 		}
+	}
+}
+
+// deadline is a host's context that ends d from now, as
+// context.WithTimeout's does (its Err is context.DeadlineExceeded, its
+// Deadline the instant), but on the world's agenda: a host's deadline at
+// the instant of a supervisor's own timer (HoldCalls, CallTimeout) ends
+// after it, always. With a runtime timer of its own, which of the two
+// came first was the Go scheduler's choice ("held 5s for a new
+// connection: context deadline exceeded" in one run, "no recovery within
+// HoldCalls" in its replay).
+func (r *run) deadline(d time.Duration) (context.Context, context.CancelFunc) {
+	c := &agendaCtx{at: time.Now().Add(d), done: make(chan struct{})}
+	r.ag.after(d, func() { c.end(context.DeadlineExceeded) })
+	return c, func() { c.end(context.Canceled) }
+}
+
+// agendaCtx is the context deadline returns.
+type agendaCtx struct {
+	at   time.Time
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+func (c *agendaCtx) Deadline() (time.Time, bool) { return c.at, true }
+func (c *agendaCtx) Done() <-chan struct{}       { return c.done }
+func (c *agendaCtx) Value(any) any               { return nil }
+
+func (c *agendaCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *agendaCtx) end(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
 	}
 }

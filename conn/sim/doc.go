@@ -24,16 +24,18 @@
 // [Shrink] looks for a smaller schedule that still breaks it.
 //
 // A run is exact where the simulator decides: the schedule, the moment of
-// every step, and the world's timed actions (a late answer, a timed crash
-// or hang, a tool's work, a slow exit), which the driver runs itself from
-// an agenda, after everything else that woke at the same instant (a
-// supervisor's timers) is done, and before its own next step. Goroutines
-// of conn, the SDK and the host's requests that run at one instant are
-// still ordered by Go's scheduler; the canonical log ([Canonical]) sorts
-// the lines of an instant, and two runs of a seed compare equal unless
-// those goroutines changed what happened (about 6 seeds in 1000 today:
-// the state an error names, a host's deadline at the instant of conn's
-// own timer). docs/reliability.md has the fault model, the
+// every step, the world's timed actions (a late answer, a timed crash or
+// hang, a tool's work, a slow exit), a crash the process decides itself
+// (on a request, after an answer) and the host's deadlines, which the
+// driver runs itself from an agenda, after everything else that woke at
+// the same instant (a supervisor's timers) is done, and before its own
+// next step. Goroutines of conn, the SDK and the host's requests that run
+// at one instant are still ordered by Go's scheduler; the canonical log
+// ([Canonical]) sorts the lines of an instant, and two runs of a seed
+// compare equal unless those goroutines changed what happened (1 seed in
+// 1000 measured: a call that waited for a slot of MaxConcurrentCalls, at
+// the instant its connection ended, fails as sent or as not sent).
+// docs/reliability.md has the fault model, the
 // invariants, the measured replay and reproduction rates, and what the
 // simulator cannot see. The tests of this package are its command line.
 //

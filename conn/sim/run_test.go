@@ -110,12 +110,10 @@ func runBubble(s Schedule, opts Options) *Result {
 	r.startSup(s.Setup, "start")
 	var v *Violation
 	for i, st := range s.Steps {
-		if st.After > 0 {
-			r.sleep(st.After)
-		}
+		r.sleep(st.After) // with 0, what the world armed for now runs first
 		r.logf("step %d: %v", i+1, st)
 		r.do(st)
-		synctest.Wait()
+		r.sleep(0)
 		if v = r.check(i+1, false); v != nil {
 			break
 		}
@@ -284,7 +282,7 @@ func (r *run) closeSup(why string) {
 	}
 	sup, inc := r.sup, r.inc
 	r.sup = nil
-	ctx, cancel := context.WithTimeout(context.Background(), r.setup.CloseTimeout+5*time.Second)
+	ctx, cancel := r.deadline(r.setup.CloseTimeout + 5*time.Second)
 	var err error
 	r.block(func() { err = sup.Close(ctx) })
 	cancel()
@@ -474,7 +472,7 @@ func (r *run) call(st Step) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if st.Deadline > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), st.Deadline)
+		ctx, cancel = r.deadline(st.Deadline)
 		bound = min(bound, st.Deadline)
 	}
 	c.Bound = c.Start + bound
@@ -515,7 +513,7 @@ func (r *run) reconnect(st Step) {
 	c := &Call{ID: r.nextID("r"), Kind: "reconnect", Inc: r.inc, Start: r.now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	if st.Deadline > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), st.Deadline)
+		ctx, cancel = r.deadline(st.Deadline)
 		c.Bound = c.Start + st.Deadline
 	}
 	r.record(func(h *History) { h.Calls = append(h.Calls, c) })
@@ -534,7 +532,7 @@ func (r *run) subscribe(st Step) {
 	}
 	c := &Call{ID: r.nextID("s"), Kind: st.Do, Inc: r.inc, Tool: st.URI, Start: r.now()}
 	c.Bound = c.Start + min(5*time.Second, r.setup.CallTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := r.deadline(5 * time.Second)
 	r.record(func(h *History) { h.Calls = append(h.Calls, c) })
 	r.host.Go(func() {
 		defer cancel()

@@ -252,6 +252,7 @@ type process struct {
 	mu         sync.Mutex
 	exitedCh   chan struct{}
 	exited     bool
+	dying      bool // crashes at the end of this instant (crashSoon)
 	closing    bool // stdin closed or terminated: it exits after ExitDelay
 	terminated bool
 	counts     map[string]int // requests received, by method
@@ -512,6 +513,10 @@ func (p *process) thaw() {
 // process crashed on it.
 func (p *process) received(req *jsonrpc.Request) (crashed bool) {
 	p.mu.Lock()
+	if p.dying {
+		p.mu.Unlock()
+		return true
+	}
 	p.counts[req.Method]++
 	n := p.counts[req.Method]
 	switch req.Method {
@@ -556,10 +561,31 @@ func (p *process) received(req *jsonrpc.Request) (crashed bool) {
 		p.hang(plan.HangFor)
 	}
 	if crashNow {
-		p.crash("on " + req.Method)
+		p.crashSoon("on " + req.Method)
 		return true
 	}
 	return false
+}
+
+// crashSoon is a crash the process itself decides (on a request, after
+// an answer): it reads and writes nothing more, and the driver crashes it
+// from the agenda at this instant, once everything else that woke at it
+// is done. Cut at once from the server's own goroutine, the link's end
+// raced conn's goroutines of the same instant (a re-sync's request sent
+// or refused, the loss's cause named by one goroutine or another), and a
+// replay could differ.
+func (p *process) crashSoon(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dyingLocked(why)
+}
+
+func (p *process) dyingLocked(why string) {
+	if p.dying || p.exited {
+		return
+	}
+	p.dying = true
+	p.w.r.ag.after(0, func() { p.crash(why) })
 }
 
 // wireText is a message as the wire log shows it.
@@ -581,6 +607,9 @@ func (p *process) write(msg jsonrpc.Message) error {
 	if p.exited {
 		return errLinkDown
 	}
+	if p.dying {
+		return nil // dead already: nothing more reaches the pipe
+	}
 	m := outMsg{msg: msg}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		if l := p.lists[resp.ID]; l != nil {
@@ -597,9 +626,7 @@ func (p *process) write(msg jsonrpc.Message) error {
 		return nil
 	}
 	if p.sendLocked(m) {
-		p.mu.Unlock()
-		p.crash("after answering")
-		p.mu.Lock()
+		p.dyingLocked("after answering")
 	}
 	return nil
 }

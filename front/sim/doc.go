@@ -1,5 +1,8 @@
-// Package sim simulates the gateway: a front (package front) over
-// scripted in-memory backends, served over in-memory Streamable HTTP to
+// Package sim simulates the gateway: a front (package front) over a real
+// host (package host) of two servers, one per-client and one shared,
+// built from a config.Config; the host's starters swap each supervisor's
+// transport for an in-memory server whose tools record whose requests
+// reach them. The front is served over in-memory Streamable HTTP to
 // several clients of both eras (2025-11-25 sessions and 2026-07-28
 // requests), in a testing/synctest bubble, so that simulated time drives
 // every timer of the front, its instances and the clients.
@@ -8,8 +11,11 @@
 // instance takes to start, which clients join, call which tools, answer,
 // abandon or replay (as another client) the rounds of a bridged call,
 // change their roots (also while their instance starts), close their
-// sessions or vanish, which backends crash and which instances a reload
-// closes. After every step the driver checks the invariants on the
+// sessions or vanish, which backends crash (shared, per-client, or the
+// shared server's instance for 2026-07-28 clients), and which reloads
+// the host applies (Host.Apply: a restart of either server, which closes
+// its instances, or a change of its rate limit alone, which keeps
+// them). After every step the driver checks the invariants on the
 // history so far; a run that stops making progress is a violation of
 // Progress, reported with the stacks of the goroutines blocked on locks.
 //

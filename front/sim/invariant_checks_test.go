@@ -154,6 +154,40 @@ func lockWaiters(stacks string) (string, bool) {
 	return strings.Join(keep, "\n\n"), len(keep) > 0
 }
 
+// ownBubble is the tag stack dumps give the caller's synctest bubble,
+// "synctest bubble N]"; "" outside a bubble.
+func ownBubble() string {
+	self := make([]byte, 256)
+	self = self[:runtime.Stack(self, false)]
+	head, _, _ := strings.Cut(string(self), "\n")
+	i := strings.Index(head, "synctest bubble ")
+	if i < 0 {
+		return ""
+	}
+	return head[i : i+strings.IndexByte(head[i:], ']')+1]
+}
+
+// busy reports whether a dump of every goroutine's stack (the dumping
+// goroutine's first) shows another goroutine, of the bubble tagged bubble
+// or of none, runnable or running: one that waits for a CPU, not for a
+// lock or a channel. A goroutine that waits for the runtime (a garbage
+// collection's semaphore) shows no bubble.
+func busy(stacks, bubble string) bool {
+	first := true
+	for g := range strings.SplitSeq(stacks, "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if first {
+			first = false
+			continue
+		}
+		mine := bubble != "" && strings.Contains(head, bubble) || !strings.Contains(head, "synctest bubble")
+		if mine && (strings.Contains(head, " [runnable") || strings.Contains(head, " [running")) {
+			return true
+		}
+	}
+	return false
+}
+
 // bubbleOthers keeps, of a dump of every goroutine's stack, those of a
 // synctest bubble that lockWaiters does not keep.
 func bubbleOthers(stacks string) string {

@@ -113,3 +113,28 @@ func TestCanonical(t *testing.T) {
 		t.Errorf("Canonical = %q, want %q", got, want)
 	}
 }
+
+// TestBusyTellsStarvedFromStuck: the stall watchdog's test of a dump. A
+// run whose goroutines wait for a CPU is starved, not stuck; one whose
+// goroutines all wait on locks is stuck, whatever another run's
+// goroutines do.
+func TestBusyTellsStarvedFromStuck(t *testing.T) {
+	self := "goroutine 1 [running]:\nmain.watch()"
+	stuck := "goroutine 7 [sync.Mutex.Lock, synctest bubble 3]:\nfront.(*client).update()"
+	cases := []struct {
+		name string
+		dump string
+		want bool
+	}{
+		{"all on locks", self + "\n\n" + stuck, false},
+		{"another bubble runs", self + "\n\n" + stuck + "\n\ngoroutine 9 [runnable, synctest bubble 4]:\nx()", false},
+		{"its own goroutine waits for a CPU", self + "\n\n" + stuck + "\n\ngoroutine 8 [runnable, synctest bubble 3]:\nx()", true},
+		{"the runtime waits for a CPU", self + "\n\n" + stuck + "\n\ngoroutine 5 [runnable]:\nruntime.gcBgMarkWorker()", true},
+		{"bubble 3 is not bubble 31", self + "\n\n" + stuck + "\n\ngoroutine 8 [runnable, synctest bubble 31]:\nx()", false},
+	}
+	for _, c := range cases {
+		if got := busy(c.dump, "synctest bubble 3]"); got != c.want {
+			t.Errorf("%s: busy = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

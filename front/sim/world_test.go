@@ -4,18 +4,22 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpfsm/mcpfsm/authz"
+	"github.com/mcpfsm/mcpfsm/config"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/conntest"
+	"github.com/mcpfsm/mcpfsm/front"
+	"github.com/mcpfsm/mcpfsm/host"
 	"github.com/mcpfsm/mcpfsm/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,21 +31,97 @@ const (
 	shared    = "b"
 )
 
-// world is the front's backends (front.Backends): a shared instance of
-// each server, and the per-client instances the front asks for, each a
-// supervisor of an in-memory server of its own whose tools record whose
-// requests reach it.
+// world is the front's backends (front.Backends): a real host.Host of
+// two servers, a per-client one and a shared one, built from a
+// config.Config and reloaded through Host.Apply, whose supervisors run
+// over in-memory servers (the host's starters swap each conn.Config's
+// transport for one), each of which records whose requests reach it.
+// Everything else of a supervisor's configuration is the host's: its
+// registry, logger, the front's Configure, per-client instances kept,
+// retired and closed by the host on a reload.
 type world struct {
+	*host.Host
 	r *run
 
 	mu        sync.Mutex
-	sharedSup map[string]*conn.Supervisor
-	servers   []*conntest.Server // every backend, to crash and close
-	instances []*instanceOf      // the per-client instances, in start order
+	cfg       config.Config               // applied last
+	shared    map[string]*conntest.Server // each shared instance's server now
+	eras      []*conntest.Server          // the shared server's instances for 2026-07-28 clients
+	all       []*conntest.Server          // every server made, to close at the end
+	instances []*instanceOf               // the per-client instances, in start order
 	maxInst   int
+	gen       int // reloads that restart a server
 	// race, if set, is a client whose roots change while the next
 	// instance starts (rootsRace).
 	race *simClient
+}
+
+// newWorld makes the host; start starts it once the front exists.
+func newWorld(r *run, maxInst int) *world {
+	w := &world{r: r, shared: map[string]*conntest.Server{}, maxInst: maxInst}
+	w.cfg = config.Config{Servers: []config.Server{w.server(perClient, 0, authz.Rate{}), w.server(shared, 0, authz.Rate{})}}
+	return w
+}
+
+// server is the configuration of server name at restart gen, with rate.
+func (w *world) server(name string, gen int, rate authz.Rate) config.Server {
+	s := config.Server{Name: name, Type: config.TypeStdio, Command: "sim-" + name, Env: []string{fmt.Sprintf("GEN=%d", gen)},
+		Reconnect: policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 5},
+		Isolation: config.IsolationShared, RateLimit: rate}
+	if name == perClient {
+		s.Isolation, s.MaxInstances = config.IsolationPerClient, w.maxInst
+	}
+	return s
+}
+
+// hostOptions are the options of the world's host; reg is the front's.
+func (w *world) hostOptions(reg *conn.ToolRegistry, f func() *front.Front) host.Options {
+	return host.Options{Logger: slog.New(&attrHandler{}), Registry: reg, Clock: clock.New(),
+		Configure:     func(server string, c *conn.Config) { f().Configure(server, c) },
+		OnApply:       func(host.Changes) { f().Update() },
+		Start:         w.startShared,
+		StartInstance: w.startInstance}
+}
+
+// reload applies the config with one change, as a reload of the file
+// would: kind 0 restarts the per-client server, 1 the shared one (the
+// host closes it and every instance of it, then starts it anew), 2
+// changes the per-client server's rate limit alone (it keeps running).
+func (w *world) reload(ctx context.Context, kind int) {
+	w.mu.Lock()
+	cfg := config.Config{Servers: slices.Clone(w.cfg.Servers)}
+	switch kind {
+	case 0, 1:
+		w.gen++
+		rate := cfg.Servers[kind].RateLimit
+		cfg.Servers[kind] = w.server(cfg.Servers[kind].Name, w.gen, rate)
+	default:
+		rate := authz.Rate{N: 1000, Per: time.Second}
+		if cfg.Servers[0].RateLimit.N != 0 {
+			rate = authz.Rate{}
+		}
+		cfg.Servers[0].RateLimit = rate
+	}
+	w.cfg = cfg
+	w.mu.Unlock()
+	ch, err := w.Apply(ctx, &cfg)
+	w.r.logf("reload: restarted %v, rules %v, unchanged %v: %v", ch.Restarted, ch.Rules, ch.Unchanged, err)
+}
+
+// crashable is every server a crash may hit: the shared instances' now,
+// by name, the latest 2026-07-28 instance's of the shared server, then
+// the per-client instances', in start order.
+func (w *world) crashable() []*conntest.Server {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := []*conntest.Server{w.shared[perClient], w.shared[shared]}
+	if len(w.eras) > 0 {
+		out = append(out, w.eras[len(w.eras)-1])
+	}
+	for _, in := range w.instances {
+		out = append(out, in.srv)
+	}
+	return slices.DeleteFunc(out, func(s *conntest.Server) bool { return s == nil })
 }
 
 // rootsRace changes c's roots and lets the start go on once the front's
@@ -92,34 +172,9 @@ type instanceOf struct {
 	srv *conntest.Server
 }
 
-func (w *world) StatusOf(server string) (conn.Status, bool) {
-	if sup, ok := w.Supervisor(server); ok {
-		return sup.Status(), true
-	}
-	return conn.Status{}, false
-}
-
-func (w *world) Supervisor(server string) (*conn.Supervisor, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	sup, ok := w.sharedSup[server]
-	return sup, ok
-}
-
-func (w *world) Supervisors() []*conn.Supervisor {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return []*conn.Supervisor{w.sharedSup[perClient], w.sharedSup[shared]}
-}
-
-func (w *world) Isolation(server string) (bool, int) {
-	return server != perClient, w.maxInst
-}
-
-func (w *world) Guard(string) authz.Guard { return authz.Guard{} }
-
-// StartInstance starts an instance of server for the client configure is
-// for, after the start's simulated latency.
+// StartInstance is the host's, after a roots race if one is set: the
+// front holds its instance's lock while it starts, and the host's
+// configure reads the client's roots under the client's lock.
 func (w *world) StartInstance(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error) {
 	w.mu.Lock()
 	race := w.race
@@ -128,24 +183,48 @@ func (w *world) StartInstance(ctx context.Context, server string, configure func
 	if race != nil {
 		w.rootsRace(race)
 	}
-	h := &attrHandler{}
+	return w.Host.StartInstance(ctx, server, configure)
+}
+
+// simulated makes cfg's transport an in-memory server's. An instance
+// whose era the front left to conn (a 2026-07-28 client's own) speaks
+// the classic one, so that its client's requests of it are bridged.
+func simulated(cfg *conn.Config, srv *conntest.Server) {
+	cfg.Transport = srv.Transport()
+	if cfg.ProtocolVersion == "" {
+		cfg.ProtocolVersion = conn.ClassicProtocolVersion
+	}
+}
+
+// startInstance is the host's Options.StartInstance: it starts a
+// per-client instance, as the host and the front configured it, over a
+// server of its own.
+func (w *world) startInstance(ctx context.Context, cfg conn.Config) (*conn.Supervisor, error) {
+	if cfg.Name == shared {
+		return w.startEra(ctx, cfg)
+	}
 	w.mu.Lock()
-	rec := &InstanceRec{ID: len(w.instances) + 1, Server: server, Started: w.r.now(), Closed: -1, Served: map[string]time.Duration{}}
+	rec := &InstanceRec{ID: len(w.instances) + 1, Server: cfg.Name, Started: w.r.now(), Closed: -1, Served: map[string]time.Duration{}}
 	w.mu.Unlock()
 	srv := w.backend(rec)
-	cfg := w.config(server, srv, slog.New(h))
+	simulated(&cfg, srv)
+	prev := cfg.OnTransition
 	cfg.OnTransition = func(t conn.Transition) {
+		if prev != nil {
+			prev(t)
+		}
 		if t.To == conn.Disposed {
 			w.r.mu.Lock()
 			if rec.Closed < 0 {
 				rec.Closed = w.r.nowLocked()
 			}
 			w.r.mu.Unlock()
-			w.r.logf("instance %d of %s (client %s) closed", rec.ID, server, rec.Owner)
+			w.r.logf("instance %d of %s (client %s) closed", rec.ID, rec.Server, rec.Owner)
 		}
 	}
-	configure(&cfg)
-	rec.Owner = cfg.Logger.Handler().(*attrHandler).subject()
+	if h, ok := cfg.Logger.Handler().(*attrHandler); ok {
+		rec.Owner = h.subject()
+	}
 	sup, err := conn.Start(ctx, cfg)
 	if err != nil {
 		srv.Close()
@@ -156,18 +235,10 @@ func (w *world) StartInstance(ctx context.Context, server string, configure func
 	w.r.mu.Unlock()
 	w.mu.Lock()
 	w.instances = append(w.instances, &instanceOf{rec: rec, sup: sup, srv: srv})
-	w.servers = append(w.servers, srv)
+	w.all = append(w.all, srv)
 	w.mu.Unlock()
-	w.r.logf("instance %d of %s started for client %s", rec.ID, server, rec.Owner)
+	w.r.logf("instance %d of %s started for client %s", rec.ID, rec.Server, rec.Owner)
 	return sup, nil
-}
-
-// config is the configuration of an instance of server over srv: the
-// classic era, so that a 2026-07-28 client's requests of it are bridged.
-func (w *world) config(server string, srv *conntest.Server, log *slog.Logger) conn.Config {
-	p := policy.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 5}
-	return conn.Config{Name: server, Transport: srv.Transport(), Reconnect: &p, Logger: log,
-		ProtocolVersion: conn.ClassicProtocolVersion}
 }
 
 // backend is a server whose tools answer with the tag of the request
@@ -240,58 +311,53 @@ func (w *world) backend(rec *InstanceRec) *conntest.Server {
 	return srv
 }
 
-// startShared starts the shared instance of server.
-func (w *world) startShared(ctx context.Context, server string, configure func(string, *conn.Config), reg *conn.ToolRegistry) error {
+// startEra starts the shared server's instance for the 2026-07-28
+// clients (the front's, through the host): shared by them, so no client
+// owns it.
+func (w *world) startEra(ctx context.Context, cfg conn.Config) (*conn.Supervisor, error) {
 	srv := w.backend(nil)
-	cfg := w.config(server, srv, slog.New(slog.DiscardHandler))
-	cfg.Registry = reg
-	configure(server, &cfg)
+	cfg.Transport = srv.Transport() // in the era the front asks for
 	sup, err := conn.Start(ctx, cfg)
 	if err != nil {
 		srv.Close()
-		return err
+		return nil, err
 	}
 	w.mu.Lock()
-	w.sharedSup[server] = sup
-	w.servers = append(w.servers, srv)
+	w.eras = append(w.eras, srv)
+	w.all = append(w.all, srv)
 	w.mu.Unlock()
-	return nil
+	w.r.logf("the 2026-07-28 instance of %s started", cfg.Name)
+	return sup, nil
 }
 
-// running returns the instances whose supervisors run, in start order.
-func (w *world) running() []*instanceOf {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []*instanceOf
-	for _, in := range w.instances {
-		if in.sup.State() != conn.Disposed {
-			out = append(out, in)
-		}
+// startShared is the host's Options.Start: it starts a server's shared
+// instance, as the host and the front configured it, over a server of
+// its own.
+func (w *world) startShared(ctx context.Context, cfg conn.Config) (*conn.Supervisor, error) {
+	srv := w.backend(nil)
+	simulated(&cfg, srv)
+	sup, err := conn.Start(ctx, cfg)
+	if err != nil {
+		srv.Close()
+		return nil, err
 	}
-	return out
+	w.mu.Lock()
+	w.shared[cfg.Name] = srv
+	w.all = append(w.all, srv)
+	w.mu.Unlock()
+	return sup, nil
 }
 
-// close closes every supervisor and server.
+// close closes the host, which closes every supervisor, and every server.
 func (w *world) close(ctx context.Context) error {
+	err := w.Close(ctx)
 	w.mu.Lock()
-	sups := []*conn.Supervisor{w.sharedSup[perClient], w.sharedSup[shared]}
-	for _, in := range w.instances {
-		sups = append(sups, in.sup)
-	}
-	servers := w.servers
+	all := w.all
 	w.mu.Unlock()
-	var errs []error
-	for _, sup := range sups {
-		if sup != nil {
-			if err := sup.Close(ctx); err != nil && !errors.Is(err, conn.ErrClosed) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	for _, s := range servers {
+	for _, s := range all {
 		s.Close()
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // attrHandler discards records, and keeps the attributes its logger was
