@@ -369,6 +369,35 @@ func (s *signIns) hint(server, subject string) string {
 	return how
 }
 
+// operatorSignIn is the console's start of the operator's sign-in to
+// server (console.SignInStarter): the sign-in under way, or a new one,
+// and its authorization URL once it has one (its stderr line and
+// $BROWSER as for any other).
+func (s *signIns) operatorSignIn(ctx context.Context, server string) (string, error) {
+	f := s.flows.Pending(server, "")
+	if f == nil {
+		f = s.start(server, "")
+	}
+	if f == nil {
+		return "", fmt.Errorf("server %q has no sign-in this host can start (is it a url server of %s, with a credential store?)", server, s.path)
+	}
+	t := time.NewTimer(callerURLWait)
+	defer t.Stop()
+	select {
+	case <-f.Shown():
+		return f.URL(), nil
+	case <-f.Done():
+		if err := f.Err(); err != nil {
+			return "", err
+		}
+		return "", errors.New("the sign-in ended before it had a URL: the server is signed in to")
+	case <-t.C:
+		return "", fmt.Errorf("no authorization URL after %v (discovery or registration is slow); try again", callerURLWait)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
 func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		if len(args) == 0 {
