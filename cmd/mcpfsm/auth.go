@@ -342,6 +342,20 @@ func (s *signIns) hint(server, subject string) string {
 	if subject != "" && !own {
 		return "the operator signs in to it (" + how + ")"
 	}
+	if subject != "" {
+		s.mu.Lock()
+		e, exchanged := s.exchangers[srv.Name+"\x00"+srv.URL]
+		s.mu.Unlock()
+		if exchanged {
+			// The caller's token is exchanged, never signed in with: say
+			// why the exchange was refused, not where to sign in.
+			if err := e.Refused(subject); err != nil {
+				return "mcpfsm could not exchange your token for one of this server: " + err.Error() +
+					" (the operator fixes upstreamAuth.tokenExchange of " + shellWord(server) + "); or sign in to your identity provider again, then call again"
+			}
+			return ""
+		}
+	}
 	f := s.flows.Pending(server, subject)
 	if f == nil {
 		f = s.start(server, subject)

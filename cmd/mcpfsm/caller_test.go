@@ -222,7 +222,8 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource,
 		"upstreamAuth": obj{"tokenExchange": obj{"tokenUrl": as.Issuer + "/token", "issuer": as.Issuer, "clientId": "gateway"}}}}})
 	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource)
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-http", "127.0.0.1:0")
+	addr := consoleAddr(t, stderr)
 
 	tokens := map[string]string{}
 	for _, sub := range []string{"alice", "bob", "mallory"} {
@@ -233,16 +234,26 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 	}
 	for _, sub := range []string{"alice", "bob", "mallory", "alice"} {
 		c := connectCaller(t, endpoint, tokens[sub], sub)
+		start := time.Now()
 		text, isErr := c.call(t, "mcp__notes__whoami", "")
 		switch {
-		case sub == "mallory" && (!isErr || strings.Contains(text, "subject ")):
-			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want an error", text, isErr)
+		case sub == "mallory" && (!isErr || !strings.Contains(text, "needs-authorization") && !strings.Contains(text, "sign-in required") ||
+			!strings.Contains(text, "token exchange refused for notes (invalid_grant)") ||
+			!strings.Contains(text, "trusts the callers' identity provider") || strings.Contains(text, "/authorize?")):
+			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want a sign-in error naming the refused exchange and the fix, with no sign-in link", text, isErr)
+		case sub == "mallory" && time.Since(start) > 5*time.Second:
+			t.Errorf("mallory's call took %v; want it answered at once", time.Since(start))
 		case sub != "mallory" && (isErr || text != "subject "+sub):
 			t.Errorf("%s reached the upstream as %q (isError %v); want itself; stderr:\n%s", sub, text, isErr, stderr)
 		}
 	}
 	if n := as.Exchanges(); n != 2 {
 		t.Errorf("%d token exchanges; want 2 (alice's, kept for her second client, and bob's)", n)
+	}
+	// mallory's instance waits for a sign-in: no retries, no outage.
+	st := consoleServerStatus(t, addr, madeToken(t, addr), "notes")
+	if st.Instances["needs-authorization"] != 1 || st.Instances["failed-retrying"] != 0 {
+		t.Errorf("the instances of notes by state: %v; want mallory's in needs-authorization, none failed-retrying", st.Instances)
 	}
 	for _, sub := range as.Accepted() {
 		if sub != "alice" && sub != "bob" {
