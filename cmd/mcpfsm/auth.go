@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
 )
 
 const authUsage = `Usage:
@@ -173,6 +175,11 @@ func (s *signIns) handler(srv config.Server) auth.OAuthHandler {
 	}
 	key := srv.Name + "\x00" + srv.URL
 	s.servers[srv.Name] = srv
+	if s.callersOnly(srv) {
+		// Each caller signs in as itself: the shared instance holds no
+		// credential, and the operator's is never sent for a caller.
+		return callersSignIn{server: srv.Name}
+	}
 	if h, ok := s.handlers[key]; ok {
 		return h
 	}
@@ -193,6 +200,39 @@ func (s *signIns) perCaller(r *signin.Redirects, callback string) {
 	s.mu.Lock()
 	s.redirects, s.callback = r, callback
 	s.mu.Unlock()
+}
+
+// callersOnly reports whether srv is signed in to by each OAuth caller
+// as itself, so that no one's credential is the shared instance's; s.mu
+// is held.
+func (s *signIns) callersOnly(srv config.Server) bool {
+	return s.callback != "" && srv.UpstreamAuth != config.UpstreamAuthShared
+}
+
+// callersOnlyLocked is callersOnly taking s.mu.
+func (s *signIns) callersOnlyLocked(srv config.Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callersOnly(srv)
+}
+
+// callersSignIn is the OAuth handler of the shared instance of a server
+// each OAuth caller signs in to as itself: it holds no credential (the
+// operator's is never used for a caller), and its 401 is a sign-in state
+// saying so, with no sign-in started.
+type callersSignIn struct{ server string }
+
+// TokenSource implements auth.OAuthHandler: none.
+func (callersSignIn) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+
+// Authorize implements auth.OAuthHandler: a 401 needs a caller's sign-in.
+func (h callersSignIn) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	return &conn.SignInError{How: "each caller signs in to " + shellWord(h.server) + " as itself (upstreamAuth \"per-caller\", the default with -oauth-issuer), " +
+		"so serve's shared instance holds no credential; give the server \"upstreamAuth\": \"shared\" to sign in once for every caller"}
 }
 
 // ownCredential reports whether subject's requests to srv carry
@@ -262,7 +302,7 @@ func (s *signIns) start(server, subject string) *signin.Flow {
 	}
 	redirects, callback := s.redirects, s.callback
 	s.mu.Unlock()
-	if !ok || s.store == nil || (subject != "" && !own) {
+	if !ok || s.store == nil || (subject != "" && !own) || (subject == "" && s.callersOnlyLocked(srv)) {
 		return nil
 	}
 	client := clientOf(srv.OAuth)
@@ -341,6 +381,9 @@ func (s *signIns) hint(server, subject string) string {
 	s.mu.Unlock()
 	if subject != "" && !own {
 		return "the operator signs in to it (" + how + ")"
+	}
+	if subject == "" && ok && s.callersOnlyLocked(srv) {
+		return "each caller signs in to it as itself; the operator's credential is not used for it (upstreamAuth \"shared\" would)"
 	}
 	if subject != "" {
 		s.mu.Lock()
