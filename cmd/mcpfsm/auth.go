@@ -150,8 +150,16 @@ func newSignIns(cmd, path, storeSpec string, stderr io.Writer, logger *slog.Logg
 	return s
 }
 
-// close ends the sign-ins under way.
-func (s *signIns) close() { s.flows.Close() }
+// close ends the sign-ins under way, then closes the credential store
+// if it holds connections (a Redis store: its pool and subscription).
+func (s *signIns) close() {
+	s.flows.Close()
+	if c, ok := s.store.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(s.stderr, "mcpfsm %s: closing the credential store: %v\n", s.cmd, err)
+		}
+	}
+}
 
 // setFront has f ask its clients to open the sign-ins' URLs.
 func (s *signIns) setFront(f *front.Front) {

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/internal/fixture"
+	"github.com/redis/go-redis/v9"
 )
 
 // Two mcpfsm processes on one Redis store, each with a state directory of
@@ -99,5 +103,60 @@ func TestReplicasShareRedisCredentials(t *testing.T) {
 			t.Errorf("a token, code, verifier or the key appears in mcpfsm's output")
 			break
 		}
+	}
+}
+
+// redisClients is how many clients the Redis at url has connected, this
+// one included.
+func redisClients(t *testing.T, url string) int {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	info, err := c.Info(context.Background(), "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no connected_clients in INFO clients: %q", info)
+	return 0
+}
+
+// The sign-ins of serve (and run, tools, call) close their Redis
+// credential store when they end: its connections, the subscription
+// included, are gone from the Redis server.
+func TestSignInsCloseTheRedisStore(t *testing.T) {
+	url := fixture.StartRedis(t)
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	t.Setenv("MCPFSM_CREDENTIAL_KEY", base64.StdEncoding.EncodeToString(k))
+	before := redisClients(t, url)
+	s := newSignIns("serve", "mcpfsm.json", url, io.Discard, nil)
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	if n := redisClients(t, url); n <= before {
+		t.Fatalf("%d Redis clients with the store open, %d before: the store holds no connection?", n, before)
+	}
+	s.close()
+	deadline := time.Now().Add(limit)
+	n := redisClients(t, url)
+	for n != before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the Redis server sees the closed sockets
+		n = redisClients(t, url)
+	}
+	if n != before {
+		t.Errorf("%d Redis clients after the sign-ins closed, %d before: the store was not closed", n, before)
 	}
 }
