@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 )
@@ -117,3 +120,59 @@ func (s plainServer) Status() conn.Status {
 	return conn.Status{Server: s.name, State: conn.NeedsAuthorization, Tools: []string{}}
 }
 func (plainServer) Reconnect(context.Context) error { return nil }
+
+// The page shows a Sign in button for a server that needs a sign-in (and
+// none for a connected one); clicking it shows the authorization URL as
+// a link to open.
+func TestBrowserSignIn(t *testing.T) {
+	bin := chromium(t)
+	if testing.Short() {
+		t.Skip("the browser test is slow; skipped with -short")
+	}
+	const authURL = "https://as.example/authorize?client_id=c&state=s1"
+	notes := &signInServer{name: "notes", url: authURL, state: conn.NeedsAuthorization}
+	up := &signInServer{name: "up", url: authURL, state: conn.Established}
+	cons := New(signInHost{notes, up}, Options{})
+	ln, err := Listen("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- cons.Serve(serveCtx, ln) }()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()))
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	defer cancelTab()
+	ctx, cancelAll := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelAll()
+
+	button := `tbody.card[data-server="notes"] button.signin`
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"), chromedp.WaitVisible(button)); err != nil {
+		t.Fatalf("the Sign in button of notes: %v", err)
+	}
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('tbody.card[data-server="up"] button.signin').hidden`))
+	if err != nil || !hidden {
+		t.Errorf("the Sign in button of a connected server: hidden %v (%v); want hidden", hidden, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(button), chromedp.WaitVisible(`tbody.card[data-server="notes"] a.signin-link`)); err != nil {
+		t.Fatalf("no sign-in link after the click: %v", err)
+	}
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('tbody.card[data-server="notes"] a.signin-link').href`))
+	if err != nil || href != authURL {
+		t.Errorf("the sign-in link is %q (%v), want %q", href, err, authURL)
+	}
+	notes.mu.Lock()
+	defer notes.mu.Unlock()
+	if notes.started != 1 {
+		t.Errorf("%d sign-ins started by one click, want 1", notes.started)
+	}
+}

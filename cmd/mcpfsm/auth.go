@@ -439,6 +439,13 @@ func (s *signIns) hint(server, subject string) string {
 // and its authorization URL once it has one (its stderr line and
 // $BROWSER as for any other).
 func (s *signIns) operatorSignIn(ctx context.Context, server string) (string, error) {
+	s.mu.Lock()
+	srv, ok := s.servers[server]
+	callers := ok && s.callersOnly(srv)
+	s.mu.Unlock()
+	if callers {
+		return "", fmt.Errorf("each caller signs in to server %q as itself; the operator has no sign-in to it (\"upstreamAuth\": \"shared\" gives one for all)", server)
+	}
 	f := s.flows.Pending(server, "")
 	if f == nil {
 		f = s.start(server, "")
