@@ -214,12 +214,15 @@ func (c *Console) route(w http.ResponseWriter, r *http.Request) {
 	case p == "/api/reload":
 		c.method(w, r, "POST", func() { c.reload(w, r) })
 	case strings.HasPrefix(p, "/api/servers/"):
-		name, ok := strings.CutSuffix(strings.TrimPrefix(p, "/api/servers/"), "/reconnect")
-		if !ok || name == "" || strings.Contains(name, "/") {
-			c.writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; use POST /api/servers/NAME/reconnect", p))
-			return
+		name, action, _ := strings.Cut(strings.TrimPrefix(p, "/api/servers/"), "/")
+		switch {
+		case name != "" && action == "reconnect":
+			c.method(w, r, "POST", func() { c.reconnect(w, r, name) })
+		case name != "" && action == "signin":
+			c.method(w, r, "POST", func() { c.signIn(w, r, name) })
+		default:
+			c.writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; use POST /api/servers/NAME/reconnect or POST /api/servers/NAME/signin", p))
 		}
-		c.method(w, r, "POST", func() { c.reconnect(w, r, name) })
 	case p == "/metrics" && c.opts.Metrics != nil:
 		c.opts.Metrics.ServeHTTP(w, r)
 	default:

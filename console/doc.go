@@ -22,6 +22,10 @@
 //	POST /api/servers/{name}/reconnect reconnect one server now; answers a ReconnectResult when the
 //	                                  attempt ends: 200 connected, 502 the attempt failed (error
 //	                                  says why), 409 the server is closed, 404 unknown server
+//	POST /api/servers/{name}/signin   start the operator's sign-in to a server that needs one
+//	                                  (state needs-authorization; see SignInStarter): 200 and a
+//	                                  SignInResult with the authorization URL to open, 409 the
+//	                                  server needs none, 501 the host cannot, 502 it did not start
 //	POST /api/reconnect               reconnect every server at once; a ReconnectAllResult,
 //	                                  200 when all connected, 502 otherwise
 //	POST /api/reload                  re-read the host's configuration: 200 and a StatusReport,
@@ -56,6 +60,8 @@
 //	  toolCount         len(tools)
 //	  sandbox[]         what the server's sandbox allows, one line an aspect
 //	                    (read, write, network, limits); omitted when it has none
+//	  signIn            true when the server needs a sign-in the operator can start
+//	                    (POST /api/servers/{name}/signin); omitted otherwise
 //	  transitions[]     the recent transitions, oldest first (Options.HistorySize):
 //	    at, from, to, event, attempt, maxAttempts, delayMs, error, generation
 //

@@ -53,6 +53,9 @@ type ServerStatus struct {
 	// Callers are the server's callers' requests over the last hour, by
 	// caller (Options.Callers): the operator's console sees who called.
 	Callers []CallerCount `json:"callers,omitempty"`
+	// SignIn is true when the server needs a sign-in and the operator can
+	// start it here (POST /api/servers/NAME/signin; see [SignInStarter]).
+	SignIn bool `json:"signIn,omitempty"`
 }
 
 // CallerCount is one caller's requests to a server over the last hour:
@@ -139,6 +142,7 @@ func (c *Console) report() StatusReport {
 	for _, s := range servers {
 		st := s.Status()
 		ss := serverStatus(st, c.hist.recent(st.Server))
+		ss.SignIn = canSignIn(s, st)
 		if sb, ok := s.(Sandboxed); ok {
 			ss.Sandbox = sb.Sandbox()
 		}

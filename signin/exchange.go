@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -64,6 +65,9 @@ type ExchangeConfig struct {
 // replicas when the Store is shared.
 type Exchanger struct {
 	cfg ExchangeConfig
+
+	mu      sync.Mutex
+	refusal map[string]error // by subject: why its last exchange was refused
 }
 
 // NewExchanger returns an Exchanger for cfg; the error names the missing
@@ -161,9 +165,14 @@ func (e *Exchanger) Token(ctx context.Context, subject string, subjectToken func
 			Scope: e.cfg.Scopes, SubjectToken: st, SubjectTokenType: e.cfg.SubjectTokenType,
 		}, creds, e.cfg.Client)
 		if err != nil {
-			return nil, e.exchangeError(err)
+			err = e.exchangeError(err)
+			if errors.Is(err, ErrExchangeRefused) {
+				e.setRefused(subject, err)
+			}
+			return nil, err
 		}
 	}
+	e.setRefused(subject, nil)
 	nc := &Credential{Key: k, Server: e.cfg.Server, AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken,
 		Expiry: tok.Expiry, Scopes: e.cfg.Scopes, ClientSecret: e.cfg.ClientSecret, TokenURL: e.cfg.TokenURL,
 		AuthStyle: int(oauth2.AuthStyleInParams), Saved: time.Now()}
@@ -173,17 +182,44 @@ func (e *Exchanger) Token(ctx context.Context, subject string, subjectToken func
 	return nc.token(), nil
 }
 
+// ErrExchangeRefused is matched by the error of a token exchange the
+// authorization server answered with an error (an untrusted or expired
+// caller's token, a client it does not know): no retry of the same
+// exchange can succeed.
+var ErrExchangeRefused = errors.New("token exchange refused")
+
+// Refused returns why the last token exchange for subject was refused,
+// or nil when it was not (or a later one succeeded).
+func (e *Exchanger) Refused(subject string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.refusal[subject]
+}
+
+func (e *Exchanger) setRefused(subject string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil {
+		delete(e.refusal, subject)
+		return
+	}
+	if e.refusal == nil {
+		e.refusal = map[string]error{}
+	}
+	e.refusal[subject] = err
+}
+
 // exchangeError keeps the authorization server's error code and drops
 // its body, which may quote a token.
 func (e *Exchanger) exchangeError(err error) error {
 	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && (re.Response == nil || re.Response.StatusCode < 500) {
 		code := re.ErrorCode
 		if code == "" && re.Response != nil {
 			code = re.Response.Status
 		}
-		return fmt.Errorf("token exchange for %s refused by %s: %s; check that the upstream's authorization server trusts the callers' identity provider and knows client %s",
-			e.cfg.Server, scrubText(e.cfg.TokenURL), code, e.cfg.ClientID)
+		return fmt.Errorf("%w for %s (%s) by %s; check that the upstream's authorization server trusts the callers' identity provider and knows client %s",
+			ErrExchangeRefused, e.cfg.Server, code, scrubText(e.cfg.TokenURL), e.cfg.ClientID)
 	}
 	return fmt.Errorf("token exchange for %s at %s: %s", e.cfg.Server, scrubText(e.cfg.TokenURL), scrubText(err.Error()))
 }
@@ -196,49 +232,110 @@ func (e *Exchanger) ForCaller(subject string, subjectToken func(context.Context)
 }
 
 // ExchangeHandler is an auth.OAuthHandler for one caller; see
-// [Exchanger.ForCaller].
+// [Exchanger.ForCaller]. It is a conn.CredentialWaiter: after a refused
+// exchange the caller's supervisor waits in needs-authorization until
+// the caller comes with another token of its own.
 type ExchangeHandler struct {
 	e            *Exchanger
 	subject      string
 	subjectToken func(context.Context) (string, error)
 
-	mu      sync.Mutex
-	refused string // the access token the upstream last refused
+	mu        sync.Mutex
+	refused   string // the access token the upstream last refused
+	denied    error  // why the exchange of deniedFor was refused; nil when it was not
+	deniedFor string // the caller's own token whose exchange was refused
 }
 
-var _ auth.OAuthHandler = (*ExchangeHandler)(nil)
+var (
+	_ auth.OAuthHandler     = (*ExchangeHandler)(nil)
+	_ conn.CredentialWaiter = (*ExchangeHandler)(nil)
+)
 
-// TokenSource implements auth.OAuthHandler.
-func (h *ExchangeHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
-	return exchangeSource{h}, nil
-}
-
-type exchangeSource struct{ h *ExchangeHandler }
-
-// Token returns the caller's exchanged token.
-func (s exchangeSource) Token() (*oauth2.Token, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+// TokenSource implements auth.OAuthHandler: the caller's exchanged token.
+// When the authorization server refuses the exchange (ErrExchangeRefused)
+// it returns none, so that the request goes without Authorization and the
+// upstream's 401 reaches Authorize, which says why: the supervisor then
+// waits in needs-authorization rather than retrying an exchange that
+// cannot succeed. Other errors (the authorization server unreachable)
+// fail the request as an outage does.
+func (h *ExchangeHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	refused, denied, deniedFor := h.refused, h.denied, h.deniedFor
+	h.mu.Unlock()
+	if denied != nil {
+		if st, err := h.subjectToken(ctx); err != nil || st == deniedFor {
+			return nil, nil // the same token: refused again, so not asked again
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	s.h.mu.Lock()
-	refused := s.h.refused
-	s.h.mu.Unlock()
-	return s.h.e.Token(ctx, s.h.subject, s.h.subjectToken, refused)
+	var used string
+	tok, err := h.e.Token(tctx, h.subject, func(ctx context.Context) (string, error) {
+		st, err := h.subjectToken(ctx)
+		used = st
+		return st, err
+	}, refused)
+	if errors.Is(err, ErrExchangeRefused) {
+		h.mu.Lock()
+		h.denied, h.deniedFor = err, used
+		h.mu.Unlock()
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.denied, h.deniedFor = nil, ""
+	h.mu.Unlock()
+	return oauth2.StaticTokenSource(tok), nil
 }
 
 // Authorize implements auth.OAuthHandler: on a 401 it sets the refused
 // token aside, so that the retry carries a refreshed or newly exchanged
-// one. A 403 is returned as it is (the supervisor stops in auth-refused).
+// one; after a refused exchange it returns a [*conn.SignInError] saying
+// why and the fix. A 403 is returned as it is (the supervisor stops in
+// auth-refused).
 func (h *ExchangeHandler) Authorize(_ context.Context, req *http.Request, resp *http.Response) error {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	if tok, ok := cutBearer(req.Header.Get("Authorization")); ok {
-		h.mu.Lock()
+	tok, ok := cutBearer(req.Header.Get("Authorization"))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ok {
 		h.refused = tok
-		h.mu.Unlock()
+		return nil
+	}
+	if h.denied != nil {
+		return &conn.SignInError{How: h.denied.Error() + "; or sign in to your identity provider again, then reconnect"}
 	}
 	return nil
+}
+
+// WaitCredential implements conn.CredentialWaiter: after a refused
+// exchange it returns once the caller's own token is another than the
+// one refused (checked every DefaultPollInterval on the Exchanger's
+// clock), at once when no exchange was refused.
+func (h *ExchangeHandler) WaitCredential(ctx context.Context) error {
+	for {
+		h.mu.Lock()
+		denied, deniedFor := h.denied, h.deniedFor
+		h.mu.Unlock()
+		if denied == nil {
+			return nil
+		}
+		if st, err := h.subjectToken(ctx); err == nil && st != deniedFor {
+			return nil
+		}
+		t := h.e.cfg.Clock.Timer(DefaultPollInterval)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 }
 
 func cutBearer(v string) (string, bool) {

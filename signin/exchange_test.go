@@ -2,6 +2,7 @@ package signin_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -167,5 +168,78 @@ func TestTokenExchangeOneInFlight(t *testing.T) {
 	}
 	if n := as.Exchanges(); n != 1 || len(seen) != 1 {
 		t.Errorf("%d exchanges and %d distinct tokens for 8 requests of one caller on two replicas; want 1 and 1", n, len(seen))
+	}
+}
+
+// A caller whose token the upstream's authorization server refuses to
+// exchange is a sign-in state, not an outage: the caller's supervisor
+// waits in needs-authorization (attempt 0, no retry scheduled, no
+// further exchange while the clock runs), its error says why the
+// exchange was refused and the fix, and no token is in it. When the
+// caller comes with a token the authorization server trusts, the
+// supervisor comes up by itself.
+func TestTokenExchangeRefusedNeedsAuthorization(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	store := signin.NewFileStore(filepath.Join(t.TempDir(), "credentials"))
+	clk := clock.NewMock()
+	clk.Set(time.Now())
+	e := newExchanger(t, as, store, clk)
+
+	var mu sync.Mutex
+	callerToken := "idp-token-mallory"
+	s := &supervised{reg: conn.NewRegistry(), rec: conntest.NewRecorder()}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	ht := conn.Streamable(as.Resource)
+	ht.Client = &http.Client{Transport: tr}
+	ht.OAuthHandler = e.ForCaller("mallory", func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return callerToken, nil
+	})
+	sup, err := conn.Start(context.Background(), conn.Config{Name: "notes", Transport: ht, Registry: s.reg, Clock: clk, KeepAlive: 1000 * time.Hour,
+		Logger: s.rec.Logger(), OnTransition: s.rec.OnTransition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sup.Close(context.Background()) })
+	s.sup = sup
+
+	trs := s.rec.Expect(t, waitLimit, conn.NeedsAuthorization)
+	st := sup.Status()
+	if st.Attempt != 0 || !st.NextRetry.IsZero() {
+		t.Errorf("status %+v: want attempt 0 and no retry scheduled", st)
+	}
+	msg := trs[0].Err.Error()
+	if !errors.Is(trs[0].Err, conn.ErrNeedsAuthorization) || !strings.Contains(msg, "invalid_grant") || !strings.Contains(msg, "trusts the callers' identity provider") {
+		t.Errorf("transition error %q: want ErrNeedsAuthorization naming the refusal and the fix", msg)
+	}
+	for _, secret := range append(as.Secrets(), "idp-token-mallory") {
+		if strings.Contains(msg, secret) {
+			t.Errorf("the refused exchange's error holds a token")
+		}
+	}
+	if err := e.Refused("mallory"); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Errorf("Refused(mallory) = %v; want the refusal", err)
+	}
+	exchanges := as.Exchanges()
+	clk.Add(30 * time.Minute) // far past any backoff
+	s.rec.NoTransition(t)
+	if n := as.Exchanges(); n != exchanges {
+		t.Errorf("%d more exchanges while waiting, want none", n-exchanges)
+	}
+
+	// The caller comes back with a token the authorization server trusts.
+	as.TrustSubjectToken("idp-token-mallory-2", "mallory")
+	mu.Lock()
+	callerToken = "idp-token-mallory-2"
+	mu.Unlock()
+	clk.Add(10 * time.Second)
+	s.rec.Expect(t, waitLimit, conn.Connecting, conn.Established)
+	if got, err := s.whoami(t); err != nil || got != "subject mallory" {
+		t.Errorf("whoami = %q, %v; want mallory", got, err)
+	}
+	if err := e.Refused("mallory"); err != nil {
+		t.Errorf("Refused(mallory) after a good exchange = %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/internal/redact"
 	"github.com/mcpfsm/mcpfsm/signin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
 )
 
 const authUsage = `Usage:
@@ -148,8 +150,16 @@ func newSignIns(cmd, path, storeSpec string, stderr io.Writer, logger *slog.Logg
 	return s
 }
 
-// close ends the sign-ins under way.
-func (s *signIns) close() { s.flows.Close() }
+// close ends the sign-ins under way, then closes the credential store
+// if it holds connections (a Redis store: its pool and subscription).
+func (s *signIns) close() {
+	s.flows.Close()
+	if c, ok := s.store.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(s.stderr, "mcpfsm %s: closing the credential store: %v\n", s.cmd, err)
+		}
+	}
+}
 
 // setFront has f ask its clients to open the sign-ins' URLs.
 func (s *signIns) setFront(f *front.Front) {
@@ -173,6 +183,11 @@ func (s *signIns) handler(srv config.Server) auth.OAuthHandler {
 	}
 	key := srv.Name + "\x00" + srv.URL
 	s.servers[srv.Name] = srv
+	if s.callersOnly(srv) {
+		// Each caller signs in as itself: the shared instance holds no
+		// credential, and the operator's is never sent for a caller.
+		return callersSignIn{server: srv.Name}
+	}
 	if h, ok := s.handlers[key]; ok {
 		return h
 	}
@@ -193,6 +208,39 @@ func (s *signIns) perCaller(r *signin.Redirects, callback string) {
 	s.mu.Lock()
 	s.redirects, s.callback = r, callback
 	s.mu.Unlock()
+}
+
+// callersOnly reports whether srv is signed in to by each OAuth caller
+// as itself, so that no one's credential is the shared instance's; s.mu
+// is held.
+func (s *signIns) callersOnly(srv config.Server) bool {
+	return s.callback != "" && srv.UpstreamAuth != config.UpstreamAuthShared
+}
+
+// callersOnlyLocked is callersOnly taking s.mu.
+func (s *signIns) callersOnlyLocked(srv config.Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callersOnly(srv)
+}
+
+// callersSignIn is the OAuth handler of the shared instance of a server
+// each OAuth caller signs in to as itself: it holds no credential (the
+// operator's is never used for a caller), and its 401 is a sign-in state
+// saying so, with no sign-in started.
+type callersSignIn struct{ server string }
+
+// TokenSource implements auth.OAuthHandler: none.
+func (callersSignIn) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+
+// Authorize implements auth.OAuthHandler: a 401 needs a caller's sign-in.
+func (h callersSignIn) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	return &conn.SignInError{How: "each caller signs in to " + shellWord(h.server) + " as itself (upstreamAuth \"per-caller\", the default with -oauth-issuer), " +
+		"so serve's shared instance holds no credential; give the server \"upstreamAuth\": \"shared\" to sign in once for every caller"}
 }
 
 // ownCredential reports whether subject's requests to srv carry
@@ -262,7 +310,7 @@ func (s *signIns) start(server, subject string) *signin.Flow {
 	}
 	redirects, callback := s.redirects, s.callback
 	s.mu.Unlock()
-	if !ok || s.store == nil || (subject != "" && !own) {
+	if !ok || s.store == nil || (subject != "" && !own) || (subject == "" && s.callersOnlyLocked(srv)) {
 		return nil
 	}
 	client := clientOf(srv.OAuth)
@@ -342,6 +390,23 @@ func (s *signIns) hint(server, subject string) string {
 	if subject != "" && !own {
 		return "the operator signs in to it (" + how + ")"
 	}
+	if subject == "" && ok && s.callersOnlyLocked(srv) {
+		return "each caller signs in to it as itself; the operator's credential is not used for it (upstreamAuth \"shared\" would)"
+	}
+	if subject != "" {
+		s.mu.Lock()
+		e, exchanged := s.exchangers[srv.Name+"\x00"+srv.URL]
+		s.mu.Unlock()
+		if exchanged {
+			// The caller's token is exchanged, never signed in with: say
+			// why the exchange was refused, not where to sign in.
+			if err := e.Refused(subject); err != nil {
+				return "mcpfsm could not exchange your token for one of this server: " + err.Error() +
+					" (the operator fixes upstreamAuth.tokenExchange of " + shellWord(server) + "); or sign in to your identity provider again, then call again"
+			}
+			return ""
+		}
+	}
 	f := s.flows.Pending(server, subject)
 	if f == nil {
 		f = s.start(server, subject)
@@ -367,6 +432,42 @@ func (s *signIns) hint(server, subject string) string {
 		return "open " + f.URL() + " to sign in (the sign-in is under way), or " + how
 	}
 	return how
+}
+
+// operatorSignIn is the console's start of the operator's sign-in to
+// server (console.SignInStarter): the sign-in under way, or a new one,
+// and its authorization URL once it has one (its stderr line and
+// $BROWSER as for any other).
+func (s *signIns) operatorSignIn(ctx context.Context, server string) (string, error) {
+	s.mu.Lock()
+	srv, ok := s.servers[server]
+	callers := ok && s.callersOnly(srv)
+	s.mu.Unlock()
+	if callers {
+		return "", fmt.Errorf("each caller signs in to server %q as itself; the operator has no sign-in to it (\"upstreamAuth\": \"shared\" gives one for all)", server)
+	}
+	f := s.flows.Pending(server, "")
+	if f == nil {
+		f = s.start(server, "")
+	}
+	if f == nil {
+		return "", fmt.Errorf("server %q has no sign-in this host can start (is it a url server of %s, with a credential store?)", server, s.path)
+	}
+	t := time.NewTimer(callerURLWait)
+	defer t.Stop()
+	select {
+	case <-f.Shown():
+		return f.URL(), nil
+	case <-f.Done():
+		if err := f.Err(); err != nil {
+			return "", err
+		}
+		return "", errors.New("the sign-in ended before it had a URL: the server is signed in to")
+	case <-t.C:
+		return "", fmt.Errorf("no authorization URL after %v (discovery or registration is slow); try again", callerURLWait)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -222,7 +225,8 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource,
 		"upstreamAuth": obj{"tokenExchange": obj{"tokenUrl": as.Issuer + "/token", "issuer": as.Issuer, "clientId": "gateway"}}}}})
 	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource)
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-http", "127.0.0.1:0")
+	addr := consoleAddr(t, stderr)
 
 	tokens := map[string]string{}
 	for _, sub := range []string{"alice", "bob", "mallory"} {
@@ -233,16 +237,26 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 	}
 	for _, sub := range []string{"alice", "bob", "mallory", "alice"} {
 		c := connectCaller(t, endpoint, tokens[sub], sub)
+		start := time.Now()
 		text, isErr := c.call(t, "mcp__notes__whoami", "")
 		switch {
-		case sub == "mallory" && (!isErr || strings.Contains(text, "subject ")):
-			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want an error", text, isErr)
+		case sub == "mallory" && (!isErr || !strings.Contains(text, "needs-authorization") && !strings.Contains(text, "sign-in required") ||
+			!strings.Contains(text, "token exchange refused for notes (invalid_grant)") ||
+			!strings.Contains(text, "trusts the callers' identity provider") || strings.Contains(text, "/authorize?")):
+			t.Errorf("mallory, whose token is not trusted, got %q (isError %v); want a sign-in error naming the refused exchange and the fix, with no sign-in link", text, isErr)
+		case sub == "mallory" && time.Since(start) > 5*time.Second:
+			t.Errorf("mallory's call took %v; want it answered at once", time.Since(start))
 		case sub != "mallory" && (isErr || text != "subject "+sub):
 			t.Errorf("%s reached the upstream as %q (isError %v); want itself; stderr:\n%s", sub, text, isErr, stderr)
 		}
 	}
 	if n := as.Exchanges(); n != 2 {
 		t.Errorf("%d token exchanges; want 2 (alice's, kept for her second client, and bob's)", n)
+	}
+	// mallory's instance waits for a sign-in: no retries, no outage.
+	st := consoleServerStatus(t, addr, madeToken(t, addr), "notes")
+	if st.Instances["needs-authorization"] != 1 || st.Instances["failed-retrying"] != 0 {
+		t.Errorf("the instances of notes by state: %v; want mallory's in needs-authorization, none failed-retrying", st.Instances)
 	}
 	for _, sub := range as.Accepted() {
 		if sub != "alice" && sub != "bob" {
@@ -254,5 +268,83 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 		if strings.Contains(out, s) {
 			t.Errorf("serve's stderr holds a token %.8s...", s)
 		}
+	}
+}
+
+// A server each OAuth caller signs in to as itself never uses the
+// operator's credential, even when the operator has signed in to it
+// (mcpfsm auth login): serve's shared instance of it holds no credential
+// (needs-authorization, saying why, with no sign-in line of the
+// operator's on stderr), a caller's own instance lists and calls its
+// tools with the caller's token, and the upstream accepts no request
+// carrying the operator's token.
+func TestServePerCallerNeverOperatorsCredential(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("$BROWSER is a POSIX convention")
+	}
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	callback := "http://127.0.0.1:" + port + "/oauth/callback"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
+
+	// The operator signs in first: a credential of subject "" is stored.
+	login := self(t, "auth", "login", "notes", "-config", cfg)
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\n"+testBrowserEnv+"=plain exec '"+os.Args[0]+"' \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	login.Env = append(login.Env, "BROWSER="+browser)
+	if out, err := login.CombinedOutput(); err != nil || !strings.Contains(string(out), "signed in") {
+		t.Fatalf("auth login: %v\n%s", err, out)
+	}
+	operator := as.Accepted()
+
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-http", "127.0.0.1:0")
+	addr := consoleAddr(t, stderr)
+	token := madeToken(t, addr)
+
+	alice := connectCaller(t, endpoint, is.Token(t, resource, "alice", "mcp"), "alice")
+	text, isErr := alice.call(t, "mcp__notes__whoami", "")
+	if !isErr || !strings.Contains(text, as.Issuer+"/authorize?") {
+		t.Fatalf("alice's first call = %q (isError %v); want her own sign-in link", text, isErr)
+	}
+	var p *mcp.ElicitParams
+	select {
+	case p = <-alice.asked:
+	case <-time.After(limit):
+		t.Fatalf("serve never asked alice to sign in; stderr:\n%s", stderr)
+	}
+	consent(t, p.URL, "alice", callback)
+	deadline := time.Now().Add(limit)
+	for {
+		text, isErr := alice.call(t, "mcp__notes__whoami", "")
+		if !isErr {
+			if text != "subject alice" {
+				t.Errorf("alice reached the upstream as %q", text)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's call after her sign-in = %q; stderr:\n%s", text, stderr)
+		}
+		time.Sleep(50 * time.Millisecond) // her instance reconnects with the credential
+	}
+	if tools := alice.tools(t); !slices.Contains(tools, "mcp__notes__whoami") {
+		t.Errorf("alice lists %v; want notes' tools from her own instance", tools)
+	}
+
+	if got := as.Accepted()[len(operator):]; len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return s != "alice" }) {
+		t.Errorf("while serve ran the upstream accepted %v; want alice alone, never the operator's token", got)
+	}
+	st := consoleServerStatus(t, addr, token, "notes")
+	if st.State != "needs-authorization" || !strings.Contains(st.LastError, "each caller signs in") {
+		t.Errorf("the shared instance of notes: %s, %q; want needs-authorization saying each caller signs in", st.State, st.LastError)
+	}
+	if strings.Contains(stderr.String(), `server "notes" needs a sign-in: open`) {
+		t.Errorf("serve printed the operator's sign-in line for a per-caller server:\n%s", stderr)
 	}
 }

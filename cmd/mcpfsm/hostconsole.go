@@ -172,7 +172,7 @@ func (h *hostConsole) attach(hs *host.Host, sf *surfaces, reg *conn.ToolRegistry
 		if h.tracer != nil {
 			o.TracePath = h.tracer.Path()
 		}
-		h.cons = console.New(consoleHost{hs}, o)
+		h.cons = console.New(consoleHost{hs: hs, signIns: h.signIns}, o)
 		h.metrics.CountInstances(func() map[string]int {
 			out := map[string]int{}
 			for _, st := range hs.Status() {
@@ -302,7 +302,10 @@ func (h *hostConsole) stop() {
 }
 
 // consoleHost is a host as the console sees it (console.Host).
-type consoleHost struct{ hs *host.Host }
+type consoleHost struct {
+	hs      *host.Host
+	signIns *signIns // nil: the console starts no sign-in
+}
 
 var _ console.Host = consoleHost{}
 
@@ -310,7 +313,7 @@ var _ console.Host = consoleHost{}
 func (c consoleHost) Servers() []console.Server {
 	var out []console.Server
 	for _, sup := range c.hs.Supervisors() {
-		out = append(out, consoleServer{hs: c.hs, name: sup.Status().Server, sup: sup})
+		out = append(out, consoleServer{hs: c.hs, name: sup.Status().Server, sup: sup, signIns: c.signIns})
 	}
 	return out
 }
@@ -330,6 +333,8 @@ type consoleServer struct {
 	hs   *host.Host
 	name string
 	sup  *conn.Supervisor // when the console asked
+
+	signIns *signIns
 }
 
 var _ console.Sandboxed = consoleServer{}
@@ -344,6 +349,17 @@ func (s consoleServer) current() *conn.Supervisor {
 func (s consoleServer) Status() conn.Status { return s.current().Status() }
 
 func (s consoleServer) Reconnect(ctx context.Context) error { return s.current().Reconnect(ctx) }
+
+var _ console.SignInStarter = consoleServer{}
+
+// SignIn starts the operator's sign-in to the server from the console
+// (console.SignInStarter).
+func (s consoleServer) SignIn(ctx context.Context) (string, error) {
+	if s.signIns == nil {
+		return "", errors.New("this host signs in to no server")
+	}
+	return s.signIns.operatorSignIn(ctx, s.name)
+}
 
 var _ console.Instanced = consoleServer{}
 

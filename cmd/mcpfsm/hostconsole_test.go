@@ -38,7 +38,7 @@ func TestConsoleHostShowsServersAndTheirSandboxes(t *testing.T) {
 	if f := hs.Failures(); len(f) != 0 {
 		t.Fatalf("failures: %+v", f)
 	}
-	ch := consoleHost{hs}
+	ch := consoleHost{hs: hs}
 	got := map[string][]string{}
 	for _, s := range ch.Servers() {
 		got[s.Status().Server] = s.(console.Sandboxed).Sandbox()

@@ -44,6 +44,8 @@ function cardFor(name) {
   const button = card.querySelector("button.reconnect");
   button.dataset.server = name;
   button.addEventListener("click", () => reconnect(name, card, button));
+  const signin = card.querySelector("button.signin");
+  signin.addEventListener("click", () => signIn(name, card, signin));
   const details = card.querySelector("button.details");
   details.addEventListener("click", () => toggleDetails(card, details));
   return card;
@@ -138,6 +140,8 @@ function renderServer(s) {
   card.querySelector(".f-sandbox").textContent = s.sandbox ? s.sandbox.join("\n") : "none";
   card.querySelector(".f-instances").textContent = instancesText(s.instances);
   card.querySelector(".f-callers").textContent = callersText(s.callers);
+  card.querySelector("button.signin").hidden = !s.signIn;
+  if (!s.signIn) card.querySelector("a.signin-link").hidden = true;
   highlight(card, s);
   const list = card.querySelector(".transitions ol");
   list.textContent = "";
@@ -214,6 +218,31 @@ async function reconnect(name, card, button) {
   try {
     const { ok, body } = await post("/api/servers/" + encodeURIComponent(name) + "/reconnect");
     setMessage(msg, ok ? "reconnected" : (body.error || "reconnect failed"), !ok);
+  } catch (e) {
+    setMessage(msg, "host unreachable: " + e.message, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// signIn starts the sign-in a server needs and shows its authorization
+// URL as a link for the operator to open (an http(s) URL only).
+async function signIn(name, card, button) {
+  const msg = card.querySelector(".msg");
+  const link = card.querySelector("a.signin-link");
+  button.disabled = true;
+  setMessage(msg, "starting the sign-in…");
+  try {
+    const { ok, body } = await post("/api/servers/" + encodeURIComponent(name) + "/signin");
+    const url = ok && typeof body.url === "string" && /^https?:\/\//i.test(body.url) ? body.url : "";
+    if (url) {
+      link.href = url;
+      link.title = url;
+      link.hidden = false;
+      setMessage(msg, "open the link to sign in; the server comes up after it");
+    } else {
+      setMessage(msg, body.error || "the sign-in did not start", true);
+    }
   } catch (e) {
     setMessage(msg, "host unreachable: " + e.message, true);
   } finally {
