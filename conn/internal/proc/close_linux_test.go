@@ -56,10 +56,19 @@ func TestServerWritingAfterCloseIsNotKilledBySIGPIPE(t *testing.T) {
 // SIGTERM on its own schedule; the first schedule's goroutine ends.
 func TestShorterScheduleTakesOver(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	p, err := startProcess(context.Background(), Spec{Path: "sh", Args: []string{"-c", `trap "" TERM; exec sleep 60`}})
+	p, err := startProcess(context.Background(), Spec{Path: "sh", Args: []string{"-c", `trap "" TERM; echo ready; exec sleep 60`}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// SIGTERM must not come before the trap is set: a loaded machine can
+	// take longer than the short grace to run the shell's first line, and
+	// the shell would then die of SIGTERM, not of the SIGKILL under test.
+	ready := make(chan error, 1)
+	go func() {
+		_, err := p.stdout.Read(make([]byte, len("ready\n")))
+		ready <- err
+	}()
+	awaitErrIs(t, ready, nil, "the shell's trap to be set")
 	p.terminate(time.Hour)
 	awaitClosed(t, p.terminate(20*time.Millisecond), "the exit on the shorter schedule")
 	if sig := exitSignal(p.state); sig != "SIGKILL" {
