@@ -91,12 +91,16 @@ func (f *Front) newClient(kind clientKind, caller authz.Caller) *client {
 	return c
 }
 
-// initialized takes note of c's session, reads its roots and asks it to
-// open the sign-ins under way.
+// initialized takes note of c's session, reads its roots, asks it to
+// open the sign-ins under way and starts its caller instances
+// (startCallerInstances), which ask it to sign in where it must.
 func (c *client) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	c.adopt(req.Session)
 	c.roots.fetch(req.Session)
 	c.askSignIns()
+	if len(c.callerServers()) > 0 {
+		c.background(func() { c.startCallerInstances(c.ctx) })
+	}
 }
 
 // background runs fn on a goroutine of c's, which close waits for, unless c

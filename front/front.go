@@ -169,7 +169,11 @@ type Options struct {
 	// "per-caller"). A client with a subject gets it on its own instance
 	// of server in place of the operator's (an own instance even when the
 	// server is shared by every client), and that instance starts even
-	// while the shared one waits for the operator's sign-in.
+	// while the shared one waits for the operator's sign-in. Such
+	// instances start without a request to the server: when a 2025-11-25
+	// session has initialized, and at a 2026-07-28 client's tools/list,
+	// so that the caller is asked to sign in and is listed the server's
+	// tools.
 	//
 	// token returns the caller's own access token, the last it presented
 	// to the HTTP front (held in memory only): serve exchanges it for the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
@@ -17,9 +18,10 @@ import (
 
 // A server isolated per client gets, for each client of the HTTP front,
 // an instance of its own (package front/internal/instance): a
-// supervisor started on the client's first request to the server and
-// closed when the client ends or after Options.InstanceIdle without a
-// request.
+// supervisor started on the client's first request to the server (an
+// OAuth caller's instance of a server it signs in to as itself sooner:
+// see startCallerInstances) and closed when the client ends or after
+// Options.InstanceIdle without a request.
 
 // instanceOf is c's instance of server, made absent on first use.
 func (c *client) instanceOf(server string) (*instance.Instance, error) {
@@ -140,6 +142,93 @@ func (c *client) callerSignIn(server string) auth.OAuthHandler {
 	}
 	return c.f.opts.CallerSignIn(server, c.subject, c.f.callerToken(c.subject))
 }
+
+// callerServers are the servers whose credential is c's caller's own
+// (Options.CallerSignIn): none for a client without a subject (the
+// operator's, a static token's).
+func (c *client) callerServers() []string {
+	f := c.f
+	if c.subject == "" || c.kind == stdioClient || f.opts.CallerSignIn == nil || f.opts.Backends == nil {
+		return nil
+	}
+	var servers []string
+	for _, sup := range f.opts.Backends.Supervisors() {
+		if server := sup.Status().Server; c.callerSignIn(server) != nil {
+			servers = append(servers, server)
+		}
+	}
+	return servers
+}
+
+// startCallerInstances starts c's own instances of its callerServers
+// that do not run, as a request of c's would, and returns them. No
+// request waits for them: the shared instance of such a server holds no
+// credential and lists nothing, so a client that only calls what it has
+// listed would otherwise never start one, never be asked to sign in and
+// never see the server's tools. An instance started here asks its
+// caller to sign in when it must (signin.go) and lists the server's
+// tools once established; it is bounded as any (Options.InstanceIdle,
+// and the end of c).
+func (c *client) startCallerInstances(ctx context.Context) []*conn.Supervisor {
+	var sups []*conn.Supervisor
+	for _, server := range c.callerServers() {
+		in, err := c.instanceOf(server)
+		if err != nil {
+			return sups // c ended
+		}
+		if sup := in.Running(); sup != nil {
+			sups = append(sups, sup)
+			continue
+		}
+		sup, _, done, err := in.Use(ctx)
+		if err != nil {
+			c.f.opts.Logger.Debug("instance of the caller not started: "+err.Error(), append([]any{"server", server}, c.logAttrs()...)...)
+			continue
+		}
+		done() // its idle time starts now
+		sups = append(sups, sup)
+	}
+	return sups
+}
+
+// awaitCallerInstances starts c's caller instances (startCallerInstances)
+// and waits, by ctx and at most callerListWait, for the first attempt of
+// each: a 2026-07-28 client, which hears of no change, then lists what a
+// caller signed in before finds at once.
+func (c *client) awaitCallerInstances(ctx context.Context) {
+	sups := c.startCallerInstances(c.ctx)
+	if len(sups) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, callerListWait)
+	defer cancel()
+	for _, sup := range sups {
+		_ = sup.Ready(ctx)
+	}
+	c.update()
+}
+
+// callerMiddleware starts, at a tools/list of c, its caller instances
+// that do not run (after an idle close, say): a 2026-07-28 client, which
+// has no session initialization, at its first, and waits for them (see
+// awaitCallerInstances); a 2025-11-25 session, whose own started when it
+// initialized, without waiting (tools/list_changed tells it).
+func (c *client) callerMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			if c.kind == subjectClient {
+				c.awaitCallerInstances(ctx)
+			} else if len(c.callerServers()) > 0 {
+				c.background(func() { c.startCallerInstances(c.ctx) })
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// callerListWait bounds how long a 2026-07-28 client's tools/list waits
+// for its caller instances to come up.
+const callerListWait = 10 * time.Second
 
 // keepCallerToken keeps the access token of r, whose caller is subject,
 // for the exchanges of subject's own instances (Options.CallerSignIn).

@@ -35,10 +35,22 @@ type isolationRig struct {
 
 func newIsolationRig(t *testing.T, perClient bool) *isolationRig {
 	t.Helper()
+	return newIsolationRigWith(t, perClient, nil)
+}
+
+// newIsolationRigWith is newIsolationRig whose front's Options callers
+// sets, if set; its backends then start instances of "a" whatever its
+// isolation.
+func newIsolationRigWith(t *testing.T, perClient bool, callers func(*Options)) *isolationRig {
+	t.Helper()
 	reg := conn.NewRegistry()
 	var sup *conn.Supervisor
 	bs := newFakeBackends()
-	f := New(Options{Registry: reg, Backends: bs})
+	opts := Options{Registry: reg, Backends: bs}
+	if callers != nil {
+		callers(&opts)
+	}
+	f := New(opts)
 	srv := conntest.NewServer(conntest.Accept)
 	srv.MCP.AddTool(&mcp.Tool{Name: "roots", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -77,6 +89,8 @@ func newIsolationRig(t *testing.T, perClient bool) *isolationRig {
 	bs.set("a", sup)
 	if perClient {
 		bs.perClient("a", base)
+	} else if callers != nil {
+		bs.starter(base)
 	}
 	rec.Expect(t, limit, conn.Established)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -37,7 +37,7 @@ func (f *Front) newServer(c *client) *mcp.Server {
 	}
 	s := mcp.NewServer(f.opts.Implementation, opts)
 	s.AddReceivingMiddleware(c.searchMiddleware) // innermost: a found tool, called by its name
-	s.AddReceivingMiddleware(c.roots.middleware, c.levels.middleware, c.downMiddleware)
+	s.AddReceivingMiddleware(c.roots.middleware, c.levels.middleware, c.downMiddleware, c.callerMiddleware)
 	if f.opts.Catalog != nil {
 		// Every read is routed here, listed or not: a URI built from a
 		// template, or named by a tool's resource link, reaches its server.

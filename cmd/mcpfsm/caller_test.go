@@ -348,3 +348,104 @@ func TestServePerCallerNeverOperatorsCredential(t *testing.T) {
 		t.Errorf("serve printed the operator's sign-in line for a per-caller server:\n%s", stderr)
 	}
 }
+
+// A caller whose client only calls the tools it has listed still finds a
+// per-caller server: its 2025-11-25 session's own instance of the server
+// starts when the session has initialized, so the caller is asked to
+// sign in (a URL elicitation, to that caller alone) before any call, and
+// once signed in its client hears tools/list_changed and lists the
+// server's tools. Another caller is asked with its own URL and lists
+// none of them. A 2026-07-28 client of the caller, which has no session
+// to be told of a change, lists them at its first tools/list. The
+// upstream accepts the caller's own token only.
+func TestServePerCallerSignInWithoutACall(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	callback := "http://127.0.0.1:" + port + "/oauth/callback"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+
+	aliceToken := is.Token(t, resource, "alice", "mcp")
+	alice := connectCaller(t, endpoint, aliceToken, "alice")
+	bob := connectCaller(t, endpoint, is.Token(t, resource, "bob", "mcp"), "bob")
+	hasNotes := func(tools []string) bool {
+		return slices.ContainsFunc(tools, func(s string) bool { return strings.HasPrefix(s, "mcp__notes__") })
+	}
+	if tools := alice.tools(t); hasNotes(tools) {
+		t.Fatalf("alice lists %v before she signed in", tools)
+	}
+	asked := func(c *callerClient) *mcp.ElicitParams {
+		select {
+		case p := <-c.asked:
+			return p
+		case <-time.After(limit):
+			t.Fatalf("serve never asked %s to sign in, though %s called nothing; stderr:\n%s", c.subject, c.subject, stderr)
+			return nil
+		}
+	}
+	p := asked(alice)
+	if p.Mode != "url" || !strings.HasPrefix(p.URL, as.Issuer+"/authorize?") {
+		t.Fatalf("alice was asked %+v; want a URL elicitation of notes' authorization server", p)
+	}
+	if q := asked(bob); q.URL == p.URL {
+		t.Errorf("bob was asked to open alice's URL")
+	}
+	for len(alice.changes) > 0 {
+		<-alice.changes // changes before her sign-in
+	}
+	bobChanges := bob.count.Load()
+	consent(t, p.URL, "alice", callback)
+	select {
+	case id := <-alice.complete:
+		if id != p.ElicitationID {
+			t.Errorf("alice: sign-in complete for %q, want %q", id, p.ElicitationID)
+		}
+	case <-time.After(limit):
+		t.Fatalf("serve never told alice her sign-in was complete; stderr:\n%s", stderr)
+	}
+	deadline := time.After(limit)
+	for tools := alice.tools(t); !hasNotes(tools); tools = alice.tools(t) {
+		select {
+		case <-alice.changes:
+		case <-deadline:
+			t.Fatalf("alice lists %v after her sign-in; want notes' tools, announced by tools/list_changed; stderr:\n%s", tools, stderr)
+		}
+	}
+	if text, isErr := alice.call(t, "mcp__notes__whoami", ""); isErr || text != "subject alice" {
+		t.Errorf("alice's call = %q (isError %v); want her own subject", text, isErr)
+	}
+
+	modern := connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{aliceToken, http.DefaultTransport}}}, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	t.Cleanup(func() { _ = modern.sess.Close() })
+	if tools := modern.tools(t); !hasNotes(tools) {
+		t.Errorf("alice's 2026-07-28 client lists %v at its first tools/list; want notes' tools", tools)
+	}
+
+	if tools := bob.tools(t); hasNotes(tools) {
+		t.Errorf("bob lists %v: alice's sign-in reached him", tools)
+	}
+	if n := bob.count.Load(); n != bobChanges {
+		t.Errorf("bob heard %d tools/list_changed after alice's sign-in; want none", n-bobChanges)
+	}
+	select {
+	case q := <-bob.asked:
+		t.Errorf("bob was asked again: %s", q.URL)
+	default:
+	}
+	for _, sub := range as.Accepted() {
+		if sub != "alice" {
+			t.Errorf("the upstream accepted a token of %q; want alice's alone", sub)
+		}
+	}
+	out := stderr.String()
+	for _, s := range as.Secrets() {
+		if strings.Contains(out, s) {
+			t.Errorf("serve's stderr holds a token, code or verifier %.8s...", s)
+		}
+	}
+}
