@@ -437,6 +437,18 @@ func TestServePerCallerSignInWithoutACall(t *testing.T) {
 		t.Errorf("bob was asked again: %s", q.URL)
 	default:
 	}
+	// bob's 2026-07-28 client: its own instance needs bob's sign-in, and
+	// its tools/list is answered at once, with none of notes' tools.
+	bobModern := connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{is.Token(t, resource, "bob", "mcp"), http.DefaultTransport}}}, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	t.Cleanup(func() { _ = bobModern.sess.Close() })
+	start := time.Now()
+	if tools := bobModern.tools(t); hasNotes(tools) {
+		t.Errorf("bob's 2026-07-28 client lists %v", tools)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("bob's 2026-07-28 tools/list took %v; want it answered once his instance asked for a sign-in", d)
+	}
 	for _, sub := range as.Accepted() {
 		if sub != "alice" {
 			t.Errorf("the upstream accepted a token of %q; want alice's alone", sub)
