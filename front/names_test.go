@@ -2,6 +2,7 @@ package front
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -79,5 +80,38 @@ func TestParseNames(t *testing.T) {
 	}
 	if _, err := ParseNames("short"); err == nil || !strings.Contains(err.Error(), "want prefixed") {
 		t.Errorf("ParseNames(short) = %v", err)
+	}
+}
+
+// TestSignInEntryNames: the sign-in tool of a server is named as that
+// server's tool "authenticate" would be, and never takes a name a tool
+// is served by.
+func TestSignInEntryNames(t *testing.T) {
+	tool := func(name string) *mcp.Tool { return &mcp.Tool{Name: name} }
+	for _, tc := range []struct {
+		names  Names
+		served []string
+		want   map[string]string
+	}{
+		{NamesPrefixed, nil, map[string]string{"mcp__notes__authenticate": "notes"}},
+		{NamesPrefixed, []string{"mcp__notes__authenticate"}, map[string]string{}},
+		{NamesRaw, nil, map[string]string{"authenticate": "notes"}},
+		{NamesRaw, []string{"authenticate"}, map[string]string{"mcp__notes__authenticate": "notes"}},
+		{NamesRaw, []string{"authenticate", "mcp__notes__authenticate"}, map[string]string{}},
+	} {
+		c := &client{f: &Front{opts: Options{Names: tc.names}}}
+		want, defs := map[string]*mcp.Tool{}, map[string]json.RawMessage{}
+		for _, n := range tc.served {
+			want[n], defs[n] = tool(n), json.RawMessage(`{}`)
+		}
+		got := c.signInEntries([]string{"notes"}, want, defs)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s with %v served: entries (-want +got):\n%s", tc.names, tc.served, diff)
+		}
+		for _, n := range tc.served {
+			if want[n].Description != "" {
+				t.Errorf("%s: the served tool %q was replaced", tc.names, n)
+			}
+		}
 	}
 }

@@ -2,9 +2,13 @@ package front
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -187,4 +191,90 @@ func (c *client) askInCall(ctx context.Context, be backend) {
 
 func signInMessage(server string) string {
 	return fmt.Sprintf("Server %q needs you to sign in. Open this link to sign in; mcpfsm connects to it as soon as you have.", server)
+}
+
+// A 2026-07-28 client is listed, for each server whose credential is its
+// caller's own (Options.CallerSignIn) and whose instance of the client
+// waits for that caller's sign-in, one tool of the front's own, named as
+// the server's tool signInTool would be (mcp__<server>__authenticate),
+// as Claude Code lists one for a server that needs authentication: the
+// era has no request outside a call that could ask the caller to sign
+// in. Calling it starts or joins the caller's sign-in and is answered as
+// a call to the server is meanwhile (askInCall, then the isError with
+// the caller's own URL). The entry goes once the instance is up; a
+// server's real tool of that name is never shadowed.
+const signInTool = "authenticate"
+
+// awaitingSignIn are the servers whose instance of c waits for its
+// caller's sign-in (none but for a 2026-07-28 client with a subject).
+func (c *client) awaitingSignIn() []string {
+	if c.kind != subjectClient {
+		return nil
+	}
+	c.mu.Lock()
+	instances := c.instanceSet()
+	c.mu.Unlock()
+	var out []string
+	for _, server := range c.callerServers() {
+		in := instances[server]
+		if in == nil {
+			continue
+		}
+		if sup := in.Running(); sup != nil && sup.Status().State == conn.NeedsAuthorization {
+			out = append(out, server)
+		}
+	}
+	return out
+}
+
+// signInEntries adds to want and defs, c's served tools, the sign-in
+// tool of each of servers under the name the front would serve that
+// server's tool signInTool by (its own in raw mode when no tool has it),
+// unless a tool is served by that name; it returns them by name.
+func (c *client) signInEntries(servers []string, want map[string]*mcp.Tool, defs map[string]json.RawMessage) map[string]string {
+	out := map[string]string{}
+	for _, server := range servers {
+		name := conn.PublicToolName(server, signInTool)
+		if c.f.opts.Names == NamesRaw {
+			if _, taken := want[signInTool]; !taken {
+				name = signInTool
+			}
+		}
+		if _, taken := want[name]; taken {
+			continue
+		}
+		def := &mcp.Tool{Name: name, Title: "Sign in to " + server,
+			Description: fmt.Sprintf("Server %q needs you to sign in before its tools are listed. Call this tool to get the sign-in link; open it, then list the tools again.", server),
+			InputSchema: &jsonschema.Schema{Type: "object"}}
+		raw, err := json.Marshal(def)
+		if err != nil {
+			continue
+		}
+		want[name], defs[name], out[name] = def, raw, server
+	}
+	return out
+}
+
+// signInHandler answers a call of server's sign-in tool, served as
+// name: with the caller's sign-in link while its instance waits for it.
+func (c *client) signInHandler(name, server string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, end := c.begin(ctx, req.Session, server, bridge.Of(ctx))
+		defer end()
+		be, err := c.backend(ctx, server)
+		if errors.Is(err, errServerDown) {
+			return errorResult(c.f.describe(be, toolOp(name), nil, "")), nil
+		}
+		if err != nil {
+			return errorResult(c.f.refusal(server, toolOp(name), err)), nil
+		}
+		defer be.done()
+		if st, ok := be.status(); ok && st.State == conn.NeedsAuthorization {
+			c.askInCall(ctx, be)
+			return errorResult(c.f.describe(be, toolOp(name), nil, "")), nil
+		}
+		c.update() // the entry goes, the server's tools come
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("server %q: signed in; list the tools again to see its tools", server)}}}, nil
+	}
 }

@@ -125,16 +125,18 @@ func (c *client) update() {
 			}
 		}
 	}
+	signIn := c.awaitingSignIn() // signin.go
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	c.syncTools(tools)
+	c.syncTools(tools, signIn)
 	if c.f.opts.Catalog != nil {
 		c.syncCatalog(own, mine)
 	}
 }
 
-// syncTools makes c's server serve tools; c.view.mu is held.
-func (c *client) syncTools(tools []conn.Tool) {
+// syncTools makes c's server serve tools, and a sign-in tool for each
+// server of signIn (signin.go); c.view.mu is held.
+func (c *client) syncTools(tools []conn.Tool, signIn []string) {
 	v := &c.view
 	want := map[string]*mcp.Tool{}
 	defs := map[string]json.RawMessage{}
@@ -164,6 +166,7 @@ func (c *client) syncTools(tools []conn.Tool) {
 		want[name], defs[name], public[name] = def, raw, t.Name
 	}
 	v.toolPublic, v.hidden = public, hidden
+	signIns := c.signInEntries(signIn, want, defs)
 	if c.f.opts.Tools.Search {
 		want, defs = c.listed(want, defs) // search.go
 	}
@@ -184,7 +187,11 @@ func (c *client) syncTools(tools []conn.Tool) {
 		if old, ok := v.served[name]; ok && string(old) == string(defs[name]) {
 			continue
 		}
-		c.server.AddTool(want[name], c.toolHandler(name))
+		h := c.toolHandler(name)
+		if server, ok := signIns[name]; ok {
+			h = c.signInHandler(name, server)
+		}
+		c.server.AddTool(want[name], h)
 		v.served[name] = defs[name]
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -438,13 +439,14 @@ func TestServePerCallerSignInWithoutACall(t *testing.T) {
 	default:
 	}
 	// bob's 2026-07-28 client: its own instance needs bob's sign-in, and
-	// its tools/list is answered at once, with none of notes' tools.
+	// its tools/list is answered at once, with none of notes' tools but
+	// the sign-in entry (TestServePerCallerSignInListed).
 	bobModern := connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
 		HTTPClient: &http.Client{Transport: bearer{is.Token(t, resource, "bob", "mcp"), http.DefaultTransport}}}, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	t.Cleanup(func() { _ = bobModern.sess.Close() })
 	start := time.Now()
-	if tools := bobModern.tools(t); hasNotes(tools) {
-		t.Errorf("bob's 2026-07-28 client lists %v", tools)
+	if tools := bobModern.tools(t); !slices.Equal(tools, []string{"mcp__notes__authenticate"}) {
+		t.Errorf("bob's 2026-07-28 client lists %v; want the sign-in entry alone", tools)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("bob's 2026-07-28 tools/list took %v; want it answered once his instance asked for a sign-in", d)
@@ -458,6 +460,71 @@ func TestServePerCallerSignInWithoutACall(t *testing.T) {
 	for _, s := range as.Secrets() {
 		if strings.Contains(out, s) {
 			t.Errorf("serve's stderr holds a token, code or verifier %.8s...", s)
+		}
+	}
+}
+
+// TestServePerCallerSignInListed: a 2026-07-28 client, which serve can
+// ask nothing outside a call, of a caller not signed in to notes lists a
+// tool mcp__notes__authenticate while its own instance waits for the
+// sign-in; calling it answers with that caller's own authorization URL
+// (alice's for alice, bob's for bob). Once alice has signed in, her list
+// has notes' tools and no such entry; bob's still has his.
+func TestServePerCallerSignInListed(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as := fixture.NewAuthServer(t)
+	is := newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource := "http://127.0.0.1:" + port + "/mcp"
+	callback := "http://127.0.0.1:" + port + "/oauth/callback"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
+	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	modern := func(subject string) *frontClient {
+		c := connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
+			HTTPClient: &http.Client{Transport: bearer{is.Token(t, resource, subject, "mcp"), http.DefaultTransport}}}, nil,
+			&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		t.Cleanup(func() { _ = c.sess.Close() })
+		return c
+	}
+	const entry = "mcp__notes__authenticate"
+	authURL := regexp.MustCompile(regexp.QuoteMeta(as.Issuer+"/authorize?") + `[^\s"'()]+`)
+	signIn := func(c *frontClient, subject string) string {
+		t.Helper()
+		tools := c.tools(t)
+		if !slices.Contains(tools, entry) {
+			t.Fatalf("%s's 2026-07-28 client lists %v before signing in; want %s; stderr:\n%s", subject, tools, entry, stderr)
+		}
+		if slices.ContainsFunc(tools, func(s string) bool { return strings.HasPrefix(s, "mcp__notes__") && s != entry }) {
+			t.Fatalf("%s lists %v before signing in", subject, tools)
+		}
+		text, isErr := c.call(t, entry, "")
+		u := authURL.FindString(text)
+		if !isErr || u == "" {
+			t.Fatalf("%s's call of %s = %q (isError %v); want its authorization URL", subject, entry, text, isErr)
+		}
+		return u
+	}
+	alice, bob := modern("alice"), modern("bob")
+	aliceURL := signIn(alice, "alice")
+	bobURL := signIn(bob, "bob")
+	if aliceURL == bobURL {
+		t.Fatalf("alice and bob were given one authorization URL")
+	}
+	consent(t, aliceURL, "alice", callback)
+	stderr.waitFor(t, 0, "connected and registered tools", "sub:alice")
+	if tools := alice.tools(t); !slices.Contains(tools, "mcp__notes__whoami") || slices.Contains(tools, entry) {
+		t.Fatalf("alice lists %v after her sign-in; want notes' tools and no %s; stderr:\n%s", tools, entry, stderr)
+	}
+	if text, isErr := alice.call(t, "mcp__notes__whoami", ""); isErr || text != "subject alice" {
+		t.Errorf("alice's call = %q (isError %v); want her own subject", text, isErr)
+	}
+	if got := signIn(bob, "bob"); got == aliceURL {
+		t.Errorf("bob was given alice's URL")
+	}
+	for _, sub := range as.Accepted() {
+		if sub != "alice" {
+			t.Errorf("the upstream accepted a token of %q; want alice's alone", sub)
 		}
 	}
 }
