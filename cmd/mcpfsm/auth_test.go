@@ -143,13 +143,7 @@ func TestServeSignInWithAuthLogin(t *testing.T) {
 	if code := wait(t, cmd, stderr); code != 0 {
 		t.Errorf("serve: exit %d", code)
 	}
-	all := stderr.String() + out.String() + lerr.String() + string(sout)
-	for _, s := range as.Secrets() {
-		if strings.Contains(all, s) {
-			t.Errorf("a token, code or verifier of the sign-in appears in mcpfsm's output")
-			break
-		}
-	}
+	noSignInSecret(t, as, "mcpfsm's output", stderr.String(), out.String(), lerr.String(), string(sout))
 
 	logout := self(t, "auth", "logout", "notes", "-config", cfg)
 	if lout, err := logout.CombinedOutput(); err != nil || !strings.Contains(string(lout), "1 credential(s) removed") {
@@ -285,12 +279,7 @@ func testServeSignInByURLElicitation(t *testing.T, era string) {
 	if code := wait(t, cmd, stderr); code != 0 {
 		t.Errorf("serve: exit %d", code)
 	}
-	for _, s := range as.Secrets() {
-		if strings.Contains(stderr.String(), s) || strings.Contains(text, s) {
-			t.Errorf("a token, code or verifier of the sign-in appears in serve's output")
-			break
-		}
-	}
+	noSignInSecret(t, as, "serve's output", stderr.String(), text)
 }
 
 // mcpfsm tools signs in as serve does: with $BROWSER set, the sign-in it
@@ -325,10 +314,5 @@ func TestToolsSignsInWithBrowser(t *testing.T) {
 	if !strings.Contains(errw.String(), `server "notes" needs a sign-in: open `+as.Issuer+"/authorize?") {
 		t.Errorf("tools' stderr %q; want the sign-in line", errw)
 	}
-	for _, s := range as.Secrets() {
-		if strings.Contains(out.String()+errw.String(), s) {
-			t.Errorf("a token, code or verifier of the sign-in appears in tools' output")
-			break
-		}
-	}
+	noSignInSecret(t, as, "tools' output", out.String(), errw.String())
 }

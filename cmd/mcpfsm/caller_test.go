@@ -94,6 +94,38 @@ func consent(t *testing.T, authURL, user, callback string) string {
 	return loc
 }
 
+// servePerCaller starts serve on a free loopback port with OAuth callers
+// (issuer is) and one http server, notes, behind the fixture
+// authorization server as, whose credential is each caller's own. It
+// returns serve's resource and redirect URLs, its stderr and its MCP
+// endpoint; credentials go to a state directory of the test's own.
+func servePerCaller(t *testing.T) (as *fixture.AuthServer, is *testIssuer, resource, callback string, stderr *watcher, endpoint string) {
+	t.Helper()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	as = fixture.NewAuthServer(t)
+	is = newTestIssuer(t)
+	port := freeLoopbackPort(t)
+	resource = "http://127.0.0.1:" + port + "/mcp"
+	callback = "http://127.0.0.1:" + port + "/oauth/callback"
+	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
+	_, stderr, endpoint = serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	return as, is, resource, callback, stderr, endpoint
+}
+
+// noSignInSecret fails t if any of outs, the output of where, holds a
+// token, code or verifier that as handed out.
+func noSignInSecret(t *testing.T, as *fixture.AuthServer, where string, outs ...string) {
+	t.Helper()
+	all := strings.Join(outs, "\n")
+	for _, s := range as.Secrets() {
+		if strings.Contains(all, s) {
+			t.Errorf("a token, code or verifier of the sign-in appears in %s", where)
+			return
+		}
+	}
+}
+
 // freeLoopbackPort is a TCP port of 127.0.0.1 free a moment ago.
 func freeLoopbackPort(t *testing.T) string {
 	t.Helper()
@@ -116,15 +148,7 @@ func freeLoopbackPort(t *testing.T) string {
 // upstream sees each caller as itself, never the operator nor the other
 // caller. No token, code or verifier reaches serve's output.
 func TestServePerCallerSignIn(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	as := fixture.NewAuthServer(t)
-	is := newTestIssuer(t)
-	port := freeLoopbackPort(t)
-	resource := "http://127.0.0.1:" + port + "/mcp"
-	callback := "http://127.0.0.1:" + port + "/oauth/callback"
-	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
-	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	as, is, resource, callback, stderr, endpoint := servePerCaller(t)
 
 	alice := connectCaller(t, endpoint, is.Token(t, resource, "alice", "mcp"), "alice")
 	bob := connectCaller(t, endpoint, is.Token(t, resource, "bob", "mcp"), "bob")
@@ -201,11 +225,7 @@ func TestServePerCallerSignIn(t *testing.T) {
 			t.Errorf("a caller's authorization URL is on serve's stderr")
 		}
 	}
-	for _, s := range as.Secrets() {
-		if strings.Contains(out, s) {
-			t.Errorf("serve's stderr holds a token, code or verifier %.8s...", s)
-		}
-	}
+	noSignInSecret(t, as, "serve's stderr", out)
 	if !strings.Contains(out, `server "notes" needs a sign-in by caller "oauth:sub:alice"`) {
 		t.Errorf("stderr does not say alice's sign-in is asked for:\n%s", out)
 	}
@@ -264,12 +284,7 @@ func TestServeTokenExchangePerCaller(t *testing.T) {
 			t.Errorf("the upstream accepted a token of %q", sub)
 		}
 	}
-	out := stderr.String()
-	for _, s := range as.Secrets() {
-		if strings.Contains(out, s) {
-			t.Errorf("serve's stderr holds a token %.8s...", s)
-		}
-	}
+	noSignInSecret(t, as, "serve's stderr", stderr.String())
 }
 
 // A server each OAuth caller signs in to as itself never uses the
@@ -360,15 +375,7 @@ func TestServePerCallerNeverOperatorsCredential(t *testing.T) {
 // to be told of a change, lists them at its first tools/list. The
 // upstream accepts the caller's own token only.
 func TestServePerCallerSignInWithoutACall(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	as := fixture.NewAuthServer(t)
-	is := newTestIssuer(t)
-	port := freeLoopbackPort(t)
-	resource := "http://127.0.0.1:" + port + "/mcp"
-	callback := "http://127.0.0.1:" + port + "/oauth/callback"
-	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
-	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	as, is, resource, callback, stderr, endpoint := servePerCaller(t)
 
 	aliceToken := is.Token(t, resource, "alice", "mcp")
 	alice := connectCaller(t, endpoint, aliceToken, "alice")
@@ -456,12 +463,7 @@ func TestServePerCallerSignInWithoutACall(t *testing.T) {
 			t.Errorf("the upstream accepted a token of %q; want alice's alone", sub)
 		}
 	}
-	out := stderr.String()
-	for _, s := range as.Secrets() {
-		if strings.Contains(out, s) {
-			t.Errorf("serve's stderr holds a token, code or verifier %.8s...", s)
-		}
-	}
+	noSignInSecret(t, as, "serve's stderr", stderr.String())
 }
 
 // TestServePerCallerSignInListed: a 2026-07-28 client, which serve can
@@ -471,15 +473,7 @@ func TestServePerCallerSignInWithoutACall(t *testing.T) {
 // (alice's for alice, bob's for bob). Once alice has signed in, her list
 // has notes' tools and no such entry; bob's still has his.
 func TestServePerCallerSignInListed(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	as := fixture.NewAuthServer(t)
-	is := newTestIssuer(t)
-	port := freeLoopbackPort(t)
-	resource := "http://127.0.0.1:" + port + "/mcp"
-	callback := "http://127.0.0.1:" + port + "/oauth/callback"
-	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
-	_, stderr, endpoint := serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	as, is, resource, callback, stderr, endpoint := servePerCaller(t)
 	modern := func(subject string) *frontClient {
 		c := connectWith(t, &mcp.StreamableClientTransport{Endpoint: endpoint,
 			HTTPClient: &http.Client{Transport: bearer{is.Token(t, resource, subject, "mcp"), http.DefaultTransport}}}, nil,
