@@ -109,26 +109,8 @@ func TestServerDyingOnDiscoverIsLearnedWithinTheAttempt(t *testing.T) {
 	if !slices.Equal(protocol, []string{conn.ClassicProtocolVersion}) {
 		t.Errorf("protocol attribute of the connected lines: %q, want [%s]", protocol, conn.ClassicProtocolVersion)
 	}
-	if res, err := h.reg.Call(context.Background(), "mcp__fx__a", nil); err != nil || resultText(t, res) != "a ok" {
-		t.Fatalf("call: %v", err)
-	}
-
 	// The next generation uses the classic handshake at once.
-	k.close()
-	lost := h.expect(conn.LostReconnecting)[0]
-	h.advance(lost.Delay)
-	h.expect(conn.Connecting, conn.Established)
-	if opens, killed := k.counts(); opens != 3 || killed != 1 {
-		t.Errorf("after a reconnect: opens %d, killed on discover %d: want 3 and 1", opens, killed)
-	}
-	if got, want := conntest.Path(h.rec.Seen()), "connecting -connected-> established -connection-lost-> lost-reconnecting -backoff-elapsed-> connecting -connected-> established"; got != want {
-		t.Errorf("path %s, want %s", got, want)
-	}
-	for _, l := range h.rec.Logs(slog.LevelWarn) {
-		if strings.HasPrefix(l.Msg, "connection attempt failed") {
-			t.Errorf("unexpected warning %q", l.Msg)
-		}
-	}
+	reconnectsWithLearntProtocol(t, h, k, "killed on discover")
 }
 
 // A pinned version is never changed: a supervisor pinned to 2026-07-28
@@ -229,17 +211,34 @@ func TestServerRefusingClassicHandshakeIsLearnedWithinTheAttempt(t *testing.T) {
 	if warn := h.rec.WaitLog(t, waitLimit, slog.LevelWarn, "server refused the classic initialize handshake"); warn.Msg == "" {
 		t.Fatal("no warning about the learned protocol")
 	}
+	// The next generation asks for the stateless protocol at once.
+	reconnectsWithLearntProtocol(t, h, k, "initialize refused")
+}
+
+// learningServer is a test server that counts the transports it opened
+// and the handshakes it refused, and can drop its connection.
+type learningServer interface {
+	close()
+	counts() (opens, refused int)
+}
+
+// reconnectsWithLearntProtocol checks that h's supervisor, established
+// after learning a protocol from k within its first attempt (two
+// transports, one refused handshake), serves a call, and after the
+// connection drops reconnects on one transport with what it learnt: no
+// second refusal and no failed attempt. refused names k's refusals in
+// the error.
+func reconnectsWithLearntProtocol(t *testing.T, h *harness, k learningServer, refused string) {
+	t.Helper()
 	if res, err := h.reg.Call(context.Background(), "mcp__fx__a", nil); err != nil || resultText(t, res) != "a ok" {
 		t.Fatalf("call: %v", err)
 	}
-
-	// The next generation asks for the stateless protocol at once.
 	k.close()
 	lost := h.expect(conn.LostReconnecting)[0]
 	h.advance(lost.Delay)
 	h.expect(conn.Connecting, conn.Established)
-	if opens, refused := k.counts(); opens != 3 || refused != 1 {
-		t.Errorf("after a reconnect: opens %d, initialize refused %d: want 3 and 1", opens, refused)
+	if opens, n := k.counts(); opens != 3 || n != 1 {
+		t.Errorf("after a reconnect: opens %d, %s %d: want 3 and 1", opens, refused, n)
 	}
 	if got, want := conntest.Path(h.rec.Seen()), "connecting -connected-> established -connection-lost-> lost-reconnecting -backoff-elapsed-> connecting -connected-> established"; got != want {
 		t.Errorf("path %s, want %s", got, want)
