@@ -244,6 +244,11 @@ type ExchangeHandler struct {
 	refused   string // the access token the upstream last refused
 	denied    error  // why the exchange of deniedFor was refused; nil when it was not
 	deniedFor string // the caller's own token whose exchange was refused
+	// poll ticks every DefaultPollInterval while an exchange stands
+	// refused. It is started when the refusal is recorded, before the
+	// supervisor can enter needs-authorization, so that no tick of the
+	// clock between that and WaitCredential's first look is missed.
+	poll *clock.Ticker
 }
 
 var (
@@ -278,6 +283,9 @@ func (h *ExchangeHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, 
 	if errors.Is(err, ErrExchangeRefused) {
 		h.mu.Lock()
 		h.denied, h.deniedFor = err, used
+		if h.poll == nil {
+			h.poll = h.e.cfg.Clock.Ticker(DefaultPollInterval)
+		}
 		h.mu.Unlock()
 		return nil, nil
 	}
@@ -286,6 +294,10 @@ func (h *ExchangeHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, 
 	}
 	h.mu.Lock()
 	h.denied, h.deniedFor = nil, ""
+	if h.poll != nil {
+		h.poll.Stop()
+		h.poll = nil
+	}
 	h.mu.Unlock()
 	return oauth2.StaticTokenSource(tok), nil
 }
@@ -320,7 +332,7 @@ func (h *ExchangeHandler) Authorize(_ context.Context, req *http.Request, resp *
 func (h *ExchangeHandler) WaitCredential(ctx context.Context) error {
 	for {
 		h.mu.Lock()
-		denied, deniedFor := h.denied, h.deniedFor
+		denied, deniedFor, poll := h.denied, h.deniedFor, h.poll
 		h.mu.Unlock()
 		if denied == nil {
 			return nil
@@ -328,11 +340,9 @@ func (h *ExchangeHandler) WaitCredential(ctx context.Context) error {
 		if st, err := h.subjectToken(ctx); err == nil && st != deniedFor {
 			return nil
 		}
-		t := h.e.cfg.Clock.Timer(DefaultPollInterval)
 		select {
-		case <-t.C:
+		case <-poll.C:
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		}
 	}
