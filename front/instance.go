@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/conn"
-	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/mcpfsm/mcpfsm/front/internal/instance"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,14 +48,7 @@ func (c *client) instanceOf(server string) (*instance.Instance, error) {
 				Dropped: c.update, // the client sees the shared listing again
 			})
 		}
-		if bugs.InstancesWithoutClient {
-			// Planted: one instance of server for every client of f.
-			var v any
-			v, err = bugs.SharedInstance(f, server, func() (any, error) { return mk() })
-			in, _ = v.(*instance.Instance)
-		} else {
-			in, err = mk()
-		}
+		in, err = plantInstance(f, server, mk)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
-	"github.com/mcpfsm/mcpfsm/front/internal/bugs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -126,15 +125,10 @@ func (r *roots) read(ctx context.Context, ss *mcp.ServerSession) error {
 	list := cloneRoots(res.Roots)
 	r.mu.Lock()
 	r.list, r.seen, r.due = list, true, false
-	if !bugs.RootsLockReversed {
-		r.mu.Unlock()
-	}
 	// An instance that starts from now on reads the list above (known);
-	// one that started before is among those forward sets them on.
-	r.forward(list)
-	if bugs.RootsLockReversed {
-		r.mu.Unlock() // planted: the instances' locks were taken under r.mu
-	}
+	// one that started before is among those forward sets them on, after
+	// r.mu is released.
+	plantRootsForward(&r.mu, func() { r.forward(list) })
 	return nil
 }
 

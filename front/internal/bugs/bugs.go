@@ -3,9 +3,11 @@
 // each of them. The switches are variables only in a build with the tag
 // simbugs (go test -tags simbugs ./front/sim -planted, as CI runs it),
 // where a test of the simulator sets one between runs, when no front is
-// running. In every other build they are constants, false, and the
-// compiler drops the code that reads them: the planted bugs are not in the
-// library.
+// running. In every other build they are constants, false. Packages front
+// and front/internal/bridge read them only in their planted.go, which is
+// built with the tag alone; without it, the seams of planted_off.go do
+// what the gateway does, so the planted bugs are not in the library and
+// no file of it reads a switch (internal/planted's test checks this).
 //
 // Nothing else may set them: a switch that is on breaks a promise of
 // package front on purpose.
