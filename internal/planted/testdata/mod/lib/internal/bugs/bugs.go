@@ -1,0 +1,3 @@
+package bugs
+
+var On bool

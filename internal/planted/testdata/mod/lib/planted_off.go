@@ -1,0 +1,5 @@
+//go:build !simbugs
+
+package lib
+
+func plant() bool { return false }
