@@ -45,7 +45,7 @@ func run(ctx context.Context, url, scenario, rawContext string) error {
 	params := map[string]any{}
 	if rawContext != "" {
 		if err := json.Unmarshal([]byte(rawContext), &params); err != nil {
-			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT is not a JSON object: %w", err)
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: not a JSON object: %w", err)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -186,7 +186,7 @@ func (a *accessFlags) maxConnsFor() (int, error) {
 		return max(n, 2*ms), nil
 	}
 	if n < 2*ms {
-		return 0, fmt.Errorf("-max-conns %d is under twice -max-sessions %d: every session holds its GET stream and a connection for each call in flight; set -max-conns %d or more, or fewer -max-sessions",
+		return 0, fmt.Errorf("-max-conns %d: under twice -max-sessions %d, while every session holds its GET stream and a connection for each call in flight; set -max-conns %d or more, or fewer -max-sessions",
 			n, ms, 2*ms)
 	}
 	return n, nil
@@ -246,7 +246,7 @@ func (a *accessFlags) build(listen string, logger *slog.Logger) (*surfaces, erro
 	if oauth {
 		resource := *a.oauthResource
 		if _, port, _ := net.SplitHostPort(listen); resource == "" && (port == "0" || port == "") {
-			return nil, fmt.Errorf("-oauth-issuer with -listen %q needs -oauth-resource URL: the endpoint's URL as clients reach it, such as https://mcp.example.com/mcp", listen)
+			return nil, fmt.Errorf("-oauth-resource: -oauth-issuer with -listen %q needs it; set -oauth-resource URL, the endpoint's URL as clients reach it, such as https://mcp.example.com/mcp", listen)
 		}
 		if resource == "" {
 			scheme := "http"
@@ -266,7 +266,7 @@ func (a *accessFlags) build(listen string, logger *slog.Logger) (*surfaces, erro
 		mcpCfg.OAuth = &access.OAuth{Issuer: *a.oauthIssuer, Audience: *a.oauthAudience, Scopes: a.scopes,
 			JWKSURL: *a.oauthJWKS, ResourceURL: resource}
 	} else if a.oauthAudience != nil && (*a.oauthAudience != "" || len(a.scopes) > 0 || len(a.consoleScopes) > 0) {
-		return nil, fmt.Errorf("-oauth-audience, -oauth-scope and -console-oauth-scope need -oauth-issuer URL")
+		return nil, fmt.Errorf("-oauth-audience, -oauth-scope and -console-oauth-scope: they need -oauth-issuer URL")
 	}
 	if out.mcp, err = access.New(mcpCfg); err != nil {
 		return nil, err

@@ -437,21 +437,22 @@ func (s *signIns) hint(server, subject string) string {
 // operatorSignIn is the console's start of the operator's sign-in to
 // server (console.SignInStarter): the sign-in under way, or a new one,
 // and its authorization URL once it has one (its stderr line and
-// $BROWSER as for any other).
+// $BROWSER as for any other). Its errors leave the server out: the
+// console's answer names it first.
 func (s *signIns) operatorSignIn(ctx context.Context, server string) (string, error) {
 	s.mu.Lock()
 	srv, ok := s.servers[server]
 	callers := ok && s.callersOnly(srv)
 	s.mu.Unlock()
 	if callers {
-		return "", fmt.Errorf("each caller signs in to server %q as itself; the operator has no sign-in to it (\"upstreamAuth\": \"shared\" gives one for all)", server)
+		return "", errors.New("each caller signs in to this server as itself; the operator has no sign-in to it (\"upstreamAuth\": \"shared\" gives one for all)")
 	}
 	f := s.flows.Pending(server, "")
 	if f == nil {
 		f = s.start(server, "")
 	}
 	if f == nil {
-		return "", fmt.Errorf("server %q has no sign-in this host can start (is it a url server of %s, with a credential store?)", server, s.path)
+		return "", fmt.Errorf("no sign-in this host can start to this server (is it a url server of %s, with a credential store?)", s.path)
 	}
 	t := time.NewTimer(callerURLWait)
 	defer t.Stop()

@@ -176,7 +176,7 @@ func TestServeMaxConnsCoversMaxSessions(t *testing.T) {
 	cfg := writeConfig(t, obj{"mcpServers": obj{"fix": obj{"command": fixture.Build(t)}}})
 	code, _, errOut := runCmd(t, "serve", "-config", cfg, "-listen", "127.0.0.1:0", "-unauthenticated",
 		"-max-sessions", "1000", "-max-conns", "512")
-	if code != exitFail || !strings.Contains(errOut, "-max-conns 512 is under twice -max-sessions 1000") || !strings.Contains(errOut, "-max-conns 2000") {
+	if code != exitFail || !strings.Contains(errOut, "-max-conns 512: under twice -max-sessions 1000") || !strings.Contains(errOut, "-max-conns 2000") {
 		t.Errorf("exit %d, stderr %q; want the start refused naming -max-conns 2000", code, errOut)
 	}
 	a := addAccessFlags(newFlags("serve", ""), true)

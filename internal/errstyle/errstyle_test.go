@@ -19,8 +19,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // library lists the packages whose error strings follow the convention,
-// each with the packages under it.
-var library = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox"}
+// each with the packages under it, and the directories that hold the
+// module's commands (main packages), whose strings follow it as a
+// command's (see checkCommand).
+var (
+	library  = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox"}
+	commands = []string{"cmd", "internal/conformance/serveclient", "internal/fixture/tasksserver", "internal/testserver"}
+)
 
 var (
 	// prefixed is a string that starts with a word and a colon or a
@@ -29,6 +34,15 @@ var (
 	// serverSubject is a string whose subject is a server named by %q,
 	// at its start or after a prefix or a wrapped error.
 	serverSubject = regexp.MustCompile(`^(?:[a-z][a-z0-9]*: |%w: )*(mcp )?server %q`)
+	// namesServer is a string that names one server by %q anywhere.
+	namesServer = regexp.MustCompile(`\bserver %q`)
+	// flagOrEnv is a string that starts with a flag as typed (-http) or
+	// an environment variable ($MCPFSM_TOKEN, MCP_CONFORMANCE_CONTEXT).
+	flagOrEnv = regexp.MustCompile(`^(-[a-z][a-z0-9-]*|\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b`)
+	// settingSubject is a string whose subject is one or more flags or
+	// environment variables, with a value, and a colon: "-http: ",
+	// "-log-level %q: ", "-a, -b and -c: ".
+	settingSubject = regexp.MustCompile(`^(?:-[a-z][a-z0-9-]*|\$?[A-Z][A-Z0-9_]*)(?:(?:, | and )(?:-[a-z][a-z0-9-]*|\$?[A-Z][A-Z0-9_]*))*(?: %[qsdv])?: `)
 )
 
 // check returns what is wrong with one error string s made in package pkg
@@ -49,6 +63,59 @@ func check(s, pkg, lib string, names map[string]bool, sentinel bool) string {
 		return "the prefix names package " + m[1] + ", not " + pkg
 	}
 	return ""
+}
+
+// checkCommand returns what is wrong with one error string s of a
+// command (a main package under cmd). The command prints its own name
+// before an error, so s carries no package prefix; a server it names is
+// its subject, written first as in the library; and a flag or
+// environment variable that starts it is its subject, followed by its
+// value, if any, and a colon.
+func checkCommand(s string, names map[string]bool, sentinel bool) string {
+	if m := prefixed.FindStringSubmatch(s); m != nil && (names[m[1]] || m[1] == "main") {
+		return "a command's error carries no package prefix: the command prints its own name before it"
+	}
+	if why := check(s, "main", "main", names, sentinel); why != "" {
+		return why
+	}
+	if namesServer.MatchString(s) && !strings.HasPrefix(s, `mcp server %q: `) {
+		return `the error names a server: make it the subject, "mcp server %q: " first`
+	}
+	if flagOrEnv.MatchString(s) && !settingSubject.MatchString(s) {
+		return `a flag or environment variable that starts the error is its subject: write it, its value if any, and a colon ("-http: ", "-log-level %q: ")`
+	}
+	return ""
+}
+
+func TestCheckCommand(t *testing.T) {
+	names := map[string]bool{"conn": true, "mcpfsm": true, "fsmdot": true}
+	for _, tc := range []struct {
+		s   string
+		bad bool
+	}{
+		{`-http: %w`, false},
+		{`-log-level %q: use debug, info, warn or error`, false},
+		{`-a, -b and -c: they need -d URL`, false},
+		{`MCP_CONFORMANCE_CONTEXT: toolCalls[%d] has no name`, false},
+		{`mcp server %q: no sign-in this host can start`, false},
+		{`no running host found in %s: pass -http ADDR or set %s`, false},
+		{`tracing: %w`, false},
+		{`WWW-Authenticate: %w`, false},
+		{`encode %T: %w`, false},
+		{`mcpfsm: no host`, true},
+		{`conn: tool %q`, true},
+		{`main: failed`, true},
+		{`server %q has no sign-in`, true},
+		{`each caller signs in to server %q as itself`, true},
+		{`-max-conns %d is under twice -max-sessions %d`, true},
+		{`-oauth-issuer with -listen %q needs -oauth-resource URL`, true},
+		{`MCP_CONFORMANCE_CONTEXT is not a JSON object: %w`, true},
+	} {
+		got := checkCommand(tc.s, names, false)
+		if (got != "") != tc.bad {
+			t.Errorf("checkCommand(%q) = %q; want a complaint: %v", tc.s, got, tc.bad)
+		}
+	}
 }
 
 func TestCheck(t *testing.T) {
@@ -84,8 +151,8 @@ func TestCheck(t *testing.T) {
 func TestErrorStrings(t *testing.T) {
 	root := filepath.Join("..", "..")
 	names := moduleNames(t, root)
-	checked := 0
-	for _, lib := range library {
+	checked, commandStrings := 0, 0
+	for _, lib := range append(library[:len(library):len(library)], commands...) {
 		err := filepath.WalkDir(filepath.Join(root, lib), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -128,9 +195,16 @@ func TestErrorStrings(t *testing.T) {
 					t.Fatalf("%s: %v", fset.Position(lit.Pos()), err)
 				}
 				checked++
-				if why := check(s, f.Name.Name, lib, names, sentinels[call]); why != "" {
+				why := ""
+				if f.Name.Name == "main" {
+					commandStrings++
+					why = checkCommand(s, names, sentinels[call])
+				} else {
+					why = check(s, f.Name.Name, lib, names, sentinels[call])
+				}
+				if why != "" {
 					rel, _ := filepath.Rel(root, fset.Position(lit.Pos()).Filename)
-					t.Errorf("%s:%d: %q: %s (see conn/errors.go)", filepath.ToSlash(rel), fset.Position(lit.Pos()).Line, s, why)
+					t.Errorf("%s:%d: %q: %s (see conn/errors.go and internal/errstyle/doc.go)", filepath.ToSlash(rel), fset.Position(lit.Pos()).Line, s, why)
 				}
 				return true
 			})
@@ -142,6 +216,9 @@ func TestErrorStrings(t *testing.T) {
 	}
 	if checked < 200 {
 		t.Fatalf("checked %d error strings; want the library's (over 200)", checked)
+	}
+	if commandStrings < 30 {
+		t.Fatalf("checked %d error strings of the commands; want those of cmd/... and the test commands (over 30)", commandStrings)
 	}
 }
 

@@ -57,7 +57,7 @@ func run(ctx context.Context, mcpfsm, url, rawContext string) error {
 	params := map[string]any{}
 	if rawContext != "" {
 		if err := json.Unmarshal([]byte(rawContext), &params); err != nil {
-			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT is not a JSON object: %w", err)
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: not a JSON object: %w", err)
 		}
 	}
 	dir, err := os.MkdirTemp("", "serveclient-")
