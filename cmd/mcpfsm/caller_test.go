@@ -98,8 +98,9 @@ func consent(t *testing.T, authURL, user, callback string) string {
 // (issuer is) and one http server, notes, behind the fixture
 // authorization server as, whose credential is each caller's own. It
 // returns serve's resource and redirect URLs, its stderr and its MCP
-// endpoint; credentials go to a state directory of the test's own.
-func servePerCaller(t *testing.T) (as *fixture.AuthServer, is *testIssuer, resource, callback string, stderr *watcher, endpoint string) {
+// endpoint; credentials go to a state directory of the test's own. extra
+// are more flags of serve.
+func servePerCaller(t *testing.T, extra ...string) (as *fixture.AuthServer, is *testIssuer, resource, callback string, stderr *watcher, endpoint string) {
 	t.Helper()
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	as = fixture.NewAuthServer(t)
@@ -108,8 +109,8 @@ func servePerCaller(t *testing.T) (as *fixture.AuthServer, is *testIssuer, resou
 	resource = "http://127.0.0.1:" + port + "/mcp"
 	callback = "http://127.0.0.1:" + port + "/oauth/callback"
 	cfg := writeConfig(t, obj{"mcpServers": obj{"notes": obj{"type": "http", "url": as.Resource}}})
-	_, stderr, endpoint = serveListening(t, []string{"BROWSER="}, "serve", "-config", cfg, "-listen", "127.0.0.1:"+port,
-		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug")
+	_, stderr, endpoint = serveListening(t, []string{"BROWSER="}, append([]string{"serve", "-config", cfg, "-listen", "127.0.0.1:" + port,
+		"-oauth-issuer", is.URL, "-oauth-resource", resource, "-log-level", "debug"}, extra...)...)
 	return as, is, resource, callback, stderr, endpoint
 }
 
