@@ -192,7 +192,7 @@ type Front struct {
 	opts Options
 
 	tmu   sync.Mutex
-	moved broadcast.Signal // notified at every Observe
+	moved broadcast.Signal // notified at every transition of an instance (noteMove)
 
 	mu       sync.Mutex
 	clients  map[*client]struct{}
@@ -247,12 +247,20 @@ func New(o Options) *Front {
 // established again gets the clients' logging level. It never blocks.
 func (f *Front) Observe(t conn.Transition) {
 	f.levelAfter(t)
+	f.noteMove()
+}
+
+// noteMove wakes the calls waiting for a transition (awaitLoss): every
+// instance's, a client's own too, or a call that found its instance's
+// connection ended would wait out lossWait for a loss already taken.
+func (f *Front) noteMove() {
 	f.tmu.Lock()
 	f.moved.Notify()
 	f.tmu.Unlock()
 }
 
-// transitioned returns a channel closed at the next Observe.
+// transitioned returns a channel closed at the next transition of an
+// instance.
 func (f *Front) transitioned() <-chan struct{} {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()

@@ -123,6 +123,7 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 			next(t)
 		}
 		observe(t)
+		c.f.noteMove()
 	}
 }
 

@@ -21,6 +21,11 @@ import (
 // notifies the client of real changes only (a reconnect that lists the
 // same tools sends nothing).
 type view struct {
+	// updating serialises updates whole, from the read of the sources to
+	// the sync: two at once (Sync's and a reload's, say) could otherwise
+	// sync an older read over a newer one, and the client would miss a
+	// server's tools until the next change.
+	updating        sync.Mutex
 	mu              sync.Mutex                 // serialises syncs
 	served          map[string]json.RawMessage // served name -> served definition
 	toolPublic      map[string]string          // served name -> public name of the tool
@@ -111,6 +116,8 @@ func (ss sources) prompts() []conn.Prompt {
 // instances' listings, and its own instances' for the servers it has one
 // of.
 func (c *client) update() {
+	c.view.updating.Lock()
+	defer c.view.updating.Unlock()
 	own, mine := c.own()
 	var tools []conn.Tool
 	for _, t := range c.f.opts.Registry.Tools() {

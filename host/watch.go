@@ -24,6 +24,16 @@ type WatchOptions struct {
 	// Reloaded, if set, is called after each reload with its error (nil
 	// when the new config was applied in full).
 	Reloaded func(error)
+	// Changes, if set, is the watcher's source of changes instead of the
+	// file system: each value received is a change in the file's
+	// directory, handled as one fsnotify reports (after Debounce, the
+	// file is read again and reloaded if its content differs from what
+	// was last loaded); a closed channel ends the watch, as a closed
+	// fsnotify watcher does. Nil (the default) watches the directory.
+	// It is for simulations under testing/synctest, where fsnotify's
+	// read of the kernel's events blocks in a system call, which is not
+	// durably blocked, so simulated time could not move.
+	Changes <-chan struct{}
 }
 
 // Watcher reloads a host's config file when it changes; see [Host.Watch].
@@ -31,7 +41,7 @@ type Watcher struct {
 	h    *Host
 	o    WatchOptions
 	abs  string
-	fsw  *fsnotify.Watcher
+	fsw  *fsnotify.Watcher // nil when WatchOptions.Changes is the source
 	last [sha256.Size]byte // the content last loaded (zero: unreadable)
 }
 
@@ -44,7 +54,8 @@ type Watcher struct {
 // whose files are symbolic links into a directory swapped at each update:
 // any change in the directory makes the watcher read the file again, and
 // it reloads when the content differs from what it last loaded. Changes
-// made after Watch returns are seen.
+// made after Watch returns are seen. With WatchOptions.Changes, the
+// file system is not watched: the changes are those sent on it.
 func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
 	if h.opts.Path == "" {
 		return nil, ErrNoPath
@@ -55,6 +66,9 @@ func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
 	abs, err := filepath.Abs(h.opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("host: watch %s: %w", h.opts.Path, err)
+	}
+	if o.Changes != nil {
+		return &Watcher{h: h, o: o, abs: abs, last: digest(abs)}, nil
 	}
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -70,7 +84,12 @@ func (h *Host) Watch(o WatchOptions) (*Watcher, error) {
 // Run reloads on every change until ctx ends, then stops watching. It
 // returns ctx's error.
 func (w *Watcher) Run(ctx context.Context) error {
-	defer w.fsw.Close()
+	var events <-chan fsnotify.Event // nil, so never ready, with Changes
+	var errs <-chan error
+	if w.fsw != nil {
+		defer w.fsw.Close()
+		events, errs = w.fsw.Events, w.fsw.Errors
+	}
 	h := w.h
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -79,14 +98,19 @@ func (w *Watcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case ev, ok := <-w.fsw.Events:
+		case _, ok := <-w.o.Changes:
+			if !ok {
+				return ctx.Err()
+			}
+			timer.Reset(w.o.Debounce)
+		case ev, ok := <-events:
 			if !ok {
 				return ctx.Err()
 			}
 			if ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
 				timer.Reset(w.o.Debounce)
 			}
-		case err, ok := <-w.fsw.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return ctx.Err()
 			}

@@ -13,9 +13,11 @@
 // change their roots (also while their instance starts), close their
 // sessions or vanish, which backends crash (shared, per-client, or the
 // shared server's instance for 2026-07-28 clients), and which reloads
-// the host applies (Host.Apply: a restart of either server, which closes
-// its instances, or a change of its rate limit alone, which keeps
-// them). After every step the driver checks the invariants on the
+// the host applies: the driver rewrites the host's config file and tells
+// the host's watcher (host.Watcher, which reloads it as serve's does;
+// host.WatchOptions.Changes stands for fsnotify, whose blocking read
+// cannot run in a bubble), a restart of either server, which closes its
+// instances, or a change of its rate limit alone, which keeps them. After every step the driver checks the invariants on the
 // history so far; a run that stops making progress is a violation of
 // Progress, reported with the stacks of the goroutines blocked on locks.
 //

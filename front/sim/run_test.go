@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -56,6 +58,14 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 	if opts.Stall == 0 {
 		opts.Stall = 10 * time.Second
 	}
+	// The host's config file, which its watcher reloads. A process that
+	// ends in the middle of runs (a stall, a planted bug found) leaves
+	// theirs behind.
+	dir, err := os.MkdirTemp("", "frontsim-")
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	path := filepath.Join(dir, "servers.json")
 	var steps atomic.Int64
 	done := make(chan Result, 1)
 	var r *run
@@ -65,7 +75,7 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 	go func() {
 		defer close(finished)
 		synctest.Test(t, func(*testing.T) {
-			rr := newRun(seed, &steps)
+			rr := newRun(seed, &steps, path)
 			rmu.Lock()
 			r, bubble = rr, ownBubble()
 			rmu.Unlock()
@@ -93,6 +103,7 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 				// bookkeeping of t with the test's end (the -race
 				// failure of front/sim seen once in 42 runs).
 				<-finished
+				_ = os.RemoveAll(dir)
 			}
 			return res
 		case <-tick.C:
@@ -149,6 +160,7 @@ const othersMoved = 100
 // over in-memory HTTP to clients of both eras, driven by a seed.
 type run struct {
 	seed  uint64
+	path  string // the host's config file
 	rng   *rand.Rand
 	steps *atomic.Int64
 	t0    time.Time
@@ -198,8 +210,8 @@ type round struct {
 	res          *mcp.CallToolResult
 }
 
-func newRun(seed uint64, steps *atomic.Int64) *run {
-	return &run{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6777)), steps: steps, t0: time.Now()}
+func newRun(seed uint64, steps *atomic.Int64, path string) *run {
+	return &run{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6777)), steps: steps, t0: time.Now(), path: path}
 }
 
 func (r *run) nowLocked() time.Duration {
@@ -249,13 +261,13 @@ func (r *run) main() Result {
 	idle := []time.Duration{20 * time.Second, 45 * time.Second, 90 * time.Second}[r.rng.IntN(3)]
 	r.sessionTimeout = []time.Duration{time.Minute, 3 * time.Minute}[r.rng.IntN(2)]
 	r.h = History{Idle: idle, Slack: 2 * time.Second, Clients: map[string]*ClientRec{}}
-	r.w = newWorld(r, []int{0, 0, 3}[r.rng.IntN(3)])
+	r.w = newWorld(r, []int{0, 0, 3}[r.rng.IntN(3)], r.path)
 	reg := conn.NewRegistry()
 	r.w.Host = host.New(r.w.hostOptions(reg, func() *front.Front { return r.f }))
 	r.f = front.New(front.Options{Registry: reg, Backends: r.w, Clock: clock.New(),
 		Logger: slog.New(slog.DiscardHandler), InstanceIdle: idle})
 	r.logf("seed %d: idle %v, session timeout %v, max instances %d", r.seed, idle, r.sessionTimeout, r.w.maxInst)
-	if err := r.w.Start(ctx, &r.w.cfg); err != nil {
+	if err := r.w.start(ctx); err != nil {
 		r.logf("the host did not start: %v", err)
 	}
 	for _, s := range r.w.Failures() {
@@ -308,6 +320,7 @@ func (r *run) main() Result {
 	}
 	cancel()
 	<-synced
+	<-r.w.watched
 	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 	defer ccancel()
 	if err := r.f.Close(cctx); err != nil {

@@ -4,8 +4,12 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -32,8 +36,9 @@ const (
 )
 
 // world is the front's backends (front.Backends): a real host.Host of
-// two servers, a per-client one and a shared one, built from a
-// config.Config and reloaded through Host.Apply, whose supervisors run
+// two servers, a per-client one and a shared one, started from a config
+// file and reloaded as serve reloads it, by a host.Watcher of the file
+// (whose changes the driver sends, as fsnotify would), whose supervisors run
 // over in-memory servers (the host's starters swap each conn.Config's
 // transport for one), each of which records whose requests reach it.
 // Everything else of a supervisor's configuration is the host's: its
@@ -43,8 +48,14 @@ type world struct {
 	*host.Host
 	r *run
 
+	path     string        // the config file
+	changes  chan struct{} // the watcher's changes (host.WatchOptions.Changes)
+	reloaded chan error    // the watcher's reloads (host.WatchOptions.Reloaded)
+	watched  chan struct{} // closed once the watcher's Run returned
+
 	mu        sync.Mutex
-	cfg       config.Config               // applied last
+	cfg       config.Config               // written last
+	applied   host.Changes                // what the host's last Apply changed
 	shared    map[string]*conntest.Server // each shared instance's server now
 	eras      []*conntest.Server          // the shared server's instances for 2026-07-28 clients
 	all       []*conntest.Server          // every server made, to close at the end
@@ -56,9 +67,11 @@ type world struct {
 	race *simClient
 }
 
-// newWorld makes the host; start starts it once the front exists.
-func newWorld(r *run, maxInst int) *world {
-	w := &world{r: r, shared: map[string]*conntest.Server{}, maxInst: maxInst}
+// newWorld makes the host, whose config file is path; start starts it
+// once the front exists.
+func newWorld(r *run, maxInst int, path string) *world {
+	w := &world{r: r, shared: map[string]*conntest.Server{}, maxInst: maxInst, path: path,
+		changes: make(chan struct{}), reloaded: make(chan error, 1), watched: make(chan struct{})}
 	w.cfg = config.Config{Servers: []config.Server{w.server(perClient, 0, authz.Rate{}), w.server(shared, 0, authz.Rate{})}}
 	return w
 }
@@ -76,17 +89,100 @@ func (w *world) server(name string, gen int, rate authz.Rate) config.Server {
 
 // hostOptions are the options of the world's host; reg is the front's.
 func (w *world) hostOptions(reg *conn.ToolRegistry, f func() *front.Front) host.Options {
-	return host.Options{Logger: slog.New(&attrHandler{}), Registry: reg, Clock: clock.New(),
-		Configure:     func(server string, c *conn.Config) { f().Configure(server, c) },
-		OnApply:       func(host.Changes) { f().Update() },
+	return host.Options{Path: w.path, Logger: slog.New(&attrHandler{}), Registry: reg, Clock: clock.New(),
+		Configure: func(server string, c *conn.Config) { f().Configure(server, c) },
+		OnApply: func(ch host.Changes) {
+			w.mu.Lock()
+			w.applied = ch
+			w.mu.Unlock()
+			f().Update()
+		},
 		Start:         w.startShared,
 		StartInstance: w.startInstance}
 }
 
-// reload applies the config with one change, as a reload of the file
-// would: kind 0 restarts the per-client server, 1 the shared one (the
-// host closes it and every instance of it, then starts it anew), 2
-// changes the per-client server's rate limit alone (it keeps running).
+// start writes the config file and starts the host from it, as serve
+// does (config.Load, Host.Start), then watches the file (Host.Watch,
+// Watcher.Run) until ctx ends. An error of Start leaves the host
+// serving what started, and watched.
+func (w *world) start(ctx context.Context) error {
+	if err := w.write(); err != nil {
+		close(w.watched)
+		return err
+	}
+	cfg, err := config.Load(w.path, nil)
+	if err != nil {
+		close(w.watched)
+		return err
+	}
+	started := w.Start(ctx, cfg)
+	// The shortest debounce: the reload follows the change at once (a
+	// nanosecond later), as Host.Apply did before the watcher ran here,
+	// so the seeds kept their schedules. host's TestWatchChanges
+	// checks the debounce itself.
+	wa, err := w.Watch(host.WatchOptions{Debounce: time.Nanosecond, Changes: w.changes,
+		Reloaded: func(err error) { w.reloaded <- err }})
+	if err != nil {
+		close(w.watched)
+		return errors.Join(started, err)
+	}
+	go func() {
+		defer close(w.watched)
+		_ = wa.Run(ctx)
+	}()
+	return started
+}
+
+// write writes w.cfg to the config file, in the layout config.Load
+// reads, and checks that the file loads as w.cfg.
+func (w *world) write() error {
+	w.mu.Lock()
+	cfg := config.Config{Servers: slices.Clone(w.cfg.Servers)}
+	w.mu.Unlock()
+	servers := map[string]any{}
+	for _, s := range cfg.Servers {
+		env := map[string]string{}
+		for _, kv := range s.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		p := s.Reconnect
+		e := map[string]any{"command": s.Command, "env": env, "isolation": s.Isolation,
+			"reconnect": map[string]any{"enabled": p.Enabled, "initialDelayMs": p.InitialDelay.Milliseconds(),
+				"maxDelayMs": p.MaxDelay.Milliseconds(), "maxAttempts": p.MaxAttempts, "jitter": p.Jitter}}
+		if s.MaxInstances > 0 {
+			e["maxInstances"] = s.MaxInstances
+		}
+		if s.RateLimit.N > 0 {
+			e["rateLimit"] = fmt.Sprintf("%d/s", s.RateLimit.N)
+		}
+		servers[s.Name] = e
+	}
+	data, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(w.path, data, 0o600); err != nil {
+		return err
+	}
+	loaded, err := config.Load(w.path, nil)
+	if err != nil {
+		return err
+	}
+	for i := range loaded.Servers {
+		loaded.Servers[i].Key = ""
+	}
+	if !reflect.DeepEqual(loaded.Servers, cfg.Servers) {
+		return fmt.Errorf("the config file loads as %+v, not as written: %+v", loaded.Servers, cfg.Servers)
+	}
+	return nil
+}
+
+// reload changes the config file, as an operator would, and tells the
+// watcher, as fsnotify would, then waits for its reload: kind 0 restarts
+// the per-client server, 1 the shared one (the host closes it and every
+// instance of it, then starts it anew), 2 changes the per-client
+// server's rate limit alone (it keeps running).
 func (w *world) reload(ctx context.Context, kind int) {
 	w.mu.Lock()
 	cfg := config.Config{Servers: slices.Clone(w.cfg.Servers)}
@@ -103,9 +199,26 @@ func (w *world) reload(ctx context.Context, kind int) {
 		cfg.Servers[0].RateLimit = rate
 	}
 	w.cfg = cfg
+	w.applied = host.Changes{}
 	w.mu.Unlock()
-	ch, err := w.Apply(ctx, &cfg)
-	w.r.logf("reload: restarted %v, rules %v, unchanged %v: %v", ch.Restarted, ch.Rules, ch.Unchanged, err)
+	if err := w.write(); err != nil {
+		w.r.logf("reload: the config file: %v", err)
+		return
+	}
+	select {
+	case w.changes <- struct{}{}:
+	case <-w.watched:
+		w.r.logf("reload: the config file is not watched")
+		return
+	}
+	select {
+	case err := <-w.reloaded:
+		w.mu.Lock()
+		ch := w.applied
+		w.mu.Unlock()
+		w.r.logf("reload: restarted %v, rules %v, unchanged %v: %v", ch.Restarted, ch.Rules, ch.Unchanged, err)
+	case <-ctx.Done():
+	}
 }
 
 // crashable is every server a crash may hit: the shared instances' now,

@@ -181,6 +181,12 @@ func (in *Instance) Use(ctx context.Context) (sup *conn.Supervisor, started bool
 		return nil, false, nil, ErrEnded
 	}
 	if in.m.State() == Running && in.sup.State() == conn.Disposed {
+		// Its slot is free now, before this request's start takes one:
+		// drop frees it off this goroutine, after this start, which
+		// found the bound reached or not as the goroutines ran.
+		release := in.release
+		in.release = func() {}
+		release()
 		in.fire(Closed, useData{})
 		in.drop("its supervisor was closed from outside (a reload changed or removed the server); this request starts a new one")
 	}

@@ -129,6 +129,49 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// A use after the instance's supervisor was closed from outside (a
+// reload that restarted its server) frees the old slot before it starts
+// a new supervisor: with one slot, the start finds it free. Before, the
+// old slot was freed off the goroutine, after the close, so the start
+// found the bound reached or not as the goroutines ran (front/sim seed
+// 56 under -race: "at most 3 instances" or an instance started).
+func TestOutsideCloseFreesTheSlotFirst(t *testing.T) {
+	r := newRig(t)
+	o := r.options(time.Minute)
+	start := o.Start
+	o.Start = func(ctx context.Context, observe func(conn.Transition)) (*conn.Supervisor, func(), error) {
+		if started, freed := r.counts(); started-freed >= 1 {
+			return nil, nil, errors.New("the bound of 1 instance is reached")
+		}
+		return start(ctx, observe)
+	}
+	in, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sup, _, done, err := in.Use(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if err := sup.Close(ctx); err != nil { // as the host closes it on a reload
+		t.Fatal(err)
+	}
+	_, started, done, err := in.Use(ctx)
+	if err != nil || !started {
+		t.Fatalf("use after an outside close: %v, started %v; want a new supervisor in the freed slot", err, started)
+	}
+	done()
+	r.awaitDropped(t)
+	in.End()
+	r.awaitDropped(t)
+	if started, freed := r.counts(); started != 2 || freed != 2 {
+		t.Errorf("%d started, %d slots freed; want 2 and 2", started, freed)
+	}
+}
+
 // A start that fails leaves the instance absent, and the next use
 // tries again.
 func TestFailedStartStaysAbsent(t *testing.T) {
