@@ -60,6 +60,7 @@ var replayRegressions = []struct {
 	{340, "a call whose connection ended took the cause of whichever report came first"},
 	{631, "a host's deadline and HoldCalls ended at one instant"},
 	{813, "a held call named the state disposing or disposed, both entered at one instant by Close"},
+	{736, "a call that waited for a slot of MaxConcurrentCalls took it as its connection ended: sent into the closing session, or failed fast naming the state the loop was leaving"},
 }
 
 // TestReplayRegressions runs each seed of replayRegressions three times

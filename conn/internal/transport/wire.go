@@ -219,6 +219,13 @@ func (c *WireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// Ended reports whether a Read has failed: the connection ended.
+func (c *WireConn) Ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readErr != nil
+}
+
 // DiedOnDiscover reports whether the connection ended after a
 // server/discover request was written and before anything answered it:
 // the server could not stand the probe.
