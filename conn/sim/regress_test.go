@@ -61,6 +61,7 @@ var replayRegressions = []struct {
 	{631, "a host's deadline and HoldCalls ended at one instant"},
 	{813, "a held call named the state disposing or disposed, both entered at one instant by Close"},
 	{736, "a call that waited for a slot of MaxConcurrentCalls took it as its connection ended: sent into the closing session, or failed fast naming the state the loop was leaving"},
+	{7043, "two calls retired by a session that ended by itself took the session's error (its Close's) or their own EOF, as each saw the end reported or not"},
 }
 
 // TestReplayRegressions runs each seed of replayRegressions three times
