@@ -386,7 +386,7 @@ func (g *generation) shutdownWork(own bool) {
 		// whose reply did arrive; its context is then never cancelled,
 		// which holds no goroutine.
 		g.cancel()
-		g.calls.close(true)
+		g.calls.close(true, s.clk.Now())
 	}
 	// The session's Close may wait on the server (an HTTP DELETE, a write
 	// to a pipe nobody reads): the process is terminated beside it, not
@@ -396,7 +396,7 @@ func (g *generation) shutdownWork(own bool) {
 		if sess != nil {
 			_ = sess.Close()
 		}
-		g.calls.close(false)
+		g.calls.close(false, s.clk.Now())
 	}()
 	term, ok := t.(Terminator)
 	if !ok {

@@ -583,8 +583,10 @@ func (c *calls) expire(clk clock.Clock) {
 // would race a reply that did arrive. A call between the rounds of a
 // multi round-trip request (its host is answering the server's input
 // requests, see enterRound) waits for no reply, and no SDK would retire
-// it: it is retired either way.
-func (c *calls) close(cancel bool) {
+// it: it is retired either way. A call whose CallTimeout has run out by
+// now is retired as timed out, as its timer, due at the same instant,
+// would have done (which of the two runs first is chance).
+func (c *calls) close(cancel bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -592,7 +594,11 @@ func (c *calls) close(cancel bool) {
 		next := n.next
 		if cancel || n.rounds > 0 {
 			c.unlink(n)
-			n.cancel(byShutdown, context.Canceled)
+			if n.deadline.After(now) {
+				n.cancel(byShutdown, context.Canceled)
+			} else {
+				n.cancel(byTimeout, context.DeadlineExceeded)
+			}
 		}
 		n = next
 	}

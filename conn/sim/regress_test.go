@@ -63,6 +63,7 @@ var replayRegressions = []struct {
 	{736, "a call that waited for a slot of MaxConcurrentCalls took it as its connection ended: sent into the closing session, or failed fast naming the state the loop was leaving"},
 	{7043, "two calls retired by a session that ended by itself took the session's error (its Close's) or their own EOF, as each saw the end reported or not"},
 	{8076, "a tools/list_changed read just before the attempt's last page reached the loop before or after the attempt's end (the SDK's handler runs on its own goroutine): a stale listing re-listed at once, or a change logged as new"},
+	{17071, "a call's CallTimeout and a keep-alive probe's timeout ran out at one instant: the call failed as timed out or as retired by the loss"},
 }
 
 // TestReplayRegressions runs each seed of replayRegressions three times
