@@ -55,7 +55,7 @@ func TestCallContextTimeout(t *testing.T) {
 	if !errors.Is(x.Err(), context.DeadlineExceeded) {
 		t.Errorf("end changed the error of an expired call to %v", x.Err())
 	}
-	c.close(true)
+	c.close(true, clk.Now())
 }
 
 // TestCallContextShutdown: closing the list with cancel retires every
@@ -66,7 +66,7 @@ func TestCallContextShutdown(t *testing.T) {
 	var c calls
 	x, _ := c.start(context.Background(), clk, time.Minute, time.Time{})
 	d := x.Done()
-	c.close(false)
+	c.close(false, clk.Now())
 	if x.Err() != nil {
 		t.Fatalf("close(false) cancelled a call: %v", x.Err())
 	}
@@ -76,7 +76,7 @@ func TestCallContextShutdown(t *testing.T) {
 	var c2 calls
 	y, _ := c2.start(context.Background(), clk, time.Minute, time.Time{})
 	yd := y.Done()
-	c2.close(true)
+	c2.close(true, clk.Now())
 	if !isDone(yd) || !errors.Is(y.Err(), context.Canceled) || y.expired() {
 		t.Fatalf("shutdown: closed %v Err %v expired %v", isDone(yd), y.Err(), y.expired())
 	}
@@ -89,12 +89,31 @@ func TestCallContextShutdown(t *testing.T) {
 	}
 }
 
+// TestCallContextShutdownAtDeadline: a shutdown at the instant a call's
+// CallTimeout runs out, before the timer fired, retires it as timed out,
+// as the timer would have (conn/sim seed 17071).
+func TestCallContextShutdownAtDeadline(t *testing.T) {
+	clk := clock.NewMock()
+	var c calls
+	x, _ := c.start(context.Background(), clk, time.Minute, time.Time{})
+	y, _ := c.start(context.Background(), clk, 2*time.Minute, time.Time{})
+	c.close(true, clk.Now().Add(time.Minute)) // the timers have not run
+	if !x.expired() || !errors.Is(x.Err(), context.DeadlineExceeded) {
+		t.Errorf("due call: Err %v expired %v, want DeadlineExceeded, expired", x.Err(), x.expired())
+	}
+	if y.expired() || !errors.Is(y.Err(), context.Canceled) {
+		t.Errorf("call not yet due: Err %v expired %v, want Canceled, not expired", y.Err(), y.expired())
+	}
+	c.end(x)
+	c.end(y)
+}
+
 // TestCallContextParent: the caller's values, deadline, cancellation and
 // cause all reach the call's context.
 func TestCallContextParent(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	defer c.close(true)
+	defer c.close(true, clk.Now())
 	type key struct{}
 	dl := time.Now().Add(time.Hour)
 	parent, cancelDL := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), dl)
@@ -132,7 +151,7 @@ func TestCallContextParent(t *testing.T) {
 func TestCallContextChildren(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	defer c.close(true)
+	defer c.close(true, clk.Now())
 	x, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	child, stop := context.WithCancel(x)
 	defer stop()
@@ -162,7 +181,7 @@ func TestCallContextChildren(t *testing.T) {
 func TestCallContextAllocs(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	defer c.close(true)
+	defer c.close(true, clk.Now())
 	ctx := context.Background()
 	warm, _ := c.start(ctx, clk, time.Minute, time.Time{})
 	_ = warm.Done()
@@ -189,7 +208,7 @@ func TestCallContextAllocs(t *testing.T) {
 func TestCallTimerNotResetPerCall(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	defer c.close(true)
+	defer c.close(true, clk.Now())
 	x, _ := c.start(context.Background(), clk, time.Second, time.Time{})
 	armed := armedAt(&c)
 	c.end(x)
@@ -235,7 +254,7 @@ func armedAt(c *calls) time.Time {
 func TestCallThatWaitedExpiresFromItsStart(t *testing.T) {
 	clk := clock.NewMock()
 	var c calls
-	defer c.close(true)
+	defer c.close(true, clk.Now())
 	waited := clk.Now()
 	clk.Add(300 * time.Millisecond)
 	x, _ := c.start(context.Background(), clk, time.Second, time.Time{}) // deadline 1.3 s

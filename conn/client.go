@@ -73,7 +73,9 @@ func (g *generation) newClient() *mcp.Client {
 	// handler goroutine, where blocking stalls the session.
 	userTools := queued(cb, user.ToolListChangedHandler)
 	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
-		g.signalChanged()
+		if g.wireConn() == nil { // else the wire signalled it (connectWire)
+			g.signalChanged()
+		}
 		userTools(ctx, req)
 	}
 	userResources := queued(cb, user.ResourceListChangedHandler)

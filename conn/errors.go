@@ -280,10 +280,11 @@ func markPermanent(err error) error {
 
 // unavailableError is a fast-failed call.
 type unavailableError struct {
-	server string
-	tool   string
-	state  State
-	cause  error
+	server   string
+	tool     string
+	state    State
+	endedNow bool // the connection ended at this instant: the state is chance
+	cause    error
 }
 
 func (e *unavailableError) Error() string {
@@ -296,6 +297,11 @@ func (e *unavailableError) Error() string {
 	case e.cause != nil:
 		return fmt.Sprintf("mcp server %q is unavailable: the connection ended during the call of tool %q: %v",
 			e.server, e.tool, e.cause)
+	// Nor does one that ended as the request came.
+	case e.endedNow && e.tool == "":
+		return fmt.Sprintf("mcp server %q is unavailable: the connection ended as the request came: nothing was sent", e.server)
+	case e.endedNow:
+		return fmt.Sprintf("mcp server %q is unavailable: the connection ended as tool %q was called: it was not called", e.server, e.tool)
 	case e.tool == "":
 		return fmt.Sprintf("mcp server %q is unavailable (state %s): nothing was sent", e.server, e.state)
 	}

@@ -282,9 +282,10 @@ func (g *generation) ProcessLogger() *slog.Logger {
 // the SDK's session), so the failure ends the generation: a loss. A
 // process's pipes end the session by themselves.
 func (g *generation) requestFailed(err error) error {
-	// A process's exit is no better cause than the request's own error
-	// (EOF), which it caused; which of the two came first is chance.
-	if cause := g.badCause(); cause != nil && !errors.Is(cause, errServerExited) {
+	// A session that ended by itself (a process's exit, the session's
+	// own error) is no better cause than the request's own error (EOF),
+	// with which the SDK retired it; which of the two came first is chance.
+	if cause := g.badCause(); cause != nil && !g.endedNaturally() {
 		return cause
 	}
 	if !transport.ConnectionGone(err) && !g.needsSignIn(err) {
@@ -297,6 +298,14 @@ func (g *generation) requestFailed(err error) error {
 		g.markBad(g.sup.clk.Now(), err)
 	}
 	return err
+}
+
+// endedNaturally reports whether g went bad because its session ended by
+// itself.
+func (g *generation) endedNaturally() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.life.natural
 }
 
 // keepAlive pings an established generation every Config.KeepAlive, each

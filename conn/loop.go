@@ -218,6 +218,7 @@ type genLife struct {
 	state   atomic.Pointer[genState]
 	cause   genCause
 	badAt   time.Time  // when the connection was first known bad
+	downAt  time.Time  // when the generation left connecting or up (the clock's time then)
 	badErr  error      // why; written once, before the state becomes bad
 	natural bool       // the session ended by itself
 	closed  genPayload // the close event, for the report of the release
@@ -284,6 +285,9 @@ func (g *generation) fire(ev genEvent, d genPayload) bool {
 		return false
 	}
 	g.life.state.Store(genStates[to])
+	if (from == genConnecting || from == genUp) && to != genUp {
+		g.life.downAt = s.clk.Now()
+	}
 	var report func()
 	term := g.life.term
 	switch to {
@@ -382,7 +386,7 @@ func (g *generation) shutdownWork(own bool) {
 		// whose reply did arrive; its context is then never cancelled,
 		// which holds no goroutine.
 		g.cancel()
-		g.calls.close(true)
+		g.calls.close(true, s.clk.Now())
 	}
 	// The session's Close may wait on the server (an HTTP DELETE, a write
 	// to a pipe nobody reads): the process is terminated beside it, not
@@ -392,7 +396,7 @@ func (g *generation) shutdownWork(own bool) {
 		if sess != nil {
 			_ = sess.Close()
 		}
-		g.calls.close(false)
+		g.calls.close(false, s.clk.Now())
 	}()
 	term, ok := t.(Terminator)
 	if !ok {

@@ -189,7 +189,10 @@ func (g *generation) connectWire(ctx context.Context, t mcp.Transport, version s
 	if _, ok := t.(transport.Owned); !ok {
 		ended = func(w *transport.Wire) { g.SessionEnded(w, false) }
 	}
-	wt, w := transport.Wired(t, g.listenBroken, ended, ack)
+	// A tool list change is signalled by the wire, in the order it was
+	// read: before an answer read after it (the attempt's or a re-sync's
+	// last page) reaches its caller.
+	wt, w := transport.Wired(t, g.listenBroken, ended, g.signalChanged, ack)
 	g.mu.Lock()
 	g.wire = w
 	g.mu.Unlock()

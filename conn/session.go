@@ -368,7 +368,7 @@ func (s *Supervisor) Subscriptions() []string {
 // when the request started, if earlier than now (a call that waited for a
 // slot of MaxConcurrentCalls): CallTimeout counts from there.
 func (g *generation) request(ctx context.Context, tool string, since time.Time, do func(context.Context) error) error {
-	if g.down() {
+	if g.down() || g.connEnded() {
 		return g.unavailable(tool, nil)
 	}
 	n, ok := g.calls.start(ctx, g.sup.clk, g.sup.cfg.CallTimeout, since)
@@ -398,7 +398,28 @@ func (g *generation) needsSignIn(err error) bool {
 }
 
 func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), cause: redact.Error(cause)}
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), endedNow: g.endedNow(), cause: redact.Error(cause)}
+}
+
+// connEnded reports whether g's wired connection has read its end (which
+// the generation may not have heard yet): a request sent now would only
+// find the SDK closing.
+func (g *generation) connEnded() bool {
+	w := g.wireConn()
+	return w != nil && w.Ended()
+}
+
+// endedNow reports whether g's connection ended at this instant of the
+// supervisor's clock: g left up now, or its connection ended and g has not
+// heard yet. The supervisor's loop moves on from g at that instant, so the
+// state a fast-failed request would name is chance.
+func (g *generation) endedNow() bool {
+	if !g.down() {
+		return g.connEnded()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.life.downAt.Equal(g.sup.clk.Now())
 }
 
 // withTimeout is context.WithTimeout on the supervisor's clock. It does not
@@ -562,8 +583,10 @@ func (c *calls) expire(clk clock.Clock) {
 // would race a reply that did arrive. A call between the rounds of a
 // multi round-trip request (its host is answering the server's input
 // requests, see enterRound) waits for no reply, and no SDK would retire
-// it: it is retired either way.
-func (c *calls) close(cancel bool) {
+// it: it is retired either way. A call whose CallTimeout has run out by
+// now is retired as timed out, as its timer, due at the same instant,
+// would have done (which of the two runs first is chance).
+func (c *calls) close(cancel bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -571,7 +594,11 @@ func (c *calls) close(cancel bool) {
 		next := n.next
 		if cancel || n.rounds > 0 {
 			c.unlink(n)
-			n.cancel(byShutdown, context.Canceled)
+			if n.deadline.After(now) {
+				n.cancel(byShutdown, context.Canceled)
+			} else {
+				n.cancel(byTimeout, context.DeadlineExceeded)
+			}
 		}
 		n = next
 	}

@@ -32,6 +32,7 @@ const (
 	MethodDiscover            = "server/discover"
 	MethodSubscriptionsListen = "subscriptions/listen"
 	notificationListenAcked   = "notifications/subscriptions/acknowledged"
+	notificationToolsChanged  = "notifications/tools/list_changed"
 )
 
 // Wire wraps a non-HTTP transport so that its connection is a WireConn the
@@ -41,6 +42,7 @@ type Wire struct {
 	mcp.Transport
 	broken func(error) // told when the server ends a subscriptions/listen stream
 	ended  func(*Wire) // told once when the connection ends; may be nil
+	tools  func()      // told of each tools/list_changed, as it is read; may be nil
 	ack    *ListenAck
 	conn   atomic.Pointer[WireConn]
 }
@@ -51,8 +53,11 @@ type Wire struct {
 // way a subscriptions/listen stream that ends while the client wants it is
 // reported to broken, and its acknowledgement to ack.
 //
-// ended, if set, is told once when the wire's connection ends.
-func Wired(t mcp.Transport, broken func(error), ended func(*Wire), ack *ListenAck) (mcp.Transport, *Wire) {
+// ended, if set, is told once when the wire's connection ends; tools, if
+// set, of each notifications/tools/list_changed as the wire reads it,
+// before any message read after it reaches the SDK (whose handler runs on
+// a goroutine of its own, racing the answers read after the notification).
+func Wired(t mcp.Transport, broken func(error), ended func(*Wire), tools func(), ack *ListenAck) (mcp.Transport, *Wire) {
 	if st := StreamableOf(t); st != nil {
 		c := http.DefaultClient
 		if st.HTTPClient != nil {
@@ -67,7 +72,7 @@ func Wired(t mcp.Transport, broken func(error), ended func(*Wire), ack *ListenAc
 		st.HTTPClient = &cp
 		return t, nil
 	}
-	wt := &Wire{Transport: t, broken: broken, ended: ended, ack: ack}
+	wt := &Wire{Transport: t, broken: broken, ended: ended, tools: tools, ack: ack}
 	return wt, wt
 }
 
@@ -90,7 +95,7 @@ func (t *Wire) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken, ack: t.ack}
+	w := &WireConn{Connection: c, probes: map[jsonrpc.ID]chan *jsonrpc.Response{}, listens: map[jsonrpc.ID]bool{}, broken: t.broken, tools: t.tools, ack: t.ack}
 	if t.ended != nil {
 		w.ended = func() { t.ended(t) }
 	}
@@ -116,6 +121,7 @@ type WireConn struct {
 	broken        func(error)
 	ack           *ListenAck
 	ended         func() // told when a Read fails or the SDK closes the connection; may be nil
+	tools         func() // told of each tools/list_changed read; may be nil
 	endOnce       sync.Once
 }
 
@@ -195,6 +201,9 @@ func (c *WireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == notificationListenAcked {
 				c.ack.acked()
 			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == notificationToolsChanged && c.tools != nil {
+				c.tools()
+			}
 			return msg, nil
 		}
 		c.mu.Lock()
@@ -217,6 +226,13 @@ func (c *WireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		ch <- resp // buffered
 	}
+}
+
+// Ended reports whether a Read has failed: the connection ended.
+func (c *WireConn) Ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readErr != nil
 }
 
 // DiedOnDiscover reports whether the connection ended after a

@@ -174,3 +174,34 @@ func TestWireProbeIsAnsweredOutOfBand(t *testing.T) {
 	for range reads {
 	}
 }
+
+// A tools/list_changed is signalled as the wire reads it, before the
+// message read after it is returned, and only it; Ended tells a failed
+// Read.
+func TestWireSignalsToolChangesInOrder(t *testing.T) {
+	f := newFakeConn()
+	w := newWire(f, nil)
+	signals := 0
+	w.tools = func() { signals++ }
+	f.in <- &jsonrpc.Request{Method: "notifications/prompts/list_changed"}
+	f.in <- &jsonrpc.Request{Method: notificationToolsChanged}
+	f.in <- &jsonrpc.Response{ID: id(t, float64(3)), Result: json.RawMessage(`{}`)}
+	for i, want := range []int{0, 1, 1} {
+		if _, err := w.Read(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if signals != want {
+			t.Errorf("after read %d: %d tool-change signals, want %d", i+1, signals, want)
+		}
+	}
+	if w.Ended() {
+		t.Error("Ended before a Read failed")
+	}
+	_ = f.Close()
+	if _, err := w.Read(context.Background()); err == nil {
+		t.Fatal("Read after Close: no error")
+	}
+	if !w.Ended() {
+		t.Error("not Ended after a Read failed")
+	}
+}
