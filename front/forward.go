@@ -253,7 +253,7 @@ func (f *Front) forwardElicit(ctx context.Context, server string, only *client, 
 	}
 	sctx, cancel := onStream(ctx, in)
 	defer cancel()
-	k := &kept{}
+	k := &keptAnswer{}
 	res, err := ss.Elicit(context.WithValue(sctx, keptKey{}, k), p)
 	if k.res != nil {
 		// The SDK checks the answer against the schema and fills in its
@@ -370,11 +370,11 @@ func (f *Front) relayLog(ctx context.Context, server string, only *client, p *mc
 	}
 }
 
-// keptKey carries a *kept to keepAnswer.
+// keptKey carries a *keptAnswer to keepAnswer.
 type keptKey struct{}
 
-// kept is an elicitation's answer as the client sent it.
-type kept struct{ res *mcp.ElicitResult }
+// keptAnswer is an elicitation's answer as the client sent it.
+type keptAnswer struct{ res *mcp.ElicitResult }
 
 // keepAnswer is the sending middleware of every client's server: it
 // keeps a copy of an elicitation's answer as the client sent it, before
@@ -382,7 +382,7 @@ type kept struct{ res *mcp.ElicitResult }
 func keepAnswer(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		k, ok := ctx.Value(keptKey{}).(*kept)
+		k, ok := ctx.Value(keptKey{}).(*keptAnswer)
 		if !ok || err != nil {
 			return res, err
 		}

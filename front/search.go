@@ -85,7 +85,7 @@ func (c *client) listed(want map[string]*mcp.Tool, defs map[string]json.RawMessa
 			outTools[name], outDefs[name] = t, defs[name]
 		}
 	}
-	for _, t := range []*mcp.Tool{searchTool(), callTool()} {
+	for _, t := range []*mcp.Tool{searchToolDef(), callToolDef()} {
 		raw, _ := json.Marshal(t)
 		outTools[t.Name], outDefs[t.Name] = t, raw
 	}
@@ -308,7 +308,7 @@ func orEmpty(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func searchTool() *mcp.Tool {
+func searchToolDef() *mcp.Tool {
 	return &mcp.Tool{
 		Name: SearchToolName,
 		Description: "Find the tools that can do a task, among every tool of the MCP servers behind mcpfsm that you may use. " +
@@ -327,7 +327,7 @@ func searchTool() *mcp.Tool {
 	}
 }
 
-func callTool() *mcp.Tool {
+func callToolDef() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        CallToolName,
 		Description: "Call a tool found with " + SearchToolName + ": its name as the search answered it, and its arguments as its input schema says.",
