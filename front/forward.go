@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -398,5 +399,27 @@ func keepAnswer(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		return res, err
+	}
+}
+
+// relayUpdate tells the clients subscribed to a server's resource that
+// it was updated, under each front URI they subscribed with: only's, for
+// a per-client instance; every client's that the shared instance
+// serves, for a shared one.
+func (f *Front) relayUpdate(ctx context.Context, server string, only *client, uri string) {
+	t := target{server, uri}
+	clients := []*client{only}
+	if only == nil {
+		clients = f.all()
+	}
+	for _, c := range clients {
+		if only == nil && c.isolated(server) {
+			continue
+		}
+		for _, front := range c.subs.uris(t) {
+			if err := c.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: front}); err != nil {
+				f.opts.Logger.Warn("resource update not relayed: "+err.Error(), "server", server, "uri", uri)
+			}
+		}
 	}
 }
