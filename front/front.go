@@ -423,3 +423,26 @@ func (f *Front) Configure(server string, c *conn.Config) {
 		f.Observe(t)
 	}
 }
+
+// ToolsOptions say how a client's tools/list is made.
+//
+// In search mode (Search set) a client is listed two tools of the
+// front's own instead of every tool it may see: SearchToolName, which
+// answers the tools that best match a query in words (their names,
+// descriptions and input schemas, ranked by package toolsearch), and
+// CallToolName, which calls one of them by name. Pin lists tools that
+// are listed as they are besides. A search answers only among the tools
+// the client's caller may see and use, as its tools/list would have
+// listed them (its servers' per-caller rules, its own instances'
+// listings), and a hit of a server in an outage says so. A call through
+// CallToolName takes the path a direct tools/call of the tool takes: the
+// same policy check and rate limit, audit record, trace span and outage
+// answer. The index follows every change of the client's tools.
+type ToolsOptions struct {
+	// Search lists the search and call tools instead of every tool.
+	Search bool
+	// Pin are tools listed as they are in search mode, by the name the
+	// client knows them by (mcp__<server>__<tool>, or the raw name with
+	// NamesRaw).
+	Pin []string
+}
