@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // library lists the packages whose error strings follow the convention,
 // each with the packages under it.
-var library = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox"}
+var library = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox", "front"}
 
 var (
 	// prefixed is a string that starts with a word and a colon or a
