@@ -106,3 +106,10 @@ func (c *client) sharedBackend(server string) backend {
 	}
 	return b
 }
+
+// isolated reports whether c has (or gets) an instance of its own of
+// server: over HTTP, unless the server is shared and its credential is
+// not c's own (Options.CallerSignIn).
+func (c *client) isolated(server string) bool {
+	return c.kind != stdioClient && c.f.opts.Backends != nil && (!c.f.isolation(server).shared || c.callerSignIn(server) != nil)
+}

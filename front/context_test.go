@@ -61,7 +61,7 @@ func listBytes(t testing.TB, tools []*mcp.Tool) int {
 // (docs/performance.md): search mode lists two tools however many stand
 // behind it.
 func TestContextBytes(t *testing.T) {
-	search := listBytes(t, []*mcp.Tool{searchTool(), callTool()})
+	search := listBytes(t, []*mcp.Tool{searchToolDef(), callToolDef()})
 	for _, c := range []struct {
 		name  string
 		tools []*mcp.Tool

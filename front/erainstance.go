@@ -85,7 +85,7 @@ func (f *Front) eraInstance(server string) *eraInstance {
 		Start: func(ctx context.Context, observe func(conn.Transition)) (*conn.Supervisor, func(), error) {
 			sup, err := f.opts.Backends.StartInstance(ctx, server, func(cfg *conn.Config) { f.configureEra(server, cfg, ei, observe) })
 			if err != nil {
-				return nil, nil, fmt.Errorf("server %q: its shared instance for 2026-07-28 clients did not start: %w", server, err)
+				return nil, nil, fmt.Errorf("mcp server %q: its shared instance for 2026-07-28 clients did not start: %w", server, err)
 			}
 			return sup, func() {}, nil
 		},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/mcpfsm/mcpfsm/front/internal/bridge"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -253,7 +254,7 @@ func (f *Front) forwardElicit(ctx context.Context, server string, only *client, 
 	}
 	sctx, cancel := onStream(ctx, in)
 	defer cancel()
-	k := &kept{}
+	k := &keptAnswer{}
 	res, err := ss.Elicit(context.WithValue(sctx, keptKey{}, k), p)
 	if k.res != nil {
 		// The SDK checks the answer against the schema and fills in its
@@ -370,11 +371,11 @@ func (f *Front) relayLog(ctx context.Context, server string, only *client, p *mc
 	}
 }
 
-// keptKey carries a *kept to keepAnswer.
+// keptKey carries a *keptAnswer to keepAnswer.
 type keptKey struct{}
 
-// kept is an elicitation's answer as the client sent it.
-type kept struct{ res *mcp.ElicitResult }
+// keptAnswer is an elicitation's answer as the client sent it.
+type keptAnswer struct{ res *mcp.ElicitResult }
 
 // keepAnswer is the sending middleware of every client's server: it
 // keeps a copy of an elicitation's answer as the client sent it, before
@@ -382,7 +383,7 @@ type kept struct{ res *mcp.ElicitResult }
 func keepAnswer(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		k, ok := ctx.Value(keptKey{}).(*kept)
+		k, ok := ctx.Value(keptKey{}).(*keptAnswer)
 		if !ok || err != nil {
 			return res, err
 		}
@@ -398,5 +399,27 @@ func keepAnswer(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		return res, err
+	}
+}
+
+// relayUpdate tells the clients subscribed to a server's resource that
+// it was updated, under each front URI they subscribed with: only's, for
+// a per-client instance; every client's that the shared instance
+// serves, for a shared one.
+func (f *Front) relayUpdate(ctx context.Context, server string, only *client, uri string) {
+	t := target{server, uri}
+	clients := []*client{only}
+	if only == nil {
+		clients = f.all()
+	}
+	for _, c := range clients {
+		if only == nil && c.isolated(server) {
+			continue
+		}
+		for _, front := range c.subs.uris(t) {
+			if err := c.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: front}); err != nil {
+				f.opts.Logger.Warn("resource update not relayed: "+err.Error(), "server", server, "uri", uri)
+			}
+		}
 	}
 }

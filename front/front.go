@@ -57,6 +57,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -64,6 +65,7 @@ import (
 	"github.com/mcpfsm/mcpfsm/authz"
 	"github.com/mcpfsm/mcpfsm/conn"
 	"github.com/mcpfsm/mcpfsm/front/internal/slots"
+	"github.com/mcpfsm/mcpfsm/front/internal/tasks"
 	"github.com/mcpfsm/mcpfsm/internal/broadcast"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -218,28 +220,6 @@ type Front struct {
 	eras eraInstances // the shared servers' instances for 2026-07-28 clients (erainstance.go)
 }
 
-// New returns a Front over o.Registry. It serves no tools until the first
-// [Front.Sync] or [Front.Run].
-func New(o Options) *Front {
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Implementation == nil {
-		o.Implementation = &mcp.Implementation{Name: "mcpfsm", Version: ModuleVersion()}
-	}
-	if o.InstanceIdle == 0 {
-		o.InstanceIdle = DefaultInstanceIdle
-	}
-	if o.Redact == nil {
-		o.Redact = func(s string) string { return s }
-	}
-	return &Front{opts: o, audit: auditor{log: o.Audit, clock: o.Clock}, results: &results{lim: o.Limits, clock: o.Clock},
-		clients: map[*client]struct{}{}, subjects: map[string]*client{}, warned: map[string]bool{}}
-}
-
 // Observe takes note of a transition of a shared instance. Pass it as
 // (or call it from) conn.Config.OnTransition: a call whose connection
 // ends under it then waits for the supervisor to register the loss, so
@@ -267,65 +247,6 @@ func (f *Front) transitioned() <-chan struct{} {
 	return f.moved.C()
 }
 
-// Run serves one client over t (such as &mcp.StdioTransport{}) until the
-// client disconnects or ctx is done, mirroring the registry meanwhile.
-// That client is the only one: every server's shared instance serves
-// it, with its roots and logging level.
-func (f *Front) Run(ctx context.Context, t mcp.Transport) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c := f.newClient(stdioClient, authz.Caller{Operator: true})
-	f.add(c)
-	f.mu.Lock()
-	f.shared = c
-	f.mu.Unlock()
-	f.Update()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.Sync(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		f.drop(c)
-		f.mu.Lock()
-		f.shared = nil
-		f.mu.Unlock()
-		f.wait()
-	}()
-	return c.server.Run(ctx, t)
-}
-
-// Sync mirrors the registry (and the catalog) into every client's server
-// until ctx is done: at once, then at every change of either.
-func (f *Front) Sync(ctx context.Context) {
-	for {
-		changed := f.opts.Registry.Changed() // before reading: no change is missed
-		var catChanged <-chan struct{}
-		if f.opts.Catalog != nil {
-			catChanged = f.opts.Catalog.Changed()
-		}
-		f.Update()
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-catChanged:
-		}
-	}
-}
-
-// Update brings every client's tools, resources, resource templates and
-// prompts in line with the registry, the catalog and the client's own
-// instances once. Sync and Run call it at every change; a host that
-// serves the front another way calls it before it accepts clients.
-func (f *Front) Update() {
-	for _, c := range f.all() {
-		c.update()
-	}
-}
-
 // all returns the clients served now.
 func (f *Front) all() []*client {
 	f.mu.Lock()
@@ -340,25 +261,6 @@ func (f *Front) all() []*client {
 // wait waits for the front's own goroutines: instance closes and roots
 // reads of clients that have ended.
 func (f *Front) wait() { f.wg.Wait() }
-
-// Close ends every client served now and closes their instances,
-// waiting for them at most until ctx ends. A host calls it once it
-// stopped accepting requests, before it closes the shared instances.
-func (f *Front) Close(ctx context.Context) error {
-	for _, c := range f.all() {
-		f.drop(c)
-	}
-	f.closeTasks()
-	f.closeEras()
-	done := make(chan struct{})
-	go func() { f.wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // isolation is how server is shared over HTTP; every server is shared
 // without Backends.
@@ -386,48 +288,39 @@ func (f *Front) supervisors() []*conn.Supervisor {
 	return f.opts.Backends.Supervisors()
 }
 
-// Configure sets what of a shared instance's conn.Config the front
-// serves it with: the classic era when the configuration pins no
-// protocol version, unless the server refuses it (conn.Config's
-// PreferClassic; 2026-07-28 clients then get a shared instance of their
-// own era, started on their first request), its client options
-// and receiving middleware (the
-// server's requests and notifications reach the client they belong to),
-// its transitions observed ([Front.Observe]), and, on the stdio front,
-// its one client's roots once they are known (over HTTP a shared
-// instance keeps the roots its configuration declares). Pass it as
-// host.Options.Configure.
-func (f *Front) Configure(server string, c *conn.Config) {
-	c.Client, c.ClientMiddleware = f.ClientOptionsFor(server), f.ClientMiddlewareFor(server)
-	// A shared instance speaks the classic era unless the server's
-	// configuration pins one: a server written for that era sends its
-	// requests during a call, which a 2026-07-28 session would refuse.
-	// The 2026-07-28 clients then get a shared instance of their own era
-	// (erainstance.go); with a pinned version, this one serves both (the
-	// era bridge turns a classic server's requests into input requests).
-	// A server that refuses the classic handshake (one of 2026-07-28
-	// only) gets the stateless protocol all the same (conn learns it
-	// within the attempt), and this instance then serves both too.
-	f.eras.want(server, c.ProtocolVersion == "")
-	if c.ProtocolVersion == "" {
-		c.PreferClassic = true
-	}
-	if f.opts.Tracer != nil {
-		c.Propagate = f.opts.Tracer.Propagate
-	}
-	f.mu.Lock()
-	owner := f.shared
-	f.mu.Unlock()
-	if owner != nil {
-		if roots, ok := owner.roots.known(); ok {
-			c.Roots = roots
-		}
-	}
-	next := c.OnTransition
-	c.OnTransition = func(t conn.Transition) {
-		if next != nil {
-			next(t)
-		}
-		f.Observe(t)
-	}
+// ToolsOptions say how a client's tools/list is made.
+//
+// In search mode (Search set) a client is listed two tools of the
+// front's own instead of every tool it may see: SearchToolName, which
+// answers the tools that best match a query in words (their names,
+// descriptions and input schemas, ranked by package toolsearch), and
+// CallToolName, which calls one of them by name. Pin lists tools that
+// are listed as they are besides. A search answers only among the tools
+// the client's caller may see and use, as its tools/list would have
+// listed them (its servers' per-caller rules, its own instances'
+// listings), and a hit of a server in an outage says so. A call through
+// CallToolName takes the path a direct tools/call of the tool takes: the
+// same policy check and rate limit, audit record, trace span and outage
+// answer. The index follows every change of the client's tools.
+type ToolsOptions struct {
+	// Search lists the search and call tools instead of every tool.
+	Search bool
+	// Pin are tools listed as they are in search mode, by the name the
+	// client knows them by (mcp__<server>__<tool>, or the raw name with
+	// NamesRaw).
+	Pin []string
+}
+
+// signInAsk is one sign-in the front asks its clients to open.
+type signInAsk struct {
+	subject, server, url, id string
+	asked                    map[*client]bool
+}
+
+// taskRuns are the front's tasks.
+type taskRuns struct {
+	once  sync.Once
+	store *tasks.Store
+	idle  atomic.Int64 // a modern client's idle end, held off while its task runs (HTTPOptions.SessionTimeout)
+	armed func()       // tests: called once a call's head start is timed
 }

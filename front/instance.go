@@ -67,7 +67,7 @@ func (c *client) startInstance(ctx context.Context, server string, observe func(
 	sup, err := f.opts.Backends.StartInstance(ctx, server, func(cfg *conn.Config) { c.configure(server, cfg, observe) })
 	if err != nil {
 		release()
-		return nil, nil, fmt.Errorf("server %q: its instance for this client did not start: %w", server, err)
+		return nil, nil, fmt.Errorf("mcp server %q: its instance for this client did not start: %w", server, err)
 	}
 	return sup, release, nil
 }

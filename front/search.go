@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpfsm/mcpfsm/authz"
@@ -16,29 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// ToolsOptions say how a client's tools/list is made.
-//
-// In search mode (Search set) a client is listed two tools of the
-// front's own instead of every tool it may see: SearchToolName, which
-// answers the tools that best match a query in words (their names,
-// descriptions and input schemas, ranked by package toolsearch), and
-// CallToolName, which calls one of them by name. Pin lists tools that
-// are listed as they are besides. A search answers only among the tools
-// the client's caller may see and use, as its tools/list would have
-// listed them (its servers' per-caller rules, its own instances'
-// listings), and a hit of a server in an outage says so. A call through
-// CallToolName takes the path a direct tools/call of the tool takes: the
-// same policy check and rate limit, audit record, trace span and outage
-// answer. The index follows every change of the client's tools.
-type ToolsOptions struct {
-	// Search lists the search and call tools instead of every tool.
-	Search bool
-	// Pin are tools listed as they are in search mode, by the name the
-	// client knows them by (mcp__<server>__<tool>, or the raw name with
-	// NamesRaw).
-	Pin []string
-}
 
 // The names of the front's own tools in search mode.
 const (
@@ -55,17 +30,6 @@ const (
 
 // maxQueryBytes bounds a search's query: a task in words is short.
 const maxQueryBytes = 4096
-
-// searchState is a client's searchable tools in search mode: every tool
-// its caller may see (served name -> definition), and the index over
-// them, built at the first search after a change.
-type searchState struct {
-	mu    sync.Mutex
-	defs  map[string]json.RawMessage
-	tools map[string]*mcp.Tool
-	ix    *toolsearch.Index // nil until built; closed when replaced
-	ixErr error
-}
 
 // listed records want (served name -> tool the caller may see) as c's
 // searchable tools, and returns what c's server lists in search mode:
@@ -85,59 +49,11 @@ func (c *client) listed(want map[string]*mcp.Tool, defs map[string]json.RawMessa
 			outTools[name], outDefs[name] = t, defs[name]
 		}
 	}
-	for _, t := range []*mcp.Tool{searchTool(), callTool()} {
+	for _, t := range []*mcp.Tool{searchToolDef(), callToolDef()} {
 		raw, _ := json.Marshal(t)
 		outTools[t.Name], outDefs[t.Name] = t, raw
 	}
 	return outTools, outDefs
-}
-
-// drop closes the index; s.mu is held.
-func (s *searchState) drop() {
-	if s.ix != nil {
-		_ = s.ix.Close()
-	}
-	s.ix, s.ixErr = nil, nil
-}
-
-// close releases the index, once the client ends.
-func (s *searchState) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.drop()
-	s.defs, s.tools = nil, nil
-}
-
-// search runs q over the searchable tools, building the index first if
-// they changed. It holds s.mu throughout: a search never sees an index
-// closed under it.
-func (s *searchState) search(q, server string, limit int, keep func(name string) bool) ([]*mcp.Tool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ix == nil && s.ixErr == nil {
-		docs := make([]toolsearch.Doc, 0, len(s.tools))
-		for _, name := range slices.Sorted(maps.Keys(s.tools)) {
-			docs = append(docs, toolsearch.DocOf(serverOf(s.tools[name].Name), name, s.tools[name]))
-		}
-		s.ix, s.ixErr = toolsearch.New(docs)
-	}
-	if s.ixErr != nil {
-		return nil, s.ixErr
-	}
-	hits, err := s.ix.Search(q, server, 0)
-	if err != nil {
-		return nil, err
-	}
-	var out []*mcp.Tool
-	for _, h := range hits {
-		if len(out) == limit {
-			break
-		}
-		if keep(h.Name) {
-			out = append(out, s.tools[h.Name])
-		}
-	}
-	return out, nil
 }
 
 // toolHandler is the handler of the tool c's server lists as name: the
@@ -308,7 +224,7 @@ func orEmpty(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func searchTool() *mcp.Tool {
+func searchToolDef() *mcp.Tool {
 	return &mcp.Tool{
 		Name: SearchToolName,
 		Description: "Find the tools that can do a task, among every tool of the MCP servers behind mcpfsm that you may use. " +
@@ -327,7 +243,7 @@ func searchTool() *mcp.Tool {
 	}
 }
 
-func callTool() *mcp.Tool {
+func callToolDef() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        CallToolName,
 		Description: "Call a tool found with " + SearchToolName + ": its name as the search answered it, and its arguments as its input schema says.",

@@ -32,12 +32,6 @@ import (
 // to a sign-in's URL elicitation.
 const signInAskTimeout = 15 * time.Minute
 
-// signInAsk is one sign-in the front asks its clients to open.
-type signInAsk struct {
-	subject, server, url, id string
-	asked                    map[*client]bool
-}
-
 // AskSignIn asks the clients of subject ("" for the stdio client, the
 // operator) to open authURL, the authorization URL of the sign-in id to
 // server, with a URL-mode elicitation; clients that connect before

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpfsm/mcpfsm/front/internal/tasks"
@@ -42,14 +41,6 @@ const taskExtension = "io.modelcontextprotocol/tasks"
 // it is made one: one that ends within it is answered as it came (the
 // extension allows the immediate result).
 const taskHeadStart = 100 * time.Millisecond
-
-// taskRuns are the front's tasks.
-type taskRuns struct {
-	once  sync.Once
-	store *tasks.Store
-	idle  atomic.Int64 // a modern client's idle end, held off while its task runs (HTTPOptions.SessionTimeout)
-	armed func()       // tests: called once a call's head start is timed
-}
 
 // taskStore is the front's store of tasks, made on first use.
 func (f *Front) taskStore() *tasks.Store {

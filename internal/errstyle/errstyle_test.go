@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // module's commands (main packages), whose strings follow it as a
 // command's (see checkCommand).
 var (
-	library  = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox"}
+	library  = []string{"conn", "policy", "fsm", "config", "host", "access", "audit", "health", "signin", "authz", "sandbox", "front"}
 	commands = []string{"cmd", "internal/conformance/serveclient", "internal/fixture/tasksserver", "internal/testserver"}
 )
 

@@ -79,7 +79,7 @@ const maxErrorBytes = 1024
 
 // ErrFull: the store holds as many tasks as its bounds allow, in all or
 // for the owner; the call is not made a task.
-var ErrFull = errors.New("tasks: too many tasks kept")
+var ErrFull = errors.New("too many tasks kept")
 
 // Store is the tasks of every owner. Its methods are safe for
 // concurrent use.
