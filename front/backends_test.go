@@ -20,6 +20,7 @@ type fakeBackends struct {
 	start  func(ctx context.Context, server string, configure func(*conn.Config)) (*conn.Supervisor, error)
 
 	started []*conn.Supervisor // the per-client instances perClient started, in order
+	asked   int                // the instances the front asked for, counted before each start
 	guards  map[string]authz.Guard
 }
 
@@ -138,6 +139,9 @@ func (b *fakeBackends) starter(base func() conn.Config) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.start = func(ctx context.Context, name string, configure func(*conn.Config)) (*conn.Supervisor, error) {
+		b.mu.Lock()
+		b.asked++
+		b.mu.Unlock()
 		c := base()
 		c.Name = name
 		configure(&c)
