@@ -251,18 +251,6 @@ func (g *generation) awaitListenAck(ctx context.Context, ack *transport.ListenAc
 	return nil
 }
 
-// wireConn returns the generation's wired connection, if its transport has
-// one (every transport but Streamable HTTP).
-func (g *generation) wireConn() *transport.WireConn {
-	g.mu.Lock()
-	w := g.wire
-	g.mu.Unlock()
-	if w == nil {
-		return nil
-	}
-	return w.Conn()
-}
-
 // listenBroken ends the generation whose subscriptions/listen stream ended
 // (Streamable HTTP on protocol 2026-07-28): nothing else would tell the
 // supervisor that list changes and resource updates no longer arrive, so

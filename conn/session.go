@@ -401,6 +401,18 @@ func (g *generation) unavailable(tool string, cause error) error {
 	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), endedNow: g.endedNow(), cause: redact.Error(cause)}
 }
 
+// wireConn returns the generation's wired connection, if its transport has
+// one (every transport but Streamable HTTP).
+func (g *generation) wireConn() *transport.WireConn {
+	g.mu.Lock()
+	w := g.wire
+	g.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Conn()
+}
+
 // connEnded reports whether g's wired connection has read its end (which
 // the generation may not have heard yet): a request sent now would only
 // find the SDK closing.
