@@ -230,6 +230,19 @@ func (f *Front) Observe(t conn.Transition) {
 	f.noteMove()
 }
 
+// thenObserve returns an OnTransition that calls next, when it is set,
+// and then each of also, in order.
+func thenObserve(next func(conn.Transition), also ...func(conn.Transition)) func(conn.Transition) {
+	return func(t conn.Transition) {
+		if next != nil {
+			next(t)
+		}
+		for _, o := range also {
+			o(t)
+		}
+	}
+}
+
 // noteMove wakes the calls waiting for a transition (awaitLoss): every
 // instance's, a client's own too, or a call that found its instance's
 // connection ended would wait out lossWait for a loss already taken.

@@ -117,14 +117,7 @@ func (c *client) configure(server string, cfg *conn.Config, observe func(conn.Tr
 	if roots, ok := c.roots.known(); ok {
 		cfg.Roots = roots
 	}
-	next := cfg.OnTransition
-	cfg.OnTransition = func(t conn.Transition) {
-		if next != nil {
-			next(t)
-		}
-		observe(t)
-		c.f.noteMove()
-	}
+	cfg.OnTransition = thenObserve(cfg.OnTransition, observe, func(conn.Transition) { c.f.noteMove() })
 }
 
 // callerSignIn is the OAuth handler of c's own credential to server, or

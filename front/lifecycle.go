@@ -153,13 +153,7 @@ func (f *Front) Configure(server string, c *conn.Config) {
 			c.Roots = roots
 		}
 	}
-	next := c.OnTransition
-	c.OnTransition = func(t conn.Transition) {
-		if next != nil {
-			next(t)
-		}
-		f.Observe(t)
-	}
+	c.OnTransition = thenObserve(c.OnTransition, f.Observe)
 }
 
 // newClient makes a client, serving what the registry lists now; add
