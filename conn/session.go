@@ -397,8 +397,15 @@ func (g *generation) needsSignIn(err error) bool {
 	return errors.Is(err, ErrNeedsAuthorization) && g.signInHow() != ""
 }
 
+// unavailable is the error of a request g fails fast. It names the
+// supervisor's state, unless the connection ended at this instant and the
+// state is one the loop passes through on a loss (which of them the
+// request sees is chance). A state that waits for something outside the
+// loop (a sign-in, a Reconnect, Close) is always named: it says what the
+// caller can do.
 func (g *generation) unavailable(tool string, cause error) error {
-	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: g.sup.State(), endedNow: g.endedNow(), cause: redact.Error(cause)}
+	st := g.sup.State()
+	return &unavailableError{server: g.sup.cfg.Name, tool: tool, state: st, endedNow: recovering(st) && g.endedNow(), cause: redact.Error(cause)}
 }
 
 // wireConn returns the generation's wired connection, if its transport has
