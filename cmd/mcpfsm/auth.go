@@ -346,18 +346,21 @@ func (s *signIns) show(_ context.Context, f *signin.Flow) {
 		// A caller's sign-in: its URL goes to that caller's clients alone
 		// (whoever opens it signs in as that caller), never to the
 		// operator's stderr or browser.
-		fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in by caller %q: asking its client\n", s.cmd, f.Server, f.Subject)
 		if fr != nil {
 			fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
 		}
+		fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in by caller %q: asking its client\n", s.cmd, f.Server, f.Subject)
 		return
+	}
+	// The front learns of the sign-in first: once the line is out, a
+	// client's next call may already ask its caller (a 2026-07-28
+	// client is asked in no other way).
+	if fr != nil {
+		fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
 	}
 	fmt.Fprintf(s.stderr, "mcpfsm %s: server %q needs a sign-in: open %s (or %s)\n", s.cmd, f.Server, f.URL(), loginHint(f.Server, s.path))
 	if err := signin.StartBrowser(f.URL()); err != nil {
 		fmt.Fprintf(s.stderr, "mcpfsm %s: $BROWSER: %v; open the URL yourself\n", s.cmd, err)
-	}
-	if fr != nil {
-		fr.AskSignIn(f.Subject, f.Server, f.URL(), f.ID)
 	}
 }
 
