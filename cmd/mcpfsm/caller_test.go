@@ -508,8 +508,14 @@ func TestServePerCallerSignInListed(t *testing.T) {
 	}
 	consent(t, aliceURL, "alice", callback)
 	stderr.waitFor(t, 0, "connected and registered tools", "sub:alice")
-	if tools := alice.tools(t); !slices.Contains(tools, "mcp__notes__whoami") || slices.Contains(tools, entry) {
-		t.Fatalf("alice lists %v after her sign-in; want notes' tools and no %s; stderr:\n%s", tools, entry, stderr)
+	// The log line comes with the transition; alice's list follows it,
+	// announced by a tools/list_changed.
+	for tools := alice.tools(t); !slices.Contains(tools, "mcp__notes__whoami") || slices.Contains(tools, entry); tools = alice.tools(t) {
+		select {
+		case <-alice.changes:
+		case <-time.After(limit):
+			t.Fatalf("alice lists %v after her sign-in and heard of no change; want notes' tools and no %s; stderr:\n%s", tools, entry, stderr)
+		}
 	}
 	if text, isErr := alice.call(t, "mcp__notes__whoami", ""); isErr || text != "subject alice" {
 		t.Errorf("alice's call = %q (isError %v); want her own subject", text, isErr)
